@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: MIT */
+/* snowid: take IDs, decode an ID, show the daemon's state. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "snowid.h"
+
+#define N_MAX 1000000
+
+static const char *program = "snowid";
+
+static int fail(int r, const char *what)
+{
+        fprintf(stderr, "%s: %s: %s\n", program, what, strerror(-r));
+        return 1;
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+        fprintf(stderr, "%s: ", program);
+        fprintf(stderr, fmt, arg);
+        fprintf(stderr, " (see '%s --help')\n", program);
+        return 2;
+}
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *ret)
+{
+        char *end;
+        if (!s || !*s || *s == '-' || *s == '+')
+                return -EINVAL;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 0);
+        if (errno || *end || v > max)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+static void format_rfc3339(uint64_t unix_ms, char *buf, size_t size)
+{
+        time_t sec = (time_t)(unix_ms / 1000);
+        struct tm tm;
+        if (!gmtime_r(&sec, &tm) || tm.tm_year > 9999 - 1900) {
+                snprintf(buf, size, "(out of range)");
+                return;
+        }
+        size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+        snprintf(buf + n, size - n, ".%03uZ", (unsigned)(unix_ms % 1000));
+}
+
+static const char *open_error(int r)
+{
+        switch (r) {
+        case -ENOENT:
+                return "no segment: is snowidd running for this instance?";
+        case -EPROTO:
+                return "the segment is not one this snowid understands (version or damage)";
+        case -EACCES:
+                return "no permission on the segment's counter (join the snowid group)";
+        case -EINVAL:
+                return "bad instance name (1 to 64 of A-Z a-z 0-9 _ -)";
+        default:
+                return strerror(-r);
+        }
+}
+
+static int cmd_next(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                {"help", no_argument, NULL, 'h'},
+                {"instance", required_argument, NULL, 'i'},
+                {"format", required_argument, NULL, 'f'},
+                {"count", required_argument, NULL, 'n'},
+                {"wait", required_argument, NULL, 'w'},
+                {}};
+        const char *instance = NULL, *format = "dec";
+        uint64_t n = 1, wait_ms = 1000;
+        int c;
+
+        while ((c = getopt_long(argc, argv, "hi:f:n:w:", opts, NULL)) >= 0) {
+                switch (c) {
+                case 'h':
+                        printf("Usage: snowid next [-n N] [--instance NAME] [--format dec|hex|json]"
+                               " [--wait MS]\n\n"
+                               "Takes N IDs (default 1, at most %d) from the host's snowidd and "
+                               "prints them, one a line.\n"
+                               "  --wait MS   how long to wait for a lease or the clock "
+                               "(default 1000)\n",
+                               N_MAX);
+                        return 0;
+                case 'i':
+                        instance = optarg;
+                        break;
+                case 'f':
+                        format = optarg;
+                        if (strcmp(format, "dec") && strcmp(format, "hex") && strcmp(format, "json"))
+                                return usage_error("unknown format '%s'", optarg);
+                        break;
+                case 'n':
+                        if (parse_u64(optarg, N_MAX, &n) < 0 || n == 0)
+                                return usage_error("bad count '%s' (1 to 1000000)", optarg);
+                        break;
+                case 'w':
+                        if (parse_u64(optarg, 3600000, &wait_ms) < 0)
+                                return usage_error("bad wait '%s' (ms, at most 3600000)", optarg);
+                        break;
+                default:
+                        return 2;
+                }
+        }
+        if (optind < argc)
+                return usage_error("unexpected argument '%s'", argv[optind]);
+
+        snowid *s;
+        int r = snowid_open(instance, &s);
+        if (r < 0) {
+                fprintf(stderr, "%s: %s\n", program, open_error(r));
+                return 1;
+        }
+        snowid_set_max_wait(s, wait_ms * 1000);
+        snowid_layout l;
+        r = snowid_get_layout(s, &l);
+        if (r < 0) {
+                snowid_close(s);
+                return fail(r, "cannot read the layout");
+        }
+        uint64_t chunk_max = UINT64_C(1) << l.seq_bits;
+        uint64_t *ids = malloc(sizeof(uint64_t) * (n < chunk_max ? n : chunk_max));
+        if (!ids) {
+                snowid_close(s);
+                return fail(-ENOMEM, "out of memory");
+        }
+        int json = !strcmp(format, "json");
+        if (json)
+                fputs("{\"ids\":[", stdout);
+        for (uint64_t done = 0; done < n;) {
+                size_t k = (size_t)(n - done < chunk_max ? n - done : chunk_max);
+                r = snowid_next_batch(s, ids, k);
+                if (r < 0)
+                        break;
+                for (size_t i = 0; i < k; i++) {
+                        if (json)
+                                printf("%s\"%" PRIu64 "\"", done + i ? "," : "", ids[i]);
+                        else if (!strcmp(format, "hex"))
+                                printf("0x%016" PRIx64 "\n", ids[i]);
+                        else
+                                printf("%" PRIu64 "\n", ids[i]);
+                }
+                done += k;
+        }
+        if (json && r >= 0)
+                puts("]}");
+        free(ids);
+        snowid_close(s);
+        if (r < 0)
+                return fail(r, r == -EAGAIN ? "no ID could be issued (no lease, or the deadline "
+                                              "passed)"
+                                            : "cannot take IDs");
+        return fflush(stdout) == 0 ? 0 : 1;
+}
+
+static int cmd_decode(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                {"help", no_argument, NULL, 'h'},
+                {"instance", required_argument, NULL, 'i'},
+                {"epoch", required_argument, NULL, 'e'},
+                {"time-bits", required_argument, NULL, 't'},
+                {"worker-bits", required_argument, NULL, 'w'},
+                {"seq-bits", required_argument, NULL, 's'},
+                {"json", no_argument, NULL, 'j'},
+                {}};
+        const char *instance = NULL;
+        snowid_layout l;
+        int given = 0, json = 0, c;
+        uint64_t v;
+
+        snowid_layout_default(&l);
+        while ((c = getopt_long(argc, argv, "hi:j", opts, NULL)) >= 0) {
+                switch (c) {
+                case 'h':
+                        printf("Usage: snowid decode [--instance NAME | --epoch MS --time-bits T "
+                               "--worker-bits W --seq-bits S] [--json] ID...\n\n"
+                               "Prints each ID's time (RFC 3339 UTC and unix ms), worker and "
+                               "sequence.  Without\nlayout flags, the layout of the running "
+                               "instance is used, or the default 41/10/12.\n");
+                        return 0;
+                case 'i':
+                        instance = optarg;
+                        break;
+                case 'j':
+                        json = 1;
+                        break;
+                case 'e':
+                case 't':
+                case 'w':
+                case 's':
+                        if (parse_u64(optarg, c == 'e' ? UINT64_MAX : 63, &v) < 0)
+                                return usage_error("bad layout value '%s'", optarg);
+                        if (c == 'e')
+                                l.epoch_ms = v;
+                        else
+                                *(c == 't' ? &l.time_bits : c == 'w' ? &l.worker_bits
+                                                                     : &l.seq_bits) = (unsigned)v;
+                        given = 1;
+                        break;
+                default:
+                        return 2;
+                }
+        }
+        if (optind >= argc)
+                return usage_error("%s", "decode needs at least one ID");
+        if (given && instance)
+                return usage_error("%s", "give --instance or layout flags, not both");
+        if (given && snowid_layout_check(&l) < 0)
+                return usage_error("%s", "bad layout: time >= 32 bits, time + worker + seq = 63");
+        if (!given) {
+                snowid *s;
+                int r = snowid_open(instance, &s);
+                if (r == 0) {
+                        r = snowid_get_layout(s, &l);
+                        snowid_close(s);
+                }
+                if (r < 0 && instance) {
+                        fprintf(stderr, "%s: %s\n", program, open_error(r));
+                        return 1;
+                }
+        }
+        int status = 0;
+        for (int i = optind; i < argc; i++) {
+                snowid_parts p;
+                char when[64];
+                if (parse_u64(argv[i], UINT64_MAX, &v) < 0 || snowid_decode(&l, v, &p) < 0) {
+                        fprintf(stderr, "%s: '%s' is not an ID of this layout\n", program, argv[i]);
+                        status = 1;
+                        continue;
+                }
+                format_rfc3339(p.unix_ms, when, sizeof(when));
+                if (json)
+                        printf("{\"id\":\"%" PRIu64 "\",\"time\":\"%s\",\"unix_ms\":%" PRIu64
+                               ",\"worker\":%" PRIu32 ",\"sequence\":%" PRIu32 "}\n",
+                               v, when, p.unix_ms, p.worker, p.sequence);
+                else
+                        printf("%" PRIu64 "\ttime=%s\tunix_ms=%" PRIu64 "\tworker=%" PRIu32
+                               "\tsequence=%" PRIu32 "\n",
+                               v, when, p.unix_ms, p.worker, p.sequence);
+        }
+        return status;
+}
+
+static const char *state_name(int state)
+{
+        static const char *const names[] = {"starting", "leased", "no-lease"};
+        return state >= 0 && state < 3 ? names[state] : "unknown";
+}
+
+static int cmd_status(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                {"help", no_argument, NULL, 'h'},
+                {"instance", required_argument, NULL, 'i'},
+                {"json", no_argument, NULL, 'j'},
+                {}};
+        const char *instance = NULL;
+        int json = 0, c;
+
+        while ((c = getopt_long(argc, argv, "hi:j", opts, NULL)) >= 0) {
+                switch (c) {
+                case 'h':
+                        printf("Usage: snowid status [--instance NAME] [--json]\n\n"
+                               "Shows the segment that snowidd publishes: worker, generation, "
+                               "lease state,\ndeadline and its headroom, layout, daemon pid.\n");
+                        return 0;
+                case 'i':
+                        instance = optarg;
+                        break;
+                case 'j':
+                        json = 1;
+                        break;
+                default:
+                        return 2;
+                }
+        }
+        if (optind < argc)
+                return usage_error("unexpected argument '%s'", argv[optind]);
+        snowid *s;
+        snowid_status st;
+        snowid_layout l;
+        int r = snowid_open(instance, &s);
+        if (r < 0) {
+                fprintf(stderr, "%s: %s\n", program, open_error(r));
+                return 1;
+        }
+        r = snowid_get_status(s, &st);
+        int rl = snowid_get_layout(s, &l);
+        snowid_close(s);
+        if (r < 0)
+                return fail(r, "cannot read the status");
+        if (rl < 0)
+                snowid_layout_default(&l);
+        char deadline[64];
+        format_rfc3339(st.deadline_unix_ms, deadline, sizeof(deadline));
+        if (json)
+                printf("{\"worker\":%" PRIu32 ",\"generation\":%" PRIu64 ",\"state\":\"%s\","
+                       "\"deadline\":\"%s\",\"headroom_ms\":%" PRId64 ",\"daemon_pid\":%" PRId32
+                       ",\"layout\":{\"epoch_ms\":%" PRIu64 ",\"time_bits\":%u,\"worker_bits\":%u,"
+                       "\"seq_bits\":%u}}\n",
+                       st.worker, st.generation, state_name(st.state), deadline, st.headroom_ms,
+                       st.daemon_pid, l.epoch_ms, l.time_bits, l.worker_bits, l.seq_bits);
+        else
+                printf("worker:      %" PRIu32 "\ngeneration:  %" PRIu64 "%s\nstate:       %s\n"
+                       "deadline:    %s (headroom %" PRId64 " ms)\ndaemon pid:  %" PRId32 "\n"
+                       "layout:      epoch %" PRIu64 " ms, %u/%u/%u bits\n",
+                       st.worker, st.generation, st.generation & 1 ? " (switching)" : "",
+                       state_name(st.state), deadline, st.headroom_ms, st.daemon_pid, l.epoch_ms,
+                       l.time_bits, l.worker_bits, l.seq_bits);
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+                printf("Usage: snowid COMMAND [OPTIONS]\n\n"
+                       "  next     take IDs from the host's snowidd\n"
+                       "  decode   show the time, worker and sequence of IDs\n"
+                       "  status   show the daemon's segment\n\n"
+                       "'snowid COMMAND --help' for each.\n");
+                return argc < 2 ? 2 : 0;
+        }
+        const char *cmd = argv[1];
+        argv[1] = argv[0];
+        argc--;
+        argv++;
+        if (!strcmp(cmd, "next"))
+                return cmd_next(argc, argv);
+        if (!strcmp(cmd, "decode"))
+                return cmd_decode(argc, argv);
+        if (!strcmp(cmd, "status"))
+                return cmd_status(argc, argv);
+        return usage_error("unknown command '%s'", cmd);
+}

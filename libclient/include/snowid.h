@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libsnowid: unique, roughly time-ordered 64-bit IDs from the host's snowidd.
+ *
+ * snowid_next() maps nothing and calls nothing: it reads the segment that
+ * snowidd publishes and takes one value from a shared counter with one atomic
+ * operation.  Every function returns 0 or a negative errno value and leaves
+ * its out-parameters untouched on failure.  A handle may be shared between
+ * threads and survives fork().  The library never prints.
+ */
+#ifndef SNOWID_H
+#define SNOWID_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && defined(SNOWID_BUILDING)
+#define SNOWID_EXPORT __attribute__((visibility("default")))
+#else
+#define SNOWID_EXPORT
+#endif
+
+typedef struct snowid snowid;
+
+/* How an ID is cut: time_bits + worker_bits + seq_bits == 63, time_bits >= 32. */
+typedef struct snowid_layout {
+        uint64_t epoch_ms; /* unix ms of ID time 0; default 1735689600000 (2025-01-01Z) */
+        unsigned time_bits;   /* default 41 */
+        unsigned worker_bits; /* default 10 */
+        unsigned seq_bits;    /* default 12 */
+} snowid_layout;
+
+typedef struct snowid_parts {
+        uint64_t time_ms;  /* ms since the layout's epoch */
+        uint64_t unix_ms;  /* epoch_ms + time_ms */
+        uint32_t worker;
+        uint32_t sequence;
+} snowid_parts;
+
+enum snowid_state {
+        SNOWID_STATE_STARTING = 0,
+        SNOWID_STATE_LEASED = 1,
+        SNOWID_STATE_NO_LEASE = 2,
+};
+
+typedef struct snowid_status {
+        uint32_t worker;
+        int state;             /* enum snowid_state */
+        uint64_t generation;   /* odd while snowidd is switching */
+        uint64_t deadline_ms;  /* last ID time (ms since epoch) that may be used */
+        uint64_t deadline_unix_ms;
+        int64_t headroom_ms;   /* deadline minus ID time now; negative once passed */
+        int64_t offset_ns;     /* ID time minus CLOCK_MONOTONIC */
+        int32_t daemon_pid;
+} snowid_status;
+
+#define SNOWID_EPOCH_DEFAULT_MS UINT64_C(1735689600000)
+#define SNOWID_MAX_WAIT_DEFAULT_USEC UINT64_C(100000)
+
+/* Opens the segment of instance (NULL: $SNOWID_INSTANCE or "default").
+ * -ENOENT no segment, -EPROTO not a segment of this version, -EACCES no
+ * permission on the counter, -EINVAL bad instance name. */
+SNOWID_EXPORT int snowid_open(const char *instance, snowid **ret);
+/* Accepts NULL; always returns NULL. */
+SNOWID_EXPORT snowid *snowid_close(snowid *s);
+
+/* One ID.  -EAGAIN if none could be issued within the wait budget (no lease,
+ * deadline reached, clock behind the counter). */
+SNOWID_EXPORT int snowid_next(snowid *s, uint64_t *ret_id);
+/* n IDs from one atomic operation, increasing.  1 <= n <= 2^seq_bits. */
+SNOWID_EXPORT int snowid_next_batch(snowid *s, uint64_t *ret_ids, size_t n);
+/* How long a call may wait (clock, deadline, a switch); 0 never waits. */
+SNOWID_EXPORT int snowid_set_max_wait(snowid *s, uint64_t usec);
+
+SNOWID_EXPORT int snowid_get_layout(snowid *s, snowid_layout *ret);
+SNOWID_EXPORT int snowid_get_status(snowid *s, snowid_status *ret);
+
+/* Layouts need no segment. */
+SNOWID_EXPORT int snowid_layout_default(snowid_layout *ret);
+SNOWID_EXPORT int snowid_layout_check(const snowid_layout *l);
+SNOWID_EXPORT int snowid_decode(const snowid_layout *l, uint64_t id, snowid_parts *ret);
+/* Uses p->time_ms, p->worker and p->sequence; -ERANGE if one does not fit. */
+SNOWID_EXPORT int snowid_encode(const snowid_layout *l, const snowid_parts *p, uint64_t *ret_id);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

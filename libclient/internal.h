@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdint.h>
+#include <time.h>
+
+#include "barrier.h"
+#include "segment.h"
+#include "snowid.h"
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+struct snowid {
+        const struct shm_ctl *ctl; /* mapped read-only */
+        struct shm_ctr *ctr;
+        _Atomic uint64_t max_wait_ns;
+};
+
+#ifdef SNOWID_FAKE_CLOCK
+/* Tests build the library a second time with a clock of their own. */
+int64_t snowid_fake_monotonic_ns(void);
+static inline int64_t monotonic_ns(void)
+{
+        return snowid_fake_monotonic_ns();
+}
+#else
+static inline int64_t monotonic_ns(void)
+{
+        struct timespec ts;
+        /* the vDSO: no system call */
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+#endif
+
+/* ID time in ms: CLOCK_MONOTONIC plus the offset that snowidd publishes.
+ * Before the epoch (nothing published yet) it reads as 0. */
+static inline uint64_t id_time_ms(const struct shm_ctl *ctl)
+{
+        int64_t offset = READ_ONCE(ctl->offset_ns);
+        int64_t t = monotonic_ns() + offset;
+        return t > 0 ? (uint64_t)t / 1000000 : 0;
+}

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Taking IDs: the algorithm of DESIGN.md, "The shared counter".
+ *
+ * take() is the fast path: one acquire load of gen, a few relaxed loads from
+ * the same cache line, a vDSO clock read, and one atomic operation on the
+ * live counter line.  Everything that waits lives in wait_step(), which the
+ * fast path never enters while the counter is within the lead bound of the
+ * clock, before the deadline, and the generation is even.
+ */
+#include <errno.h>
+#include <sched.h>
+
+#include "internal.h"
+
+struct snap {
+        uint64_t gen;
+        uint32_t worker;
+        unsigned worker_bits, seq_bits;
+};
+
+enum wait_verdict { GO = 0, RETRY = 1 };
+
+static void count(_Atomic uint64_t *counter)
+{
+        fetch_add_relaxed(*counter, 1); /* statistics only; no ordering */
+}
+
+/* The budget's end, set on the first wait of a call. */
+static int budget_spent(snowid *s, int64_t *until)
+{
+        int64_t now = monotonic_ns();
+        if (*until == 0)
+                *until = now + (int64_t)READ_ONCE(s->max_wait_ns);
+        return now >= *until;
+}
+
+static void pause_briefly(int64_t ahead_ns)
+{
+        /* short waits (the clock reaching the next ms) spin; long ones sleep */
+        if (ahead_ns < 200000) {
+                for (int i = 0; i < 64; i++)
+                        cpu_relax();
+                return;
+        }
+        struct timespec ts = {.tv_nsec = 100000};
+        nanosleep(&ts, NULL);
+}
+
+/*
+ * Slow path of take(), entered holding a counter value whose last ms is past
+ * the deadline or more than lead_ms ahead of ID time.  The value stays good
+ * (it is unique), so it waits for the clock or the deadline to catch up,
+ * re-reading gen all along.  GO: use it; RETRY: gen changed, drop it.
+ */
+static int wait_step(snowid *s, const struct snap *sn, uint64_t last_ms, int64_t *until)
+{
+        const struct shm_ctl *ctl = s->ctl;
+        struct shm_stats *st = &s->ctr->stats;
+        int counted = 0;
+
+        for (;;) {
+                if (READ_ONCE(ctl->gen) != sn->gen)
+                        return RETRY;
+                uint64_t deadline = READ_ONCE(ctl->deadline);
+                uint64_t now = id_time_ms(ctl);
+                uint64_t lead = READ_ONCE(ctl->lead_ms);
+                if (last_ms <= deadline && last_ms <= now + lead)
+                        return GO;
+                if (!counted) {
+                        count(last_ms > deadline ? &st->waits_deadline : &st->waits_ceiling);
+                        counted = 1;
+                }
+                if (budget_spent(s, until)) {
+                        count(&st->eagain);
+                        return -EAGAIN;
+                }
+                int64_t ahead = last_ms > deadline ? 1000000000 : (int64_t)(last_ms - lead - now) * 1000000;
+                pause_briefly(ahead);
+        }
+}
+
+static int wait_switch(snowid *s, int64_t *until)
+{
+        count(&s->ctr->stats.waits_switch);
+        if (budget_spent(s, until)) {
+                count(&s->ctr->stats.eagain);
+                return -EAGAIN;
+        }
+        pause_briefly(1000000);
+        return 0;
+}
+
+/* Takes n consecutive counter values; returns the first, and the snapshot
+ * of the generation they belong to. */
+static int take(snowid *s, uint64_t n, uint64_t *ret_x, struct snap *ret_sn)
+{
+        const struct shm_ctl *ctl = s->ctl;
+        int64_t until = 0;
+
+        for (;;) {
+                struct snap sn;
+                /* pairs with store_release(gen) in shm_pub_switch(): we see
+                 * the worker, layout and line that this generation published */
+                sn.gen = load_acquire(ctl->gen);
+                if (unlikely(sn.gen & 1)) {
+                        int r = wait_switch(s, &until);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                sn.worker = READ_ONCE(ctl->worker);
+                sn.worker_bits = READ_ONCE(ctl->worker_bits);
+                sn.seq_bits = READ_ONCE(ctl->seq_bits);
+                uint64_t deadline = READ_ONCE(ctl->deadline);
+                uint64_t lead = READ_ONCE(ctl->lead_ms);
+                uint64_t now = id_time_ms(ctl);
+                unsigned sb = sn.seq_bits;
+                if (unlikely(sb > 31 || sn.worker_bits > 31 || sn.worker >> sn.worker_bits ||
+                             deadline >> (63 - sn.worker_bits - sb) || n > (UINT64_C(1) << sb)))
+                        return n > (UINT64_C(1) << (sb & 31)) ? -EINVAL : -EPROTO;
+
+                _Atomic uint64_t *line = &s->ctr->line[shm_line_index(sn.gen)].state;
+                uint64_t x = READ_ONCE(*line);
+                /* relaxed RMWs: the value's uniqueness comes from the RMW
+                 * itself; ordering against gen is the smp_rmb() below */
+                if ((x >> sb) >= now || !cas_relaxed(*line, &x, (now << sb) + n))
+                        x = fetch_add_relaxed(*line, n);
+                else
+                        x = now << sb;
+
+                uint64_t last_ms = (x + n - 1) >> sb;
+                if (unlikely(last_ms > deadline || last_ms > now + lead)) {
+                        int r = wait_step(s, &sn, last_ms, &until);
+                        if (r < 0)
+                                return r;
+                        if (r == RETRY) {
+                                count(&s->ctr->stats.dropped);
+                                continue;
+                        }
+                }
+                /* pairs with smp_wmb() in shm_pub_switch(): if any load or
+                 * RMW above saw the work of a later switch, gen reads newer */
+                smp_rmb();
+                if (unlikely(READ_ONCE(ctl->gen) != sn.gen)) {
+                        count(&s->ctr->stats.dropped);
+                        continue;
+                }
+                *ret_x = x;
+                *ret_sn = sn;
+                return 0;
+        }
+}
+
+static inline uint64_t compose(const struct snap *sn, uint64_t x)
+{
+        unsigned sb = sn->seq_bits;
+        return ((x >> sb) << (sn->worker_bits + sb)) | ((uint64_t)sn->worker << sb) |
+               (x & ((UINT64_C(1) << sb) - 1));
+}
+
+SNOWID_EXPORT int snowid_next(snowid *s, uint64_t *ret_id)
+{
+        struct snap sn;
+        uint64_t x;
+
+        if (unlikely(!s || !ret_id))
+                return -EINVAL;
+        int r = take(s, 1, &x, &sn);
+        if (unlikely(r < 0))
+                return r;
+        *ret_id = compose(&sn, x);
+        return 0;
+}
+
+SNOWID_EXPORT int snowid_next_batch(snowid *s, uint64_t *ret_ids, size_t n)
+{
+        struct snap sn;
+        uint64_t x;
+
+        if (!s || !ret_ids || n == 0)
+                return -EINVAL;
+        int r = take(s, n, &x, &sn);
+        if (r < 0)
+                return r;
+        /* values within one ms compose to consecutive IDs: fill runs */
+        unsigned sb = sn.seq_bits;
+        uint64_t v = x, end = x + n;
+        size_t i = 0;
+        while (v < end) {
+                uint64_t run_end = ((v >> sb) + 1) << sb;
+                if (run_end > end)
+                        run_end = end;
+                uint64_t id = compose(&sn, v);
+                size_t len = (size_t)(run_end - v);
+                for (size_t k = 0; k < len; k++)
+                        ret_ids[i + k] = id + k;
+                i += len;
+                v = run_end;
+        }
+        return 0;
+}

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shared-memory segment: an ABI between snowidd and every client on the
+ * host.  Two POSIX shared-memory objects per instance:
+ *
+ *   /snowid.<instance>.ctl   struct shm_ctl   0644, written by snowidd only
+ *   /snowid.<instance>.ctr   struct shm_ctr   0660, group snowid, clients RMW
+ *
+ * Synchronization table (who writes, who reads, how):
+ *
+ * field          | writer                    | readers                  | access
+ * ---------------+---------------------------+--------------------------+----------------------
+ * magic, version,| publisher, at create      | clients at open          | plain, before any
+ * size, nonce    |                           |                          | client can see it
+ * pid, state     | publisher, any time       | status (informational)   | WRITE_ONCE / READ_ONCE
+ * gen            | publisher: odd, then even | every client call        | seqlock: store_release
+ *                | around a switch           |                          | / load_acquire
+ * worker, layout | publisher, inside a switch| every client call        | READ_ONCE between two
+ * (time/worker/  | (gen odd)                 |                          | reads of gen
+ * seq bits,epoch)|                           |                          |
+ * deadline       | publisher: in a switch,   | every client call        | store_release /
+ *                | and raised by extend      |                          | READ_ONCE (see next.c)
+ * offset_ns      | publisher: in a switch,   | every client call        | WRITE_ONCE / READ_ONCE
+ *                | and by clock slewing      |                          | (any value is safe)
+ * lead_ms        | publisher, in a switch    | client slow path         | READ_ONCE
+ * line[i].state  | publisher raises it at a  | clients: CAS forward or  | atomic RMW only; it
+ *                | switch (CAS forward);     | fetch_add; publisher     | only ever grows
+ *                | clients CAS / fetch_add   | reads it for its backstop|
+ * stats          | clients, slow paths only  | snowidd /metrics         | fetch_add relaxed
+ *
+ * The live counter line is line[(gen / 2) % SHM_LINES]: every switch moves to
+ * a fresh line, so a client that slept through a switch can only touch a
+ * retired line.  A counter value is (ms << seq_bits) | seq, ms being ID time
+ * (milliseconds since the layout's epoch).
+ *
+ * Both objects are filled under a temporary name and renamed into place, so
+ * a client never maps a half-made object; the nonce binds a .ctl to its .ctr
+ * (a client that finds two objects from different segments gets -EPROTO,
+ * never a counter that another worker's clients use).
+ */
+#pragma once
+
+#include <stdalign.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHM_MAGIC_CTL UINT64_C(0x314c54434449574e) /* "NWIDCTL1" little-endian */
+#define SHM_MAGIC_CTR UINT64_C(0x3152544344495753) /* "SWIDCTR1" little-endian */
+#define SHM_VERSION 1u
+#define SHM_LINES 64u
+#define SHM_LINE_SIZE 64u
+
+enum shm_state {
+        SHM_STATE_STARTING = 0, /* no worker published yet */
+        SHM_STATE_LEASED = 1,   /* holding a lease, deadline being extended */
+        SHM_STATE_NO_LEASE = 2, /* lease lost or etcd unreachable: runs out at deadline */
+};
+
+struct shm_ctl {
+        /* line 0: identity, written once at create */
+        uint64_t magic;
+        uint32_t version;
+        uint32_t size;
+        _Atomic int32_t pid;
+        _Atomic uint32_t state;
+        uint64_t nonce; /* random, equal in both objects of one segment */
+        uint8_t reserved0[32];
+
+        /* line 1: everything the fast path reads */
+        alignas(64) _Atomic uint64_t gen;
+        _Atomic uint64_t deadline;  /* last ID time (ms) a client may use */
+        _Atomic int64_t offset_ns;  /* ID time ns = CLOCK_MONOTONIC ns + offset_ns */
+        _Atomic uint64_t epoch_ms;  /* unix ms of ID time 0 */
+        _Atomic uint32_t worker;
+        _Atomic uint8_t time_bits;
+        _Atomic uint8_t worker_bits;
+        _Atomic uint8_t seq_bits;
+        _Atomic uint8_t lead_ms;    /* how far the counter may run ahead of ID time */
+        uint8_t reserved1[24];
+
+        /* line 2: reserved for later versions */
+        uint8_t reserved2[64];
+};
+
+struct shm_line {
+        alignas(64) _Atomic uint64_t state;
+        uint8_t pad[SHM_LINE_SIZE - sizeof(uint64_t)];
+};
+
+struct shm_stats {
+        alignas(64) _Atomic uint64_t waits_ceiling; /* calls that waited for the clock */
+        _Atomic uint64_t waits_deadline;            /* calls that waited for the deadline */
+        _Atomic uint64_t waits_switch;              /* calls that waited on an odd generation */
+        _Atomic uint64_t eagain;                    /* calls that gave up with -EAGAIN */
+        _Atomic uint64_t dropped;                   /* values dropped on a generation change */
+        uint8_t pad[24];
+};
+
+struct shm_ctr {
+        struct shm_line line[SHM_LINES];
+        struct shm_stats stats;
+        /* line 65: identity, checked by clients at open */
+        alignas(64) uint64_t magic;
+        uint32_t version;
+        uint32_t size;
+        uint64_t nonce;
+        uint8_t reserved[40];
+};
+
+_Static_assert(sizeof(struct shm_ctl) == 192, "shm_ctl is an ABI");
+_Static_assert(offsetof(struct shm_ctl, pid) == 16, "shm_ctl is an ABI");
+_Static_assert(offsetof(struct shm_ctl, nonce) == 24, "shm_ctl is an ABI");
+_Static_assert(offsetof(struct shm_ctl, gen) == 64, "gen starts the hot line");
+_Static_assert(offsetof(struct shm_ctl, deadline) == 72, "shm_ctl is an ABI");
+_Static_assert(offsetof(struct shm_ctl, offset_ns) == 80, "shm_ctl is an ABI");
+_Static_assert(offsetof(struct shm_ctl, epoch_ms) == 88, "shm_ctl is an ABI");
+_Static_assert(offsetof(struct shm_ctl, worker) == 96, "shm_ctl is an ABI");
+_Static_assert(offsetof(struct shm_ctl, lead_ms) == 103, "shm_ctl is an ABI");
+_Static_assert(sizeof(struct shm_line) == SHM_LINE_SIZE, "one counter per cache line");
+_Static_assert(sizeof(struct shm_stats) == 64, "stats fill one line");
+_Static_assert(offsetof(struct shm_ctr, stats) == SHM_LINES * SHM_LINE_SIZE, "stats after lines");
+_Static_assert(offsetof(struct shm_ctr, magic) == (SHM_LINES + 1) * SHM_LINE_SIZE, "ABI");
+_Static_assert(sizeof(struct shm_ctr) == (SHM_LINES + 2) * SHM_LINE_SIZE, "shm_ctr is an ABI");
+_Static_assert(sizeof(_Atomic uint64_t) == 8 && alignof(_Atomic uint64_t) == 8, "lock-free u64");
+
+static inline unsigned shm_line_index(uint64_t gen)
+{
+        return (unsigned)((gen / 2) % SHM_LINES);
+}
+
+/* Names of the two objects: "/snowid.<instance>.ctl" and ".ctr".  The
+ * instance must be valid (shm_instance_valid). */
+#define SHM_INSTANCE_MAX 64
+#define SHM_NAME_MAX (sizeof("/snowid.") + SHM_INSTANCE_MAX + sizeof(".ctl"))
+#define SHM_DEFAULT_INSTANCE "default"
+
+int shm_instance_valid(const char *instance);
+/* instance, or $SNOWID_INSTANCE, or "default"; NULL if what was chosen is not valid */
+const char *shm_instance_pick(const char *instance);
+void shm_object_name(char *buf, size_t size, const char *instance, const char *suffix);
+
+/* Checks a mapped control object; 0 or -EPROTO.  Used by clients at open and
+ * by the publisher when it finds an object already there. */
+int shm_ctl_check(const struct shm_ctl *ctl, size_t mapped_size);
+int shm_ctr_check(const struct shm_ctr *ctr, size_t mapped_size);

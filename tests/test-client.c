@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The client algorithm against a fake clock: libsnowid is built a second
+ * time for this test with snowid_fake_monotonic_ns() as its clock.  A hook
+ * can run inside the Nth clock read, which lands between the client's first
+ * read of gen and its atomic operation: that is how a switch "in the middle
+ * of a call" is made to happen on demand.
+ */
+#include <errno.h>
+#include <stdint.h>
+
+#include "barrier.h"
+#include "helpers.h"
+#include "snowid.h"
+
+#define MS INT64_C(1000000)
+#define T UINT64_C(1000000) /* ID time (ms) at which each test starts */
+
+static _Atomic int64_t fake_ns;
+static int64_t fake_step;
+static int hook_countdown;
+static void (*hook)(void);
+
+int64_t snowid_fake_monotonic_ns(void);
+int64_t snowid_fake_monotonic_ns(void)
+{
+        if (hook && --hook_countdown == 0) {
+                void (*h)(void) = hook;
+                hook = NULL;
+                h();
+        }
+        return atomic_fetch_add(&fake_ns, fake_step);
+}
+
+static void arm(void (*h)(void), int at_read)
+{
+        hook = h;
+        hook_countdown = at_read;
+}
+
+static const char *inst;
+static struct shm_pub *pub;
+static snowid *cli;
+static snowid_layout layout;
+
+static int setup(void **state)
+{
+        (void)state;
+        inst = test_instance("client");
+        shm_pub_unlink(inst);
+        atomic_store(&fake_ns, (int64_t)T * MS);
+        fake_step = 0;
+        hook = NULL;
+        assert_int_equal(shm_pub_open(inst, (gid_t)-1, &pub), 0);
+        struct shm_publication p = test_publication(5, T, T + 10000, 0);
+        assert_int_equal(shm_pub_switch(pub, &p), 0);
+        assert_int_equal(snowid_open(inst, &cli), 0);
+        assert_int_equal(snowid_get_layout(cli, &layout), 0);
+        /* a frozen fake clock never ends a wait: tests that wait say so */
+        snowid_set_max_wait(cli, 0);
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        (void)state;
+        cli = snowid_close(cli);
+        pub = shm_pub_close(pub);
+        shm_pub_unlink(inst);
+        return 0;
+}
+
+static snowid_parts parts(uint64_t id)
+{
+        snowid_parts p;
+        assert_int_equal(snowid_decode(&layout, id, &p), 0);
+        return p;
+}
+
+static uint64_t line_state(uint64_t gen)
+{
+        return READ_ONCE(pub->ctr->line[shm_line_index(gen)].state);
+}
+
+static void test_basic(void **state)
+{
+        (void)state;
+        uint64_t a, b;
+        assert_int_equal(snowid_next(cli, &a), 0);
+        assert_int_equal(snowid_next(cli, &b), 0);
+        assert_true(b > a);
+        assert_int_equal(parts(a).worker, 5);
+        assert_int_equal(parts(a).time_ms, T);
+        assert_int_equal(parts(a).sequence, 0);
+        assert_int_equal(parts(b).sequence, 1);
+        assert_int_equal(parts(a).unix_ms, SNOWID_EPOCH_DEFAULT_MS + T);
+}
+
+static void test_sequence_carries(void **state)
+{
+        (void)state;
+        static uint64_t ids[4096];
+        uint64_t prev = 0, id = 7;
+        snowid_set_max_wait(cli, 0);
+        /* ms T, seq 0..4095 in one batch */
+        assert_int_equal(snowid_next_batch(cli, ids, 4096), 0);
+        for (unsigned i = 0; i < 4096; i++) {
+                assert_int_equal(parts(ids[i]).time_ms, T);
+                assert_int_equal(parts(ids[i]).sequence, i);
+                assert_true(ids[i] > prev);
+                prev = ids[i];
+        }
+        /* the next 4,096 carry into T+1, within the lead bound of 1 ms */
+        for (unsigned i = 0; i < 4096; i++) {
+                assert_int_equal(snowid_next(cli, &id), 0);
+                assert_int_equal(parts(id).time_ms, T + 1);
+                assert_int_equal(parts(id).sequence, i);
+                assert_true(id > prev);
+                prev = id;
+        }
+        /* T+2 would be 2 ms ahead of the clock: no wait allowed, so -EAGAIN */
+        assert_int_equal(snowid_next(cli, &id), -EAGAIN);
+        assert_int_equal(id, prev);
+        assert_true(READ_ONCE(pub->ctr->stats.eagain) >= 1);
+        atomic_fetch_add(&fake_ns, MS);
+        assert_int_equal(snowid_next(cli, &id), 0);
+        assert_int_equal(parts(id).time_ms, T + 2);
+        assert_true(id > prev);
+}
+
+static void test_batch_carries_across_ms(void **state)
+{
+        (void)state;
+        static uint64_t ids[100];
+        uint64_t id;
+        for (unsigned i = 0; i < 4050; i++)
+                assert_int_equal(snowid_next(cli, &id), 0);
+        assert_int_equal(snowid_next_batch(cli, ids, 100), 0);
+        for (unsigned i = 0; i < 100; i++) {
+                snowid_parts p = parts(ids[i]);
+                assert_int_equal(p.time_ms, i < 46 ? T : T + 1);
+                assert_int_equal(p.sequence, i < 46 ? 4050 + i : i - 46);
+                assert_int_equal(p.worker, 5);
+                if (i)
+                        assert_true(ids[i] > ids[i - 1]);
+        }
+}
+
+static void test_batch_bounds(void **state)
+{
+        (void)state;
+        uint64_t ids[4] = {1, 2, 3, 4};
+        static uint64_t big[4097];
+        assert_int_equal(snowid_next_batch(cli, ids, 0), -EINVAL);
+        assert_int_equal(snowid_next_batch(cli, big, 4097), -EINVAL);
+        assert_int_equal(snowid_next_batch(cli, NULL, 1), -EINVAL);
+        assert_int_equal(snowid_next_batch(NULL, ids, 1), -EINVAL);
+        assert_int_equal(snowid_next(NULL, ids), -EINVAL);
+        assert_int_equal(snowid_next(cli, NULL), -EINVAL);
+        assert_int_equal(snowid_set_max_wait(NULL, 1), -EINVAL);
+        assert_int_equal(snowid_set_max_wait(cli, UINT64_MAX), -EINVAL);
+        assert_int_equal(snowid_get_layout(cli, NULL), -EINVAL);
+        assert_int_equal(snowid_get_status(NULL, NULL), -EINVAL);
+        assert_int_equal(ids[0], 1);
+        assert_int_equal(snowid_next_batch(cli, big, 4096), 0);
+}
+
+static void test_waits_for_the_clock(void **state)
+{
+        (void)state;
+        static uint64_t ids[4096];
+        uint64_t id;
+        fake_step = MS / 20; /* each clock read moves 50 us */
+        snowid_set_max_wait(cli, 10000);
+        assert_int_equal(snowid_next_batch(cli, ids, 4096), 0);
+        assert_int_equal(snowid_next_batch(cli, ids, 4096), 0);
+        int64_t before = atomic_load(&fake_ns);
+        /* T+2 is taken at once, then waited for until ID time reaches T+1 */
+        assert_int_equal(snowid_next(cli, &id), 0);
+        assert_int_equal(parts(id).time_ms, T + 2);
+        assert_true(atomic_load(&fake_ns) >= (int64_t)(T + 1) * MS);
+        assert_true(atomic_load(&fake_ns) > before);
+        assert_true(READ_ONCE(pub->ctr->stats.waits_ceiling) >= 1);
+}
+
+static void test_wait_budget(void **state)
+{
+        (void)state;
+        uint64_t id = 0;
+        fake_step = MS / 100; /* 10 us a read */
+        snowid_set_max_wait(cli, 2000);
+        /* the deadline is behind the clock: nothing may be issued */
+        atomic_store(&fake_ns, (int64_t)(T + 20000) * MS);
+        int64_t before = atomic_load(&fake_ns);
+        assert_int_equal(snowid_next(cli, &id), -EAGAIN);
+        int64_t waited = atomic_load(&fake_ns) - before;
+        assert_true(waited >= 2 * MS);
+        assert_true(waited < 3 * MS);
+        assert_int_equal(id, 0);
+        assert_true(READ_ONCE(pub->ctr->stats.waits_deadline) >= 1);
+}
+
+static void test_deadline(void **state)
+{
+        (void)state;
+        uint64_t id;
+        static uint64_t ids[200];
+        snowid_set_max_wait(cli, 0);
+        atomic_store(&fake_ns, (int64_t)(T + 10001) * MS);
+        assert_int_equal(snowid_next(cli, &id), -EAGAIN);
+        assert_int_equal(shm_pub_extend(pub, T + 10001), 0);
+        assert_int_equal(snowid_next(cli, &id), 0);
+        assert_int_equal(parts(id).time_ms, T + 10001);
+        /* a batch whose last value would pass the deadline is refused whole */
+        for (unsigned i = 0; i < 4000; i++)
+                assert_int_equal(snowid_next(cli, &id), 0);
+        assert_int_equal(snowid_next_batch(cli, ids, 200), -EAGAIN);
+        /* its values are spent (unique, never used): the counter is past the
+         * deadline until the daemon extends it */
+        assert_int_equal(snowid_next_batch(cli, ids, 10), -EAGAIN);
+        assert_int_equal(shm_pub_extend(pub, T + 10002), 0);
+        assert_int_equal(snowid_next_batch(cli, ids, 10), 0);
+        assert_int_equal(parts(ids[9]).time_ms, T + 10002);
+        assert_true(ids[0] > id);
+}
+
+static void extend_deadline(void)
+{
+        assert_int_equal(shm_pub_extend(pub, T + 30000), 0);
+}
+
+static void test_waits_for_the_deadline(void **state)
+{
+        (void)state;
+        uint64_t id;
+        fake_step = MS / 100;
+        snowid_set_max_wait(cli, 50000);
+        atomic_store(&fake_ns, (int64_t)(T + 20000) * MS);
+        arm(extend_deadline, 5); /* snowidd extends while the client waits */
+        assert_int_equal(snowid_next(cli, &id), 0);
+        assert_true(parts(id).time_ms >= T + 20000);
+        assert_true(parts(id).time_ms <= T + 30000);
+}
+
+static void switch_to_9(void)
+{
+        struct shm_publication p = test_publication(9, T, T + 1000, 0);
+        assert_int_equal(shm_pub_switch(pub, &p), 0);
+}
+
+static void test_switch_mid_call(void **state)
+{
+        (void)state;
+        uint64_t id;
+        uint64_t old_gen = READ_ONCE(pub->ctl->gen);
+        uint64_t dropped = READ_ONCE(pub->ctr->stats.dropped);
+        uint64_t old_line = line_state(old_gen);
+        /* the switch lands after the client read gen and before its RMW */
+        arm(switch_to_9, 1);
+        assert_int_equal(snowid_next(cli, &id), 0);
+        uint64_t gen = READ_ONCE(pub->ctl->gen);
+        assert_int_equal(gen, old_gen + 2);
+        assert_int_equal(parts(id).worker, 9);
+        assert_int_equal(READ_ONCE(pub->ctr->stats.dropped), dropped + 1);
+        /* the dropped value came from the retired line; the live line gave one */
+        assert_int_equal(line_state(old_gen), old_line + 1);
+        assert_int_equal(line_state(gen), (T << 12) + 1);
+}
+
+/* The daemon brings ID time back 500 ms onto a fresh worker (a large clock
+ * step back), while a client holds a `now` computed before it. */
+static void step_back_switch(void)
+{
+        struct shm_publication p = test_publication(6, T - 500, T + 1000, -500 * MS);
+        assert_int_equal(shm_pub_switch(pub, &p), 0);
+}
+
+static void test_sleeper_leaves_new_line_alone(void **state)
+{
+        (void)state;
+        uint64_t id;
+        atomic_store(&fake_ns, (int64_t)(T + 5) * MS);
+        uint64_t old_gen = READ_ONCE(pub->ctl->gen);
+        arm(step_back_switch, 1);
+        assert_int_equal(snowid_next(cli, &id), 0);
+        uint64_t gen = READ_ONCE(pub->ctl->gen);
+        /* the stale CAS moved the retired line to the old `now`, T+5 ... */
+        assert_int_equal(line_state(old_gen) >> 12, T + 5);
+        /* ... and the live line holds the new start and one value taken */
+        assert_int_equal(line_state(gen), ((T - 500 + 5) << 12) + 1);
+        assert_int_equal(parts(id).worker, 6);
+        assert_int_equal(parts(id).time_ms, T - 500 + 5);
+}
+
+static void test_follow_keeps_order(void **state)
+{
+        (void)state;
+        static uint64_t ids[4096];
+        uint64_t id;
+        fake_step = MS / 20;
+        snowid_set_max_wait(cli, 10000);
+        assert_int_equal(snowid_next_batch(cli, ids, 4096), 0);
+        assert_int_equal(snowid_next_batch(cli, ids, 10), 0); /* counter at T+1 */
+        struct shm_publication p = test_publication(2, T, T + 1000, 0);
+        p.follow = 1;
+        assert_int_equal(shm_pub_switch(pub, &p), 0);
+        assert_int_equal(snowid_next(cli, &id), 0);
+        assert_int_equal(parts(id).worker, 2);
+        assert_int_equal(parts(id).time_ms, T + 2);
+        assert_true(id > ids[9]);
+}
+
+static void test_offset_lowered(void **state)
+{
+        (void)state;
+        uint64_t prev, id;
+        snowid_set_max_wait(cli, 0);
+        assert_int_equal(snowid_next(cli, &prev), 0);
+        /* ID time slowed to T-1: the counter is at T, within the lead */
+        shm_pub_set_offset(pub, -MS * 6 / 10);
+        for (int i = 0; i < 100; i++) {
+                assert_int_equal(snowid_next(cli, &id), 0);
+                assert_true(id > prev);
+                assert_int_equal(parts(id).time_ms, T);
+                prev = id;
+        }
+        /* lowered to T-2: the counter is 2 ms ahead, so it must wait */
+        shm_pub_set_offset(pub, -MS * 16 / 10);
+        assert_int_equal(snowid_next(cli, &id), -EAGAIN);
+        atomic_fetch_add(&fake_ns, MS);
+        assert_int_equal(snowid_next(cli, &id), 0);
+        assert_true(id > prev);
+        assert_int_equal(parts(id).time_ms, T);
+}
+
+static void test_odd_generation(void **state)
+{
+        (void)state;
+        uint64_t id = 3;
+        snowid_status st;
+        snowid_set_max_wait(cli, 0);
+        /* a publisher killed in the middle of a switch */
+        WRITE_ONCE(pub->ctl->gen, READ_ONCE(pub->ctl->gen) + 1);
+        assert_int_equal(snowid_next(cli, &id), -EAGAIN);
+        assert_int_equal(id, 3);
+        assert_int_equal(snowid_get_status(cli, &st), 0);
+        assert_true(st.generation & 1);
+        assert_true(READ_ONCE(pub->ctr->stats.waits_switch) >= 1);
+        /* the next publisher completes one switch */
+        struct shm_publication p = test_publication(7, T, T + 100, 0);
+        assert_int_equal(shm_pub_switch(pub, &p), 0);
+        assert_false(READ_ONCE(pub->ctl->gen) & 1);
+        assert_int_equal(snowid_next(cli, &id), 0);
+        assert_int_equal(parts(id).worker, 7);
+}
+
+static void test_damaged_control(void **state)
+{
+        (void)state;
+        uint64_t id = 3;
+        WRITE_ONCE(pub->ctl->worker, 1024); /* does not fit 10 bits */
+        assert_int_equal(snowid_next(cli, &id), -EPROTO);
+        WRITE_ONCE(pub->ctl->worker, 5);
+        WRITE_ONCE(pub->ctl->seq_bits, 200);
+        assert_int_equal(snowid_next(cli, &id), -EPROTO);
+        assert_int_equal(id, 3);
+        snowid_layout l = {0};
+        assert_int_equal(snowid_get_layout(cli, &l), -EPROTO);
+        WRITE_ONCE(pub->ctl->seq_bits, 12);
+        assert_int_equal(snowid_next(cli, &id), 0);
+}
+
+static void test_status(void **state)
+{
+        (void)state;
+        snowid_status st;
+        atomic_store(&fake_ns, (int64_t)(T + 250) * MS);
+        assert_int_equal(snowid_get_status(cli, &st), 0);
+        assert_int_equal(st.worker, 5);
+        assert_int_equal(st.state, SNOWID_STATE_LEASED);
+        assert_int_equal(st.generation, 2);
+        assert_int_equal(st.deadline_ms, T + 10000);
+        assert_int_equal(st.deadline_unix_ms, SNOWID_EPOCH_DEFAULT_MS + T + 10000);
+        assert_int_equal(st.headroom_ms, 10000 - 250);
+        assert_int_equal(st.daemon_pid, getpid());
+        shm_pub_set_state(pub, SHM_STATE_NO_LEASE);
+        assert_int_equal(snowid_get_status(cli, &st), 0);
+        assert_int_equal(st.state, SNOWID_STATE_NO_LEASE);
+}
+
+int main(void)
+{
+#define T_(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+        const struct CMUnitTest tests[] = {
+                T_(test_basic),
+                T_(test_sequence_carries),
+                T_(test_batch_carries_across_ms),
+                T_(test_batch_bounds),
+                T_(test_waits_for_the_clock),
+                T_(test_wait_budget),
+                T_(test_deadline),
+                T_(test_waits_for_the_deadline),
+                T_(test_switch_mid_call),
+                T_(test_sleeper_leaves_new_line_alone),
+                T_(test_follow_keeps_order),
+                T_(test_offset_lowered),
+                T_(test_odd_generation),
+                T_(test_damaged_control),
+                T_(test_status),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
