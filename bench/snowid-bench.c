@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * snowid-bench: what one ID costs, and how close a host gets to the layout's
+ * ceiling, beside three baselines measured in the same run:
+ *
+ *   textbook  a mutex around clock, last ms and sequence, spinning to the
+ *             next ms when the sequence runs out (Snowflake as usually written)
+ *   lockfree  one CAS on one word in this process: max(word + 1, now), no
+ *             ceiling, no worker, no deadline, nothing shared with other processes
+ *   fetchadd  a bare atomic_fetch_add on one word: no clock at all
+ *
+ * It publishes its own segment (instance bench-<pid>) with the shm/ publisher,
+ * so it needs no daemon.  Figures go to stdout as Markdown tables.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "publish.h"
+#include "snowid.h"
+
+#define BLOCK 32 /* calls per timed block in the latency runs */
+
+static double seconds = 1.0;
+static char instance[SHM_INSTANCE_MAX + 1];
+static struct shm_pub *pub;
+
+static int64_t now_ns(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void publish(unsigned seq_bits)
+{
+        struct shm_publication p = {.worker = 1, .lead_ms = 1};
+        snowid_layout_default(&p.layout);
+        p.layout.seq_bits = seq_bits;
+        p.layout.time_bits = 63 - 10 - seq_bits;
+        if (seq_bits > 12) /* 33 time bits last 99 days: start the epoch yesterday */
+                p.layout.epoch_ms = (uint64_t)(shm_realtime_ns() / 1000000) - 86400000;
+        p.offset_ns = shm_offset_for_wall(p.layout.epoch_ms);
+        p.start_ms = (uint64_t)((shm_monotonic_ns() + p.offset_ns) / 1000000);
+        p.deadline = p.start_ms + 3600 * 1000;
+        p.follow = 0;
+        if (shm_pub_switch(pub, &p) < 0) {
+                fprintf(stderr, "snowid-bench: cannot publish a layout with %u sequence bits\n",
+                        seq_bits);
+                exit(1);
+        }
+}
+
+/* ---- the baselines ---- */
+
+static unsigned base_seq_bits = 12;
+static uint64_t base_epoch_ms = SNOWID_EPOCH_DEFAULT_MS;
+
+static pthread_mutex_t tb_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t tb_last_ms, tb_seq;
+
+static uint64_t wall_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 - base_epoch_ms;
+}
+
+static __attribute__((noinline)) uint64_t textbook_next(void)
+{
+        pthread_mutex_lock(&tb_lock);
+        uint64_t ms = wall_ms();
+        if (ms <= tb_last_ms) {
+                ms = tb_last_ms;
+                if (++tb_seq >> base_seq_bits) {
+                        while ((ms = wall_ms()) <= tb_last_ms)
+                                ;
+                        tb_seq = 0;
+                }
+        } else {
+                tb_seq = 0;
+        }
+        tb_last_ms = ms;
+        uint64_t id = (ms << (10 + base_seq_bits)) | (UINT64_C(1) << base_seq_bits) | tb_seq;
+        pthread_mutex_unlock(&tb_lock);
+        return id;
+}
+
+static _Atomic uint64_t lf_word;
+
+static __attribute__((noinline)) uint64_t lockfree_next(void)
+{
+        uint64_t cur = atomic_load_explicit(&lf_word, memory_order_relaxed), next;
+        do {
+                uint64_t now = wall_ms() << base_seq_bits;
+                next = cur + 1 > now ? cur + 1 : now;
+        } while (!atomic_compare_exchange_weak_explicit(&lf_word, &cur, next, memory_order_relaxed,
+                                                        memory_order_relaxed));
+        return next;
+}
+
+static _Atomic uint64_t fa_word;
+
+static __attribute__((noinline)) uint64_t fetchadd_next(void)
+{
+        return atomic_fetch_add_explicit(&fa_word, 1, memory_order_relaxed);
+}
+
+/* ---- generators, by name ---- */
+
+enum gen { G_SNOWID, G_SNOWID64, G_SNOWID4096, G_TEXTBOOK, G_LOCKFREE, G_FETCHADD };
+static const char *const gen_names[] = {"snowid", "snowid batch 64", "snowid batch 4096",
+                                        "textbook", "lockfree", "fetchadd"};
+static const unsigned gen_batch[] = {1, 64, 4096, 1, 1, 1};
+
+static _Thread_local uint64_t sink;
+static double snowid_t1, snowid_t2;
+
+/* Takes one unit (one ID, or one batch) with generator g. */
+static inline int take(enum gen g, snowid *s, uint64_t *buf)
+{
+        switch (g) {
+        case G_SNOWID:
+                return snowid_next(s, buf);
+        case G_SNOWID64:
+                return snowid_next_batch(s, buf, 64);
+        case G_SNOWID4096:
+                return snowid_next_batch(s, buf, 4096);
+        case G_TEXTBOOK:
+                sink += textbook_next();
+                return 0;
+        case G_LOCKFREE:
+                sink += lockfree_next();
+                return 0;
+        case G_FETCHADD:
+                sink += fetchadd_next();
+                return 0;
+        }
+        return -EINVAL;
+}
+
+static snowid *open_or_die(void)
+{
+        snowid *s;
+        int r = snowid_open(instance, &s);
+        if (r < 0) {
+                fprintf(stderr, "snowid-bench: snowid_open: %s\n", strerror(-r));
+                exit(1);
+        }
+        snowid_set_max_wait(s, 10 * 1000 * 1000);
+        return s;
+}
+
+/* ---- latency: one thread, blocks of BLOCK units, ns per ID ---- */
+
+struct lat {
+        double median, p99, p999;
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+        return x < y ? -1 : x > y;
+}
+
+static struct lat latency(enum gen g)
+{
+        snowid *s = open_or_die();
+        static uint64_t buf[4096];
+        size_t max = 2000000, n = 0;
+        double *v = malloc(max * sizeof(double));
+        int64_t end = now_ns() + (int64_t)(seconds * 1e9);
+        for (int i = 0; i < 1000; i++) /* warm up */
+                take(g, s, buf);
+        while (n < max && now_ns() < end) {
+                int64_t t0 = now_ns();
+                for (int i = 0; i < BLOCK; i++)
+                        if (take(g, s, buf) < 0)
+                                abort();
+                v[n++] = (double)(now_ns() - t0) / (BLOCK * gen_batch[g]);
+        }
+        qsort(v, n, sizeof(double), cmp_double);
+        struct lat l = {v[n / 2], v[n * 99 / 100], v[n * 999 / 1000]};
+        free(v);
+        snowid_close(s);
+        return l;
+}
+
+/* ---- throughput: IDs per second from T threads or P processes ---- */
+
+struct run {
+        enum gen g;
+        snowid *s;
+        _Atomic int *go;
+        uint64_t count;
+};
+
+static void *run_thread(void *p)
+{
+        struct run *r = p;
+        static _Thread_local uint64_t buf[4096];
+        while (!atomic_load(r->go))
+                ;
+        int64_t end = now_ns() + (int64_t)(seconds * 1e9);
+        uint64_t n = 0;
+        do {
+                for (int i = 0; i < 16; i++)
+                        if (take(r->g, r->s, buf) == 0)
+                                n += gen_batch[r->g];
+        } while (now_ns() < end);
+        r->count = n;
+        return NULL;
+}
+
+static double throughput_threads(enum gen g, int nthreads)
+{
+        snowid *s = g <= G_SNOWID4096 ? open_or_die() : NULL;
+        pthread_t t[8];
+        struct run r[8];
+        _Atomic int go = 0;
+        for (int i = 0; i < nthreads; i++) {
+                r[i] = (struct run){.g = g, .s = s, .go = &go};
+                pthread_create(&t[i], NULL, run_thread, &r[i]);
+        }
+        int64_t t0 = now_ns();
+        atomic_store(&go, 1);
+        uint64_t total = 0;
+        for (int i = 0; i < nthreads; i++) {
+                pthread_join(t[i], NULL);
+                total += r[i].count;
+        }
+        double rate = (double)total / ((double)(now_ns() - t0) / 1e9);
+        snowid_close(s);
+        return rate;
+}
+
+static double throughput_procs(enum gen g, int nprocs)
+{
+        struct shared {
+                _Atomic int go;
+                _Atomic int ready;
+                uint64_t count[8];
+        } *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (sh == MAP_FAILED)
+                abort();
+        pid_t pids[8];
+        for (int i = 0; i < nprocs; i++) {
+                pids[i] = fork();
+                if (pids[i] == 0) {
+                        struct run r = {.g = g, .s = open_or_die(), .go = &sh->go};
+                        atomic_fetch_add(&sh->ready, 1);
+                        run_thread(&r);
+                        sh->count[i] = r.count;
+                        _exit(0);
+                }
+        }
+        while (atomic_load(&sh->ready) < nprocs)
+                ;
+        int64_t t0 = now_ns();
+        atomic_store(&sh->go, 1);
+        uint64_t total = 0;
+        for (int i = 0; i < nprocs; i++) {
+                waitpid(pids[i], NULL, 0);
+                total += sh->count[i];
+        }
+        double rate = (double)total / ((double)(now_ns() - t0) / 1e9);
+        munmap(sh, sizeof(*sh));
+        return rate;
+}
+
+static void cleanup(void)
+{
+        pub = shm_pub_close(pub);
+        shm_pub_unlink(instance);
+}
+
+int main(int argc, char **argv)
+{
+        static const struct option opts[] = {{"seconds", required_argument, NULL, 's'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {}};
+        int c;
+        while ((c = getopt_long(argc, argv, "s:h", opts, NULL)) >= 0) {
+                if (c == 's') {
+                        seconds = atof(optarg);
+                        if (!(seconds > 0.05 && seconds < 600)) {
+                                fprintf(stderr, "snowid-bench: --seconds takes 0.05 to 600\n");
+                                return 2;
+                        }
+                } else {
+                        printf("Usage: snowid-bench [--seconds S]  (each measurement runs S "
+                               "seconds, default 1)\n");
+                        return c == 'h' ? 0 : 2;
+                }
+        }
+        snprintf(instance, sizeof(instance), "bench-%d", (int)getpid());
+        int r = shm_pub_open(instance, (gid_t)-1, &pub);
+        if (r < 0) {
+                fprintf(stderr, "snowid-bench: cannot create a segment: %s\n", strerror(-r));
+                return 1;
+        }
+        atexit(cleanup);
+
+        /* 1. cost per ID where the ceiling does not bind: 20 sequence bits */
+        publish(20);
+        base_seq_bits = 20;
+        printf("## Cost per ID, one thread, layout 33/10/20 (the ceiling does not bind)\n\n");
+        printf("| generator | median ns/ID | p99 | p99.9 | median vs lockfree |\n");
+        printf("| --- | ---: | ---: | ---: | ---: |\n");
+        struct lat lf = latency(G_LOCKFREE);
+        static const enum gen lat_gens[] = {G_SNOWID, G_SNOWID64, G_SNOWID4096,
+                                            G_TEXTBOOK, G_LOCKFREE, G_FETCHADD};
+        for (size_t i = 0; i < sizeof(lat_gens) / sizeof(lat_gens[0]); i++) {
+                enum gen g = lat_gens[i];
+                struct lat l = g == G_LOCKFREE ? lf : latency(g);
+                printf("| %s | %.1f | %.1f | %.1f | %.2fx |\n", gen_names[g], l.median, l.p99,
+                       l.p999, l.median / lf.median);
+                if (g == G_SNOWID4096)
+                        printf("| (one batch of 4096) | %.2f us | %.2f us | %.2f us | |\n",
+                               l.median * 4096 / 1000, l.p99 * 4096 / 1000, l.p999 * 4096 / 1000);
+        }
+
+        printf("\n## IDs per second, layout 33/10/20\n\n");
+        printf("| generator | 1 thread | 2 threads | 2 processes |\n| --- | ---: | ---: | ---: |\n");
+        static const enum gen tp_gens[] = {G_SNOWID, G_TEXTBOOK, G_LOCKFREE, G_FETCHADD};
+        double base1 = 0, base2 = 0;
+        for (size_t i = 0; i < 4; i++) {
+                enum gen g = tp_gens[i];
+                double t1 = throughput_threads(g, 1), t2 = throughput_threads(g, 2);
+                if (g == G_LOCKFREE)
+                        base1 = t1, base2 = t2;
+                if (g == G_SNOWID)
+                        printf("| %s | %.2f M | %.2f M | %.2f M |\n", gen_names[g], t1 / 1e6,
+                               t2 / 1e6, throughput_procs(g, 2) / 1e6);
+                else
+                        printf("| %s | %.2f M | %.2f M | n/a (one process) |\n", gen_names[g],
+                               t1 / 1e6, t2 / 1e6);
+                if (i == 2)
+                        printf("| snowid vs lockfree | %.2fx | %.2fx | |\n",
+                               snowid_t1 / base1, snowid_t2 / base2);
+                if (g == G_SNOWID)
+                        snowid_t1 = t1, snowid_t2 = t2;
+        }
+
+        /* 2. the default layout: how close to its ceiling */
+        publish(12);
+        base_seq_bits = 12;
+        const double ceiling = 4096000.0;
+        printf("\n## Default layout 41/10/12: share of the ceiling (4,096,000 IDs/s per host)\n\n");
+        printf("| generator | IDs/s | share of ceiling |\n| --- | ---: | ---: |\n");
+        struct {
+                const char *name;
+                double rate;
+        } rows[] = {
+                {"snowid, 1 thread", throughput_threads(G_SNOWID, 1)},
+                {"snowid, 2 threads", throughput_threads(G_SNOWID, 2)},
+                {"snowid, 2 processes", throughput_procs(G_SNOWID, 2)},
+                {"snowid batch 64, 1 thread", throughput_threads(G_SNOWID64, 1)},
+                {"snowid batch 4096, 1 thread", throughput_threads(G_SNOWID4096, 1)},
+                {"textbook, 1 thread", throughput_threads(G_TEXTBOOK, 1)},
+                {"textbook, 2 threads", throughput_threads(G_TEXTBOOK, 2)},
+        };
+        for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+                printf("| %s | %.0f | %.1f%% |\n", rows[i].name, rows[i].rate,
+                       100.0 * rows[i].rate / ceiling);
+        printf("\n(Shares can pass 100%%: the counter may run up to lead_ms = 1 ms ahead of "
+               "the clock.)\n");
+        return (int)(sink & 0); /* keeps the baselines' results alive */
+        return 0;
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what snowid needs to build, test and run (Debian 12, as root).
+# Quiet when everything is already there.
+set -euo pipefail
+
+packages=(
+    meson ninja-build pkg-config gcc g++ python3
+    libcmocka-dev liburcu-dev libsystemd-dev libcurl4-openssl-dev libjansson-dev
+    etcd-server etcd-client faketime libfaketime curl jq systemd iproute2 procps
+)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" != 0 ]; then
+        echo "deps: missing ${missing[*]}; run as root to install them" >&2
+        exit 1
+    fi
+    echo "deps: installing ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

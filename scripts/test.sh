@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The test command: installs what is needed, builds, and runs every test,
+# once plainly and once under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Ends with one line "N passed, N failed" over every test it ran.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/deps.sh || exit 1
+
+passed=0
+failed=0
+count() { # count BUILDDIR: adds that run's results to the totals
+    local log="$1/meson-logs/testlog.json" p f
+    if [ ! -f "$log" ]; then failed=$((failed + 1)); return; fi
+    read -r p f < <(python3 -c '
+import json, sys
+p = f = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)["result"]
+    if r in ("OK", "EXPECTEDFAIL"): p += 1
+    elif r != "SKIP": f += 1
+print(p, f)' "$log")
+    passed=$((passed + p))
+    failed=$((failed + f))
+}
+
+run_suite() { # run_suite BUILDDIR [meson options...]
+    local dir="$1"; shift
+    echo "== $dir: $*"
+    if [ -d "$dir" ]; then
+        meson setup --reconfigure "$dir" "$@" >/dev/null || { failed=$((failed + 1)); return; }
+    else
+        meson setup "$dir" "$@" >/dev/null || { failed=$((failed + 1)); return; }
+    fi
+    if ! meson compile -C "$dir" >"$dir.compile.log" 2>&1; then
+        cat "$dir.compile.log"
+        failed=$((failed + 1))
+        return
+    fi
+    rm -f "$dir/meson-logs/testlog.json"
+    meson test -C "$dir" --print-errorlogs --num-processes 2 "${TEST_ARGS[@]}"
+    count "$dir"
+}
+
+TEST_ARGS=()
+export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
+run_suite build
+ASAN_OPTIONS=detect_leaks=1 run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
