@@ -1,0 +1,423 @@
+/* SPDX-License-Identifier: MIT */
+/* Settings: /etc/snowid/snowidd.conf (key = value lines), then flags. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "config.h"
+#include "segment.h"
+
+#define DEFAULT_CONFIG "/etc/snowid/snowidd.conf"
+
+enum {
+        O_ETCD = 256, O_CLUSTER, O_INSTANCE, O_LEASE_TTL, O_RENEW, O_WINDOW, O_EPOCH, O_TIME_BITS,
+        O_WORKER_BITS, O_SEQ_BITS, O_GROUP, O_CACERT, O_CERT, O_KEY, O_USER, O_PASSWORD_FILE,
+        O_LOG_LEVEL, O_ETCD_TIMEOUT, O_STEP_BACK, O_SLEW, O_LEAD, O_CONFIG, O_CHECK, O_HELP,
+};
+
+/* One table serves the flags and the config file's keys. */
+static const struct option options[] = {
+        {"etcd", required_argument, NULL, O_ETCD},
+        {"cluster", required_argument, NULL, O_CLUSTER},
+        {"instance", required_argument, NULL, O_INSTANCE},
+        {"lease-ttl", required_argument, NULL, O_LEASE_TTL},
+        {"renew-interval", required_argument, NULL, O_RENEW},
+        {"window", required_argument, NULL, O_WINDOW},
+        {"epoch", required_argument, NULL, O_EPOCH},
+        {"time-bits", required_argument, NULL, O_TIME_BITS},
+        {"worker-bits", required_argument, NULL, O_WORKER_BITS},
+        {"seq-bits", required_argument, NULL, O_SEQ_BITS},
+        {"group", required_argument, NULL, O_GROUP},
+        {"etcd-cacert", required_argument, NULL, O_CACERT},
+        {"etcd-cert", required_argument, NULL, O_CERT},
+        {"etcd-key", required_argument, NULL, O_KEY},
+        {"etcd-user", required_argument, NULL, O_USER},
+        {"etcd-password-file", required_argument, NULL, O_PASSWORD_FILE},
+        {"log-level", required_argument, NULL, O_LOG_LEVEL},
+        {"etcd-timeout", required_argument, NULL, O_ETCD_TIMEOUT},
+        {"step-back-threshold", required_argument, NULL, O_STEP_BACK},
+        {"slew", required_argument, NULL, O_SLEW},
+        {"lead", required_argument, NULL, O_LEAD},
+        {"config", required_argument, NULL, O_CONFIG},
+        {"check-config", no_argument, NULL, O_CHECK},
+        {"help", no_argument, NULL, O_HELP},
+        {},
+};
+
+static const char help[] =
+        "Usage: snowidd [OPTIONS]\n\n"
+        "Leases a worker number from etcd and publishes it to the host's snowid segment.\n\n"
+        "  --config FILE             settings file (default " DEFAULT_CONFIG ")\n"
+        "  --etcd URL[,URL...]       etcd client URLs (default http://127.0.0.1:2379)\n"
+        "  --cluster NAME            keys under /snowid/NAME/ (default default)\n"
+        "  --instance NAME           the segment (default default)\n"
+        "  --lease-ttl SEC           lease TTL (default 10)\n"
+        "  --renew-interval MS       keepalive and mark period (default 1000)\n"
+        "  --window SEC              how far ahead the mark is written (default 10)\n"
+        "  --epoch MS --time-bits N --worker-bits N --seq-bits N\n"
+        "                            layout, used when the cluster's layout is first created\n"
+        "  --group NAME              owner group of the counter object\n"
+        "  --etcd-cacert/--etcd-cert/--etcd-key FILE   TLS to etcd\n"
+        "  --etcd-user NAME --etcd-password-file FILE  etcd authentication\n"
+        "  --etcd-timeout MS         timeout of each etcd request (default 2000)\n"
+        "  --step-back-threshold MS  wall clock this far behind: a fresh number (default 1000)\n"
+        "  --slew US                 how much ID time may slow per second (default 1000)\n"
+        "  --lead MS                 how far the counter may run ahead of the clock (default 1)\n"
+        "  --log-level LEVEL         err, warning, notice, info or debug (default info)\n"
+        "  --check-config            validate the settings and exit\n"
+        "  --help                    this text\n";
+
+static int bad(const char *origin, const char *key, const char *value, const char *why)
+{
+        fprintf(stderr, "snowidd: %s: bad setting %s = '%s': %s\n", origin, key, value, why);
+        return EX_CONFIG_;
+}
+
+static int parse_uint(const char *v, uint64_t min, uint64_t max, uint64_t *ret)
+{
+        char *end;
+        if (!*v || !isdigit((unsigned char)*v))
+                return -EINVAL;
+        errno = 0;
+        unsigned long long x = strtoull(v, &end, 10);
+        if (errno || *end || x < min || x > max)
+                return -ERANGE;
+        *ret = x;
+        return 0;
+}
+
+static int name_ok(const char *v)
+{
+        return shm_instance_valid(v);
+}
+
+static void set_str(char **field, const char *v)
+{
+        free(*field);
+        *field = strdup(v);
+}
+
+static int set_etcd(struct settings *s, const char *origin, const char *v)
+{
+        char *copy = strdup(v), *save = NULL;
+        for (unsigned i = 0; i < s->n_etcd; i++)
+                free(s->etcd[i]);
+        s->n_etcd = 0;
+        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                while (*tok == ' ')
+                        tok++;
+                if (strncmp(tok, "http://", 7) && strncmp(tok, "https://", 8)) {
+                        free(copy);
+                        return bad(origin, "etcd", v, "each URL starts with http:// or https://");
+                }
+                if (s->n_etcd == ETCD_ENDPOINTS_MAX) {
+                        free(copy);
+                        return bad(origin, "etcd", v, "at most 16 URLs");
+                }
+                s->etcd[s->n_etcd++] = strdup(tok);
+        }
+        free(copy);
+        return s->n_etcd ? 0 : bad(origin, "etcd", v, "no URL given");
+}
+
+static int apply(struct settings *s, const char *origin, int id, const char *key, const char *v)
+{
+        uint64_t x;
+        switch (id) {
+        case O_ETCD:
+                return set_etcd(s, origin, v);
+        case O_CLUSTER:
+        case O_INSTANCE:
+                if (!name_ok(v))
+                        return bad(origin, key, v, "1 to 64 of A-Z a-z 0-9 _ -");
+                set_str(id == O_CLUSTER ? &s->cluster : &s->instance, v);
+                return 0;
+        case O_LEASE_TTL:
+                if (parse_uint(v, 2, 3600, &x) < 0)
+                        return bad(origin, key, v, "seconds, 2 to 3600");
+                s->lease_ttl_s = (unsigned)x;
+                return 0;
+        case O_RENEW:
+                if (parse_uint(v, 50, 600000, &x) < 0)
+                        return bad(origin, key, v, "milliseconds, 50 to 600000");
+                s->renew_ms = (unsigned)x;
+                return 0;
+        case O_WINDOW:
+                if (parse_uint(v, 1, 3600, &x) < 0)
+                        return bad(origin, key, v, "seconds, 1 to 3600");
+                s->window_s = (unsigned)x;
+                return 0;
+        case O_ETCD_TIMEOUT:
+                if (parse_uint(v, 100, 60000, &x) < 0)
+                        return bad(origin, key, v, "milliseconds, 100 to 60000");
+                s->etcd_timeout_ms = (unsigned)x;
+                return 0;
+        case O_STEP_BACK:
+                if (parse_uint(v, 10, 3600000, &x) < 0)
+                        return bad(origin, key, v, "milliseconds, 10 to 3600000");
+                s->step_back_ms = (unsigned)x;
+                return 0;
+        case O_SLEW:
+                if (parse_uint(v, 0, 100000, &x) < 0)
+                        return bad(origin, key, v, "microseconds per second, 0 to 100000");
+                s->slew_us_per_s = (unsigned)x;
+                return 0;
+        case O_LEAD:
+                if (parse_uint(v, 1, 100, &x) < 0)
+                        return bad(origin, key, v, "milliseconds, 1 to 100");
+                s->lead_ms = (unsigned)x;
+                return 0;
+        case O_EPOCH:
+                if (parse_uint(v, 0, (UINT64_C(1) << 62) - 1, &x) < 0)
+                        return bad(origin, key, v, "unix milliseconds");
+                s->layout.epoch_ms = x;
+                s->layout_given = true;
+                return 0;
+        case O_TIME_BITS:
+        case O_WORKER_BITS:
+        case O_SEQ_BITS:
+                if (parse_uint(v, id == O_TIME_BITS ? 32 : 0, id == O_TIME_BITS ? 63 : 31, &x) < 0)
+                        return bad(origin, key, v,
+                                   id == O_TIME_BITS ? "32 to 63 bits" : "0 to 31 bits");
+                *(id == O_TIME_BITS     ? &s->layout.time_bits
+                  : id == O_WORKER_BITS ? &s->layout.worker_bits
+                                        : &s->layout.seq_bits) = (unsigned)x;
+                s->layout_given = true;
+                return 0;
+        case O_GROUP:
+                set_str(&s->group, v);
+                return 0;
+        case O_CACERT:
+                set_str(&s->cacert, v);
+                return 0;
+        case O_CERT:
+                set_str(&s->cert, v);
+                return 0;
+        case O_KEY:
+                set_str(&s->key, v);
+                return 0;
+        case O_USER:
+                set_str(&s->user, v);
+                return 0;
+        case O_PASSWORD_FILE:
+                set_str(&s->password_file, v);
+                return 0;
+        case O_LOG_LEVEL: {
+                static const char *const names[] = {"err", "warning", "notice", "info", "debug"};
+                static const int levels[] = {LOG_ERR, LOG_WARNING, LOG_NOTICE, LOG_INFO, LOG_DEBUG};
+                for (size_t i = 0; i < 5; i++)
+                        if (!strcmp(v, names[i])) {
+                                s->log_level = levels[i];
+                                return 0;
+                        }
+                return bad(origin, key, v, "err, warning, notice, info or debug");
+        }
+        }
+        return bad(origin, key, v, "not a setting of snowidd");
+}
+
+static int load_file(struct settings *s, const char *path, bool must_exist)
+{
+        FILE *f = fopen(path, "re");
+        if (!f) {
+                if (errno == ENOENT && !must_exist)
+                        return 0;
+                fprintf(stderr, "snowidd: cannot read %s: %s\n", path, strerror(errno));
+                return EX_CONFIG_;
+        }
+        char line[4096], origin[4200];
+        int r = 0;
+        for (unsigned n = 1; r == 0 && fgets(line, sizeof(line), f); n++) {
+                snprintf(origin, sizeof(origin), "%s:%u", path, n);
+                if (!strchr(line, '\n') && !feof(f)) {
+                        fprintf(stderr, "snowidd: %s: line too long\n", origin);
+                        r = EX_CONFIG_;
+                        break;
+                }
+                char *p = line + strspn(line, " \t");
+                p[strcspn(p, "\r\n")] = 0;
+                if (!*p || *p == '#')
+                        continue;
+                char *eq = strchr(p, '=');
+                if (!eq) {
+                        fprintf(stderr, "snowidd: %s: expected 'key = value'\n", origin);
+                        r = EX_CONFIG_;
+                        break;
+                }
+                char *key = p, *v = eq + 1;
+                *eq = 0;
+                for (char *e = eq - 1; e >= key && (*e == ' ' || *e == '\t'); e--)
+                        *e = 0;
+                v += strspn(v, " \t");
+                for (char *e = v + strlen(v) - 1; e >= v && (*e == ' ' || *e == '\t'); e--)
+                        *e = 0;
+                int id = 0;
+                for (const struct option *o = options; o->name; o++)
+                        if (!strcmp(o->name, key) && o->has_arg == required_argument &&
+                            o->val != O_CONFIG)
+                                id = o->val;
+                r = apply(s, origin, id, key, v);
+        }
+        fclose(f);
+        return r;
+}
+
+static int read_password(struct settings *s)
+{
+        FILE *f = fopen(s->password_file, "re");
+        if (!f) {
+                fprintf(stderr, "snowidd: cannot read etcd-password-file %s: %s\n",
+                        s->password_file, strerror(errno));
+                return EX_CONFIG_;
+        }
+        char buf[1024];
+        if (!fgets(buf, sizeof(buf), f))
+                buf[0] = 0;
+        fclose(f);
+        buf[strcspn(buf, "\r\n")] = 0;
+        if (!*buf) {
+                fprintf(stderr, "snowidd: etcd-password-file %s is empty\n", s->password_file);
+                return EX_CONFIG_;
+        }
+        s->password = strdup(buf);
+        return 0;
+}
+
+/* Settings that are fine alone but not together. */
+static int check(struct settings *s)
+{
+        if (s->layout_given && snowid_layout_check(&s->layout) < 0) {
+                fprintf(stderr, "snowidd: bad layout %u/%u/%u: time-bits >= 32 and time + worker + "
+                                "seq bits = 63\n",
+                        s->layout.time_bits, s->layout.worker_bits, s->layout.seq_bits);
+                return EX_CONFIG_;
+        }
+        if (s->renew_ms * 2 > s->lease_ttl_s * 1000) {
+                fprintf(stderr, "snowidd: renew-interval %u ms must be at most half of lease-ttl "
+                                "%u s\n", s->renew_ms, s->lease_ttl_s);
+                return EX_CONFIG_;
+        }
+        if (s->renew_ms * 2 > s->window_s * 1000) {
+                fprintf(stderr, "snowidd: renew-interval %u ms must be at most half of window "
+                                "%u s\n", s->renew_ms, s->window_s);
+                return EX_CONFIG_;
+        }
+        if (s->etcd_timeout_ms > s->window_s * 1000) {
+                fprintf(stderr, "snowidd: etcd-timeout %u ms must not exceed window %u s\n",
+                        s->etcd_timeout_ms, s->window_s);
+                return EX_CONFIG_;
+        }
+        if ((s->cert == NULL) != (s->key == NULL)) {
+                fprintf(stderr, "snowidd: etcd-cert and etcd-key go together\n");
+                return EX_CONFIG_;
+        }
+        if ((s->user == NULL) != (s->password_file == NULL)) {
+                fprintf(stderr, "snowidd: etcd-user and etcd-password-file go together\n");
+                return EX_CONFIG_;
+        }
+        if (s->password_file && read_password(s))
+                return EX_CONFIG_;
+        s->gid = (gid_t)-1;
+        if (s->group) {
+                struct group *g = getgrnam(s->group);
+                if (!g) {
+                        fprintf(stderr, "snowidd: group '%s' does not exist\n", s->group);
+                        return EX_CONFIG_;
+                }
+                s->gid = g->gr_gid;
+        }
+        return 0;
+}
+
+int settings_load(struct settings *s, int argc, char **argv)
+{
+        *s = (struct settings){
+                .lease_ttl_s = 10,
+                .renew_ms = 1000,
+                .window_s = 10,
+                .etcd_timeout_ms = 2000,
+                .step_back_ms = 1000,
+                .slew_us_per_s = 1000,
+                .lead_ms = 1,
+                .log_level = LOG_INFO,
+                .cluster = strdup("default"),
+                .instance = strdup("default"),
+        };
+        snowid_layout_default(&s->layout);
+        set_etcd(s, "default", "http://127.0.0.1:2379");
+
+        /* the config file first, so that flags override it */
+        const char *config = DEFAULT_CONFIG;
+        bool explicit_config = false;
+        for (int i = 1; i < argc; i++) {
+                if (!strcmp(argv[i], "--config") && i + 1 < argc)
+                        config = argv[i + 1], explicit_config = true;
+                else if (!strncmp(argv[i], "--config=", 9))
+                        config = argv[i] + 9, explicit_config = true;
+                else if (!strcmp(argv[i], "--help")) {
+                        fputs(help, stdout);
+                        return 1;
+                }
+        }
+        int r = load_file(s, config, explicit_config);
+        if (r)
+                return r;
+
+        int c;
+        opterr = 0;
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
+                if (c == '?' || c == ':') {
+                        fprintf(stderr, "snowidd: bad flag '%s' (see snowidd --help)\n",
+                                argv[optind - 1]);
+                        return EX_CONFIG_;
+                }
+                if (c == O_CONFIG)
+                        continue;
+                if (c == O_CHECK) {
+                        s->check_config = true;
+                        continue;
+                }
+                const char *name = "?";
+                for (const struct option *o = options; o->name; o++)
+                        if (o->val == c)
+                                name = o->name;
+                r = apply(s, "command line", c, name, optarg);
+                if (r)
+                        return r;
+        }
+        if (optind < argc) {
+                fprintf(stderr, "snowidd: unexpected argument '%s'\n", argv[optind]);
+                return EX_CONFIG_;
+        }
+        r = check(s);
+        if (r)
+                return r;
+        if (s->check_config) {
+                printf("snowidd: settings are valid\n");
+                return 1;
+        }
+        return 0;
+}
+
+void settings_free(struct settings *s)
+{
+        for (unsigned i = 0; i < s->n_etcd; i++)
+                free(s->etcd[i]);
+        free(s->cluster);
+        free(s->instance);
+        free(s->group);
+        free(s->cacert);
+        free(s->cert);
+        free(s->key);
+        free(s->user);
+        free(s->password_file);
+        if (s->password)
+                memset(s->password, 0, strlen(s->password));
+        free(s->password);
+}

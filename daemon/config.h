@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "snowid.h"
+
+#define EX_CONFIG_ 78 /* sysexits.h EX_CONFIG: a bad setting, not worth a restart */
+#define ETCD_ENDPOINTS_MAX 16
+
+struct settings {
+        char *etcd[ETCD_ENDPOINTS_MAX];
+        unsigned n_etcd;
+        char *cluster;
+        char *instance;
+        unsigned lease_ttl_s;    /* lease TTL */
+        unsigned renew_ms;       /* keepalive and mark extension period */
+        unsigned window_s;       /* how far ahead of ID time the mark is written */
+        unsigned etcd_timeout_ms;
+        unsigned step_back_ms;   /* wall clock this far behind ID time: a fresh number */
+        unsigned slew_us_per_s;  /* how fast ID time is brought back to the wall clock */
+        unsigned lead_ms;        /* how far the counter may run ahead of ID time */
+        snowid_layout layout;
+        bool layout_given;       /* any of --epoch/--*-bits was set */
+        char *group;
+        gid_t gid;               /* (gid_t)-1 when no group is set */
+        char *cacert, *cert, *key;
+        char *user, *password_file, *password;
+        int log_level;
+        bool check_config;
+};
+
+/* Parses defaults, then the config file, then flags.  0 to run, 1 when
+ * --help or --check-config asked to exit, or EX_CONFIG_ after printing one
+ * line that says what is wrong. */
+int settings_load(struct settings *s, int argc, char **argv);
+void settings_free(struct settings *s);

@@ -1,0 +1,543 @@
+/* SPDX-License-Identifier: MIT */
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+
+#include "etcd.h"
+#include "log.h"
+
+#define BODY_MAX (16u << 20) /* an answer larger than this is not one of ours */
+
+struct request {
+        struct etcd *etcd;
+        CURL *easy;
+        struct curl_slist *headers;
+        char *body;
+        char *path;   /* kept to resend after authenticating */
+        char *answer;
+        size_t answer_len;
+        bool too_big;
+        etcd_cb cb;
+        void *userdata;
+        uint64_t tag;
+        uint64_t started;
+        bool is_auth;
+        struct request *prev, *next; /* the client's list of requests in flight */
+};
+
+struct etcd {
+        sd_event *event;
+        CURLM *multi;
+        sd_event_source *timer;
+        const struct settings *cfg;
+        unsigned cur; /* the endpoint tried first */
+        unsigned in_flight;
+        char *token; /* etcd auth token, when a user is set */
+        bool authenticating;
+        struct request *requests;
+        struct etcd_stats stats;
+};
+
+static uint64_t now_usec(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* ---- base64 ---- */
+
+static const char b64_alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *b64_encode(const void *data, size_t len)
+{
+        const unsigned char *p = data;
+        char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < len; i += 3) {
+                uint32_t v = (uint32_t)p[i] << 16;
+                if (i + 1 < len)
+                        v |= (uint32_t)p[i + 1] << 8;
+                if (i + 2 < len)
+                        v |= p[i + 2];
+                *o++ = b64_alphabet[(v >> 18) & 63];
+                *o++ = b64_alphabet[(v >> 12) & 63];
+                *o++ = i + 1 < len ? b64_alphabet[(v >> 6) & 63] : '=';
+                *o++ = i + 2 < len ? b64_alphabet[v & 63] : '=';
+        }
+        *o = 0;
+        return out;
+}
+
+char *b64_decode(const char *s, size_t *ret_len)
+{
+        size_t n = strlen(s);
+        if (n % 4)
+                return NULL;
+        char *out = malloc(n / 4 * 3 + 1);
+        size_t o = 0;
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < n; i += 4) {
+                uint32_t v = 0;
+                int pad = 0;
+                for (int k = 0; k < 4; k++) {
+                        const char *c = s[i + k] ? strchr(b64_alphabet, s[i + k]) : NULL;
+                        if (s[i + k] == '=' && i + 4 == n && k >= 2 && (k == 3 || s[i + 3] == '=')) {
+                                pad++;
+                                v <<= 6;
+                        } else if (c && !pad) {
+                                v = (v << 6) | (uint32_t)(c - b64_alphabet);
+                        } else {
+                                free(out);
+                                return NULL;
+                        }
+                }
+                out[o++] = (char)(v >> 16);
+                if (pad < 2)
+                        out[o++] = (char)(v >> 8);
+                if (pad < 1)
+                        out[o++] = (char)v;
+        }
+        out[o] = 0;
+        *ret_len = o;
+        return out;
+}
+
+json_t *etcd_b64(const char *fmt, ...)
+{
+        char buf[512];
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+        va_end(ap);
+        if (n < 0 || (size_t)n >= sizeof(buf))
+                return NULL;
+        char *b = b64_encode(buf, (size_t)n);
+        json_t *j = b ? json_string(b) : NULL;
+        free(b);
+        return j;
+}
+
+int etcd_int64(const json_t *obj, const char *field, int64_t *ret)
+{
+        json_t *v = json_object_get(obj, field);
+        if (!v) {
+                *ret = 0;
+                return 0;
+        }
+        if (json_is_integer(v)) {
+                *ret = json_integer_value(v);
+                return 0;
+        }
+        if (!json_is_string(v))
+                return -EBADMSG;
+        const char *s = json_string_value(v);
+        char *end;
+        errno = 0;
+        long long x = strtoll(s, &end, 10);
+        if (!*s || *end || errno)
+                return -EBADMSG;
+        *ret = x;
+        return 0;
+}
+
+/* ---- libcurl's multi interface in sd-event ---- */
+
+static void finish(struct request *q, CURLcode result);
+
+static void check_finished(struct etcd *e)
+{
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(e->multi, &left))) {
+                if (msg->msg != CURLMSG_DONE)
+                        continue;
+                struct request *q = NULL;
+                curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&q);
+                finish(q, msg->data.result);
+        }
+}
+
+static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        struct etcd *e = userdata;
+        int action = 0, running;
+        (void)s;
+        if (revents & EPOLLIN)
+                action |= CURL_CSELECT_IN;
+        if (revents & EPOLLOUT)
+                action |= CURL_CSELECT_OUT;
+        if (revents & (EPOLLERR | EPOLLHUP))
+                action |= CURL_CSELECT_ERR;
+        curl_multi_socket_action(e->multi, fd, action, &running);
+        check_finished(e);
+        return 0;
+}
+
+static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
+{
+        struct etcd *e = userp;
+        sd_event_source *io = socketp;
+        (void)easy;
+        if (what == CURL_POLL_REMOVE) {
+                if (io) {
+                        sd_event_source_disable_unref(io);
+                        curl_multi_assign(e->multi, fd, NULL);
+                }
+                return 0;
+        }
+        uint32_t events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+        if (io) {
+                if (sd_event_source_set_io_events(io, events) < 0 ||
+                    sd_event_source_set_enabled(io, SD_EVENT_ON) < 0)
+                        return -1;
+                return 0;
+        }
+        if (sd_event_add_io(e->event, &io, fd, events, on_io, e) < 0)
+                return -1;
+        sd_event_source_set_description(io, "etcd-io");
+        curl_multi_assign(e->multi, fd, io);
+        return 0;
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct etcd *e = userdata;
+        int running;
+        (void)s;
+        (void)usec;
+        curl_multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        check_finished(e);
+        return 0;
+}
+
+static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
+{
+        struct etcd *e = userp;
+        (void)multi;
+        if (timeout_ms < 0)
+                return e->timer ? sd_event_source_set_enabled(e->timer, SD_EVENT_OFF) < 0 ? -1 : 0 : 0;
+        uint64_t when = now_usec() + (uint64_t)timeout_ms * 1000;
+        if (!e->timer) {
+                if (sd_event_add_time(e->event, &e->timer, CLOCK_MONOTONIC, when, 0, on_timer, e) < 0)
+                        return -1;
+                sd_event_source_set_description(e->timer, "etcd-timer");
+                return 0;
+        }
+        if (sd_event_source_set_time(e->timer, when) < 0 ||
+            sd_event_source_set_enabled(e->timer, SD_EVENT_ONESHOT) < 0)
+                return -1;
+        return 0;
+}
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+        struct request *q = userdata;
+        size_t n = size * nmemb;
+        if (q->answer_len + n > BODY_MAX) {
+                q->too_big = true;
+                return 0; /* aborts the transfer */
+        }
+        char *a = realloc(q->answer, q->answer_len + n + 1);
+        if (!a)
+                return 0;
+        memcpy(a + q->answer_len, ptr, n);
+        q->answer = a;
+        q->answer_len += n;
+        a[q->answer_len] = 0;
+        return n;
+}
+
+int etcd_new(sd_event *event, const struct settings *cfg, struct etcd **ret)
+{
+        struct etcd *e = calloc(1, sizeof(*e));
+        if (!e)
+                return -ENOMEM;
+        e->event = sd_event_ref(event);
+        e->cfg = cfg;
+        e->multi = curl_multi_init();
+        if (!e->multi) {
+                etcd_free(e);
+                return -ENOMEM;
+        }
+        curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
+        curl_multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e);
+        curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+        curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
+        /* several endpoints each keep a connection alive */
+        curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, (long)cfg->n_etcd * 4);
+        *ret = e;
+        return 0;
+}
+
+static void request_free(struct request *q)
+{
+        if (q->prev)
+                q->prev->next = q->next;
+        else if (q->etcd->requests == q)
+                q->etcd->requests = q->next;
+        if (q->next)
+                q->next->prev = q->prev;
+        if (q->easy) {
+                curl_multi_remove_handle(q->etcd->multi, q->easy);
+                curl_easy_cleanup(q->easy);
+        }
+        curl_slist_free_all(q->headers);
+        free(q->body);
+        free(q->path);
+        free(q->answer);
+        free(q);
+}
+
+struct etcd *etcd_free(struct etcd *e)
+{
+        if (!e)
+                return NULL;
+        if (e->multi) {
+                /* requests still in flight are dropped without their callbacks */
+                while (e->requests)
+                        request_free(e->requests);
+                curl_multi_cleanup(e->multi);
+        }
+        sd_event_source_disable_unref(e->timer);
+        sd_event_unref(e->event);
+        free(e->token);
+        free(e);
+        return NULL;
+}
+
+static int send_request(struct etcd *e, struct request *q);
+
+static void rotate(struct etcd *e)
+{
+        e->cur = (e->cur + 1) % e->cfg->n_etcd;
+}
+
+static void account(struct etcd *e, uint64_t usec, bool ok)
+{
+        static const uint64_t bounds_ms[] = {1, 2, 5, 10, 50, 100, 1000};
+        e->stats.requests++;
+        e->stats.failures += !ok;
+        e->stats.latency_sum_s += (double)usec / 1e6;
+        for (size_t i = 0; i < 7; i++)
+                if (usec <= bounds_ms[i] * 1000)
+                        e->stats.latency_le[i]++;
+        e->stats.latency_le[7]++;
+}
+
+static void auth_done(struct etcd *e, const struct etcd_reply *r);
+
+static void finish(struct request *q, CURLcode result)
+{
+        struct etcd *e = q->etcd;
+        struct etcd_reply r = {.tag = q->tag, .usec = now_usec() - q->started};
+        json_error_t jerr;
+
+        e->in_flight--;
+        if (result == CURLE_OK) {
+                r.answered = true;
+                curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &r.http);
+                if (q->answer)
+                        r.json = json_loadb(q->answer, q->answer_len, 0, &jerr);
+                if (r.http != 200)
+                        r.error = "etcd answered an error";
+                else if (!r.json || !json_is_object(r.json))
+                        r.error = "etcd's answer is not a JSON object";
+        } else {
+                r.error = q->too_big ? "etcd's answer is too large" : curl_easy_strerror(result);
+        }
+        account(e, r.usec, etcd_ok(&r));
+        if (!r.answered || r.http >= 500)
+                rotate(e); /* try another member next time */
+        if (r.answered && r.http == 401 && e->token && !q->is_auth) {
+                /* the token expired: authenticate again, then resend this one */
+                free(e->token);
+                e->token = NULL;
+                json_decref(r.json);
+                struct request *again = q;
+                curl_multi_remove_handle(e->multi, q->easy);
+                curl_easy_cleanup(q->easy);
+                q->easy = NULL;
+                curl_slist_free_all(q->headers);
+                q->headers = NULL;
+                free(q->answer);
+                q->answer = NULL;
+                q->answer_len = 0;
+                e->in_flight++;
+                if (send_request(e, again) < 0) {
+                        struct etcd_reply fail = {.tag = q->tag, .error = "cannot resend"};
+                        e->in_flight--;
+                        q->cb(q->userdata, &fail);
+                        request_free(q);
+                }
+                return;
+        }
+        if (r.json && r.http != 200) {
+                json_t *m = json_object_get(r.json, "message");
+                if (json_is_string(m))
+                        r.error = json_string_value(m);
+        }
+        if (q->is_auth)
+                auth_done(e, &r);
+        else
+                q->cb(q->userdata, &r);
+        json_decref(r.json);
+        request_free(q);
+}
+
+static int start_auth(struct etcd *e);
+
+static int send_request(struct etcd *e, struct request *q)
+{
+        const struct settings *cfg = e->cfg;
+        char url[2048];
+
+        if (cfg->user && !e->token && !q->is_auth) {
+                /* parked until authenticate answers; auth_done() sends it */
+                q->easy = NULL;
+                return e->authenticating ? 0 : start_auth(e);
+        }
+        snprintf(url, sizeof(url), "%s%s", cfg->etcd[e->cur], q->path);
+        q->easy = curl_easy_init();
+        if (!q->easy)
+                return -ENOMEM;
+        q->headers = curl_slist_append(NULL, "Content-Type: application/json");
+        if (e->token && !q->is_auth) {
+                char h[1100];
+                snprintf(h, sizeof(h), "Authorization: %s", e->token);
+                q->headers = curl_slist_append(q->headers, h);
+        }
+        curl_easy_setopt(q->easy, CURLOPT_URL, url);
+        curl_easy_setopt(q->easy, CURLOPT_PRIVATE, q);
+        curl_easy_setopt(q->easy, CURLOPT_POSTFIELDS, q->body);
+        curl_easy_setopt(q->easy, CURLOPT_HTTPHEADER, q->headers);
+        curl_easy_setopt(q->easy, CURLOPT_WRITEFUNCTION, on_data);
+        curl_easy_setopt(q->easy, CURLOPT_WRITEDATA, q);
+        curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, (long)cfg->etcd_timeout_ms);
+        curl_easy_setopt(q->easy, CURLOPT_CONNECTTIMEOUT_MS,
+                         (long)(cfg->etcd_timeout_ms < 1000 ? cfg->etcd_timeout_ms : 1000));
+        curl_easy_setopt(q->easy, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(q->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(q->easy, CURLOPT_USERAGENT, "snowidd");
+        if (cfg->cacert)
+                curl_easy_setopt(q->easy, CURLOPT_CAINFO, cfg->cacert);
+        if (cfg->cert) {
+                curl_easy_setopt(q->easy, CURLOPT_SSLCERT, cfg->cert);
+                curl_easy_setopt(q->easy, CURLOPT_SSLKEY, cfg->key);
+        }
+        q->started = now_usec();
+        if (curl_multi_add_handle(e->multi, q->easy) != CURLM_OK)
+                return -EIO;
+        return 0;
+}
+
+static void auth_done(struct etcd *e, const struct etcd_reply *r)
+{
+        e->authenticating = false;
+        json_t *t = r->json ? json_object_get(r->json, "token") : NULL;
+        if (etcd_ok(r) && json_is_string(t)) {
+                free(e->token);
+                e->token = strdup(json_string_value(t));
+        } else {
+                log_warning("etcd authentication as '%s' failed: %s", e->cfg->user,
+                            r->error ? r->error : "no token in the answer");
+        }
+        /* send, or fail, every request parked behind authentication */
+        for (struct request *q = e->requests, *next; q; q = next) {
+                next = q->next;
+                if (q->easy || q->is_auth)
+                        continue;
+                if (!e->token || send_request(e, q) < 0) {
+                        struct etcd_reply fail = {.tag = q->tag,
+                                                  .error = "etcd authentication failed"};
+                        e->in_flight--;
+                        q->cb(q->userdata, &fail);
+                        request_free(q);
+                }
+        }
+}
+
+static struct request *request_new(struct etcd *e, const char *path, char *body)
+{
+        struct request *q = calloc(1, sizeof(*q));
+        if (!q)
+                return NULL;
+        q->etcd = e;
+        q->path = strdup(path);
+        q->body = body;
+        q->next = e->requests;
+        if (q->next)
+                q->next->prev = q;
+        e->requests = q;
+        e->in_flight++;
+        return q;
+}
+
+static int start_auth(struct etcd *e)
+{
+        json_t *b = json_pack("{s:s, s:s}", "name", e->cfg->user, "password", e->cfg->password);
+        char *body = b ? json_dumps(b, JSON_COMPACT) : NULL;
+        json_decref(b);
+        if (!body)
+                return -ENOMEM;
+        struct request *q = request_new(e, "/v3/auth/authenticate", body);
+        if (!q) {
+                free(body);
+                return -ENOMEM;
+        }
+        q->is_auth = true;
+        e->authenticating = true;
+        int r = send_request(e, q);
+        if (r < 0) {
+                e->in_flight--;
+                e->authenticating = false;
+                request_free(q);
+        }
+        return r;
+}
+
+int etcd_call(struct etcd *e, const char *path, json_t *body, etcd_cb cb, void *userdata,
+              uint64_t tag)
+{
+        char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        json_decref(body);
+        if (!text)
+                return -ENOMEM;
+        struct request *q = request_new(e, path, text);
+        if (!q) {
+                free(text);
+                return -ENOMEM;
+        }
+        q->cb = cb;
+        q->userdata = userdata;
+        q->tag = tag;
+        int r = send_request(e, q);
+        if (r < 0) {
+                e->in_flight--;
+                request_free(q);
+        }
+        return r;
+}
+
+unsigned etcd_in_flight(const struct etcd *e)
+{
+        return e->in_flight;
+}
+
+const char *etcd_endpoint(const struct etcd *e)
+{
+        return e->cfg->etcd[e->cur];
+}
+
+const struct etcd_stats *etcd_stats(const struct etcd *e)
+{
+        return &e->stats;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * etcd's v3 HTTP/JSON gateway, driven by libcurl's multi interface inside
+ * the daemon's sd-event loop: nothing here blocks.  Every request has a
+ * timeout; a transport failure or a 5xx moves on to the next endpoint.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "config.h"
+
+struct etcd;
+
+struct etcd_reply {
+        bool answered;   /* an HTTP answer came (any status) */
+        long http;       /* its status, 0 if none */
+        json_t *json;    /* the parsed body, NULL if none or not JSON */
+        const char *error; /* a short description for logs when !ok */
+        uint64_t tag;    /* what the caller passed to etcd_call() */
+        uint64_t usec;   /* how long it took */
+};
+
+static inline bool etcd_ok(const struct etcd_reply *r)
+{
+        return r->answered && r->http == 200 && r->json && json_is_object(r->json);
+}
+
+typedef void (*etcd_cb)(void *userdata, const struct etcd_reply *reply);
+
+int etcd_new(sd_event *event, const struct settings *cfg, struct etcd **ret);
+struct etcd *etcd_free(struct etcd *e);
+/* POSTs body (taken over, freed here) to path; cb runs exactly once, from
+ * the loop, unless the client is freed first. */
+int etcd_call(struct etcd *e, const char *path, json_t *body, etcd_cb cb, void *userdata,
+              uint64_t tag);
+unsigned etcd_in_flight(const struct etcd *e);
+const char *etcd_endpoint(const struct etcd *e);
+
+/* Counters for STATUS= and /metrics. */
+struct etcd_stats {
+        uint64_t requests, failures;
+        uint64_t latency_le[8]; /* cumulative: <= 1, 2, 5, 10, 50, 100, 1000 ms, +Inf */
+        double latency_sum_s;
+};
+const struct etcd_stats *etcd_stats(const struct etcd *e);
+
+/* Base64, as the gateway wants it: standard alphabet with padding. */
+char *b64_encode(const void *data, size_t len);
+/* NULL if s is not valid base64; *ret_len gets the length (a NUL follows). */
+char *b64_decode(const char *s, size_t *ret_len);
+/* A JSON string holding base64(printf(fmt, ...)). */
+json_t *etcd_b64(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* An int64 field that etcd sends as a string (or a number); absent is 0.
+ * -EBADMSG if present and not an integer. */
+int etcd_int64(const json_t *obj, const char *field, int64_t *ret);

@@ -1,0 +1,992 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/timerfd.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "barrier.h"
+#include "holder.h"
+#include "log.h"
+
+#define CLOCK_TICK_MS 100
+#define RETRY_MIN_MS 100
+#define RETRY_MAX_MS 1000
+#define FULL_RETRY_MAX_MS 30000
+#define FRESH_THROTTLE_MS 10000
+
+static void acquire(struct holder *h, bool fresh);
+static void step_grant(struct holder *h);
+static void update_status(struct holder *h);
+
+/* ---- time ---- */
+
+static uint64_t mono_ms(void)
+{
+        return (uint64_t)shm_monotonic_ns() / 1000000;
+}
+
+static int64_t wall_offset(const struct holder *h)
+{
+        return shm_offset_for_wall(h->layout.epoch_ms);
+}
+
+/* ID time now, in ms; with the wall clock's offset when fresh. */
+static uint64_t id_now_ms(const struct holder *h, bool wall)
+{
+        int64_t t = shm_monotonic_ns() + (wall ? wall_offset(h) : h->offset_ns);
+        return t > 0 ? (uint64_t)t / 1000000 : 0;
+}
+
+/* ---- etcd helpers ---- */
+
+static json_t *key_json(const struct holder *h, const char *what, int64_t n)
+{
+        return n < 0 ? etcd_b64("%s%s", h->prefix, what) : etcd_b64("%s%s%" PRId64, h->prefix, what, n);
+}
+
+static json_t *range_op(json_t *key, json_t *range_end, bool keys_only)
+{
+        json_t *r = json_pack("{s:{s:o}}", "request_range", "key", key);
+        json_t *in = json_object_get(r, "request_range");
+        if (range_end)
+                json_object_set_new(in, "range_end", range_end);
+        if (keys_only)
+                json_object_set_new(in, "keys_only", json_true());
+        return r;
+}
+
+static json_t *put_op(json_t *key, json_t *value, int64_t lease)
+{
+        json_t *r = json_pack("{s:{s:o, s:o}}", "request_put", "key", key, "value", value);
+        if (lease) {
+                char l[32];
+                snprintf(l, sizeof(l), "%" PRId64, lease);
+                json_object_set_new(json_object_get(r, "request_put"), "lease", json_string(l));
+        }
+        return r;
+}
+
+static json_t *mark_json(uint64_t v)
+{
+        return etcd_b64("%020" PRIu64, v);
+}
+
+static char *i64(int64_t v, char buf[static 24])
+{
+        snprintf(buf, 24, "%" PRId64, v);
+        return buf;
+}
+
+/* The kvs of the i-th response of a txn (a response_range), or NULL. */
+static json_t *txn_kvs(const json_t *root, size_t i)
+{
+        json_t *rr = json_object_get(json_array_get(json_object_get(root, "responses"), i),
+                                     "response_range");
+        json_t *kvs = json_object_get(rr, "kvs");
+        return json_is_array(kvs) ? kvs : NULL;
+}
+
+struct kv {
+        char *key;
+        char *value;
+        size_t value_len;
+        int64_t lease, mod_revision;
+};
+
+static void kv_clear(struct kv *kv)
+{
+        free(kv->key);
+        free(kv->value);
+        *kv = (struct kv){0};
+}
+
+static int kv_parse(const json_t *j, struct kv *kv)
+{
+        size_t n;
+        *kv = (struct kv){0};
+        const char *k = json_string_value(json_object_get(j, "key"));
+        const char *v = json_string_value(json_object_get(j, "value"));
+        if (!k || !(kv->key = b64_decode(k, &n)))
+                return -EBADMSG;
+        kv->value = b64_decode(v ? v : "", &kv->value_len);
+        if (!kv->value || etcd_int64(j, "lease", &kv->lease) < 0 ||
+            etcd_int64(j, "mod_revision", &kv->mod_revision) < 0) {
+                kv_clear(kv);
+                return -EBADMSG;
+        }
+        return 0;
+}
+
+/* A stored mark: exactly 20 decimal digits. */
+static int parse_mark(const char *v, size_t len, uint64_t *ret)
+{
+        if (len != 20)
+                return -EBADMSG;
+        uint64_t x = 0;
+        for (size_t i = 0; i < 20; i++) {
+                if (v[i] < '0' || v[i] > '9' || x > (UINT64_MAX - 9) / 10)
+                        return -EBADMSG;
+                x = x * 10 + (uint64_t)(v[i] - '0');
+        }
+        *ret = x;
+        return 0;
+}
+
+/* Reads back the two ranges [workers/n, hwm/n] of a txn answer: whether
+ * workers/n holds this holding (value and lease) and the stored mark. */
+static int read_back(const struct holding *g, const json_t *root, bool *ret_ours,
+                     uint64_t *ret_mark)
+{
+        struct kv kv;
+        *ret_ours = false;
+        *ret_mark = 0;
+        json_t *w = txn_kvs(root, 0), *m = txn_kvs(root, 1);
+        if (w && json_array_size(w) > 0) {
+                if (kv_parse(json_array_get(w, 0), &kv) < 0)
+                        return -EBADMSG;
+                *ret_ours = kv.lease == g->lease && !strcmp(kv.value, g->value);
+                kv_clear(&kv);
+        }
+        if (m && json_array_size(m) > 0) {
+                if (kv_parse(json_array_get(m, 0), &kv) < 0)
+                        return -EBADMSG;
+                int r = parse_mark(kv.value, kv.value_len, ret_mark);
+                kv_clear(&kv);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static struct holding *by_tag(struct holder *h, uint64_t tag)
+{
+        if (h->cur.state != H_NONE && h->cur.id == tag)
+                return &h->cur;
+        if (h->next.state != H_NONE && h->next.id == tag)
+                return &h->next;
+        return NULL; /* an answer for a holding that is gone: ignored */
+}
+
+static void note_etcd(struct holder *h, const struct etcd_reply *r)
+{
+        bool ok = r->answered && r->http < 500;
+        if (ok != h->etcd_reachable)
+                log_notice("etcd is %s", ok ? "reachable again" : "unreachable");
+        h->etcd_reachable = ok;
+}
+
+static void give_up_lease(struct holder *h, int64_t lease);
+
+/* ---- retries ---- */
+
+static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct holder *h = userdata;
+        (void)s;
+        (void)usec;
+        switch (h->next.state) {
+        case H_GRANT:
+                step_grant(h);
+                break;
+        default:
+                break;
+        }
+        return 0;
+}
+
+static void retry_in(struct holder *h, unsigned ms)
+{
+        uint64_t when = (uint64_t)shm_monotonic_ns() / 1000 + (uint64_t)ms * 1000;
+        if (!h->retry_timer)
+                sd_event_add_time(h->event, &h->retry_timer, CLOCK_MONOTONIC, when, 1000, on_retry, h);
+        else {
+                sd_event_source_set_time(h->retry_timer, when);
+                sd_event_source_set_enabled(h->retry_timer, SD_EVENT_ONESHOT);
+        }
+}
+
+static unsigned next_backoff(struct holder *h, unsigned max)
+{
+        unsigned ms = h->backoff_ms ? h->backoff_ms : RETRY_MIN_MS;
+        h->backoff_ms = ms * 2 > max ? max : ms * 2;
+        /* jitter, so that many daemons do not retry in step */
+        return ms / 2 + (unsigned)(random() % (ms / 2 + 1));
+}
+
+/* This holding's attempt is over: abandon its lease, start again. */
+static void restart_acquisition(struct holder *h, unsigned delay_ms)
+{
+        bool fresh = h->next.fresh;
+        give_up_lease(h, h->next.lease);
+        h->next = (struct holding){.state = H_GRANT, .id = ++h->ids, .fresh = fresh, .worker = -1};
+        retry_in(h, delay_ms);
+}
+
+/* ---- layout ---- */
+
+static void step_layout(struct holder *h);
+
+static int on_layout_retry(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        (void)s;
+        (void)usec;
+        step_layout(userdata);
+        return 0;
+}
+
+static void layout_retry(struct holder *h)
+{
+        unsigned ms = next_backoff(h, RETRY_MAX_MS);
+        sd_event_add_time_relative(h->event, NULL, CLOCK_MONOTONIC, (uint64_t)ms * 1000, 1000,
+                                   on_layout_retry, h);
+}
+
+static json_t *layout_value(const snowid_layout *l)
+{
+        char buf[160];
+        snprintf(buf, sizeof(buf),
+                 "{\"epoch_ms\":%" PRIu64 ",\"time_bits\":%u,\"worker_bits\":%u,\"seq_bits\":%u}",
+                 l->epoch_ms, l->time_bits, l->worker_bits, l->seq_bits);
+        return etcd_b64("%s", buf);
+}
+
+static void fatal(struct holder *h, int code)
+{
+        h->exit_code = code;
+        sd_event_exit(h->event, code);
+}
+
+static void on_layout(void *userdata, const struct etcd_reply *r)
+{
+        struct holder *h = userdata;
+        struct kv kv;
+        note_etcd(h, r);
+        if (!etcd_ok(r)) {
+                log_warning("Cannot read the cluster's layout from %s: %s", etcd_endpoint(h->etcd),
+                            r->error);
+                return layout_retry(h);
+        }
+        /* created: [put, range]; already there: [range] */
+        bool created = json_is_true(json_object_get(r->json, "succeeded"));
+        json_t *kvs = txn_kvs(r->json, created ? 1 : 0);
+        if (!kvs || json_array_size(kvs) == 0) {
+                log_warning("etcd's answer about the layout holds no key; asking again");
+                return layout_retry(h);
+        }
+        if (created)
+                log_notice("Created the cluster's layout at %slayout", h->prefix);
+        if (kv_parse(json_array_get(kvs, 0), &kv) < 0) {
+                log_warning("etcd's answer about the layout is malformed; asking again");
+                return layout_retry(h);
+        }
+        json_error_t err;
+        json_t *v = json_loads(kv.value, 0, &err);
+        snowid_layout l = {0};
+        json_int_t e = -1, tb = -1, wb = -1, sb = -1;
+        int bad = !v || json_unpack(v, "{s:I, s:I, s:I, s:I}", "epoch_ms", &e, "time_bits", &tb,
+                                    "worker_bits", &wb, "seq_bits", &sb) < 0;
+        json_decref(v);
+        if (!bad && e >= 0 && tb >= 0 && tb < 64 && wb >= 0 && wb < 64 && sb >= 0 && sb < 64)
+                l = (snowid_layout){(uint64_t)e, (unsigned)tb, (unsigned)wb, (unsigned)sb};
+        if (bad || snowid_layout_check(&l) < 0) {
+                log_error("The layout stored at %slayout is not valid: '%.200s'", h->prefix,
+                          kv.value);
+                kv_clear(&kv);
+                return fatal(h, EX_CONFIG_);
+        }
+        kv_clear(&kv);
+        const snowid_layout *want = &h->cfg->layout;
+        if (h->cfg->layout_given &&
+            (want->epoch_ms != l.epoch_ms || want->time_bits != l.time_bits ||
+             want->worker_bits != l.worker_bits || want->seq_bits != l.seq_bits)) {
+                log_error("The cluster's layout differs from the one given: stored epoch %" PRIu64
+                          " ms, %u/%u/%u bits; given epoch %" PRIu64 " ms, %u/%u/%u bits",
+                          l.epoch_ms, l.time_bits, l.worker_bits, l.seq_bits, want->epoch_ms,
+                          want->time_bits, want->worker_bits, want->seq_bits);
+                return fatal(h, EX_CONFIG_);
+        }
+        h->layout = l;
+        h->layout_ready = true;
+        h->backoff_ms = 0;
+        log_info("Cluster layout: epoch %" PRIu64 " ms, %u time, %u worker, %u sequence bits",
+                 l.epoch_ms, l.time_bits, l.worker_bits, l.seq_bits);
+        /* ID time starts on the wall clock; a restart over a segment of the
+         * same epoch keeps it from going back (it may run ahead, slewing) */
+        h->offset_ns = wall_offset(h);
+        if (h->pub->reused && READ_ONCE(h->pub->ctl->epoch_ms) == l.epoch_ms &&
+            READ_ONCE(h->pub->ctl->offset_ns) > h->offset_ns)
+                h->offset_ns = READ_ONCE(h->pub->ctl->offset_ns);
+        acquire(h, false);
+}
+
+static void step_layout(struct holder *h)
+{
+        const snowid_layout *l = &h->cfg->layout;
+        json_t *body = json_pack(
+                "{s:[{s:o, s:s, s:s, s:s}], s:[o, o], s:[o]}", "compare", "key",
+                key_json(h, "layout", -1), "target", "CREATE", "result", "EQUAL", "create_revision",
+                "0", "success", put_op(key_json(h, "layout", -1), layout_value(l), 0),
+                range_op(key_json(h, "layout", -1), NULL, false), "failure",
+                range_op(key_json(h, "layout", -1), NULL, false));
+        if (etcd_call(h->etcd, "/v3/kv/txn", body, on_layout, h, 0) < 0)
+                layout_retry(h);
+}
+
+/* ---- acquiring a number: grant, scan, claim, settle ---- */
+
+static void on_revoke(void *userdata, const struct etcd_reply *r)
+{
+        struct holder *h = userdata;
+        if (!etcd_ok(r) && !(r->answered && r->http == 404))
+                log_debug("Revoking a lease failed: %s (it expires by itself)", r->error);
+        if (h->stopping && etcd_in_flight(h->etcd) == 0)
+                sd_event_exit(h->event, h->exit_code);
+}
+
+/* Revokes a lease that no holding uses any more; its claim (if etcd ever
+ * applies it) dies with it.  Marks stay and fence its number. */
+static void give_up_lease(struct holder *h, int64_t lease)
+{
+        char l[24];
+        if (!lease)
+                return;
+        etcd_call(h->etcd, "/v3/lease/revoke", json_pack("{s:s}", "ID", i64(lease, l)), on_revoke,
+                  h, 0);
+}
+
+static void publish(struct holder *h);
+static void step_scan(struct holder *h);
+
+static void on_grant(void *userdata, const struct etcd_reply *r)
+{
+        struct holder *h = userdata;
+        struct holding *g = by_tag(h, r->tag);
+        int64_t id = 0, ttl = 0;
+        note_etcd(h, r);
+        if (!g || g != &h->next || g->state != H_GRANT) {
+                if (etcd_ok(r) && etcd_int64(r->json, "ID", &id) == 0)
+                        give_up_lease(h, id); /* granted for nobody */
+                return;
+        }
+        if (!etcd_ok(r) || etcd_int64(r->json, "ID", &id) < 0 ||
+            etcd_int64(r->json, "TTL", &ttl) < 0 || id == 0 || ttl <= 0) {
+                log_warning("Cannot get a lease from %s: %s", etcd_endpoint(h->etcd),
+                            r->error ? r->error : "malformed answer");
+                return retry_in(h, next_backoff(h, RETRY_MAX_MS));
+        }
+        g->lease = id;
+        g->state = H_SCAN;
+        step_scan(h);
+}
+
+static void step_grant(struct holder *h)
+{
+        struct holding *g = &h->next;
+        g->state = H_GRANT;
+        json_t *body = json_pack("{s:I}", "TTL", (json_int_t)h->cfg->lease_ttl_s);
+        if (etcd_call(h->etcd, "/v3/lease/grant", body, on_grant, h, g->id) < 0)
+                retry_in(h, next_backoff(h, RETRY_MAX_MS));
+}
+
+static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t modrev);
+
+/* Parses "<prefix><what><n>" into n < workers; -1 if it is not such a key. */
+static int64_t key_number(const struct holder *h, const char *key, const char *what,
+                          uint64_t workers)
+{
+        size_t pl = strlen(h->prefix), wl = strlen(what);
+        if (strncmp(key, h->prefix, pl) || strncmp(key + pl, what, wl))
+                return -1;
+        const char *d = key + pl + wl;
+        uint64_t n = 0;
+        if (!*d || (*d == '0' && d[1]))
+                return -1;
+        for (; *d; d++) {
+                if (*d < '0' || *d > '9' || n >= workers)
+                        return -1;
+                n = n * 10 + (uint64_t)(*d - '0');
+        }
+        return n < workers ? (int64_t)n : -1;
+}
+
+static void on_scan(void *userdata, const struct etcd_reply *r)
+{
+        struct holder *h = userdata;
+        struct holding *g = by_tag(h, r->tag);
+        note_etcd(h, r);
+        if (!g || g != &h->next || g->state != H_SCAN)
+                return;
+        if (!etcd_ok(r) || !json_is_true(json_object_get(r->json, "succeeded"))) {
+                log_warning("Cannot read the worker numbers: %s",
+                            r->error ? r->error : "malformed answer");
+                return restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
+        }
+        uint64_t workers = UINT64_C(1) << h->layout.worker_bits;
+        /* per number: 0 free, 1 taken (held, or its mark unreadable) */
+        uint8_t *taken = calloc(workers, 1);
+        uint64_t *mark = calloc(workers, sizeof(uint64_t));
+        int64_t *modrev = calloc(workers, sizeof(int64_t));
+        if (!taken || !mark || !modrev)
+                goto out;
+        json_t *kvs, *j;
+        size_t i;
+        struct kv kv;
+        kvs = txn_kvs(r->json, 0);
+        json_array_foreach(kvs, i, j)
+        {
+                if (kv_parse(j, &kv) < 0)
+                        continue;
+                int64_t n = key_number(h, kv.key, "workers/", workers);
+                if (n >= 0)
+                        taken[n] = 1;
+                kv_clear(&kv);
+        }
+        kvs = txn_kvs(r->json, 1);
+        json_array_foreach(kvs, i, j)
+        {
+                if (kv_parse(j, &kv) < 0)
+                        continue;
+                int64_t n = key_number(h, kv.key, "hwm/", workers);
+                if (n >= 0 && parse_mark(kv.value, kv.value_len, &mark[n]) < 0) {
+                        log_warning("The mark of worker %" PRId64 " is not 20 digits; skipping it",
+                                    n);
+                        taken[n] = 1;
+                }
+                if (n >= 0)
+                        modrev[n] = kv.mod_revision;
+                kv_clear(&kv);
+        }
+        /* free numbers whose mark is behind the clock: one at random, which
+         * spreads daemons that start together; else the lowest mark */
+        uint64_t now = id_now_ms(h, g->fresh), past = 0, lowest = UINT64_MAX;
+        int64_t pick = -1, low = -1;
+        for (uint64_t n = 0; n < workers; n++) {
+                if (taken[n])
+                        continue;
+                if (mark[n] < now && (uint64_t)random() % ++past == 0)
+                        pick = (int64_t)n;
+                if (mark[n] < lowest)
+                        lowest = mark[n], low = (int64_t)n;
+        }
+        if (pick < 0 && low >= 0 && g->fresh) {
+                log_warning("No free worker number has its mark behind the wall clock; ID time "
+                            "stays ahead of it and is brought back gradually");
+                h->fresh_not_before_ms = mono_ms() + FRESH_THROTTLE_MS;
+                give_up_lease(h, g->lease);
+                h->next = (struct holding){.state = H_NONE, .worker = -1};
+                goto out;
+        }
+        if (pick < 0 && low >= 0) {
+                log_notice("Every free worker number's mark is ahead of the clock; taking %" PRId64
+                           ", %" PRIu64 " ms ahead",
+                           low, lowest - now);
+                pick = low;
+        }
+        if (pick < 0) {
+                log_warning("All %" PRIu64 " worker numbers are taken; retrying", workers);
+                restart_acquisition(h, next_backoff(h, FULL_RETRY_MAX_MS));
+                goto out;
+        }
+        step_claim(h, (uint32_t)pick, mark[pick], modrev[pick]);
+out:
+        free(taken);
+        free(mark);
+        free(modrev);
+}
+
+static void step_scan(struct holder *h)
+{
+        json_t *body = json_pack("{s:[o, o]}", "success",
+                                 range_op(key_json(h, "workers/", -1), key_json(h, "workers0", -1), true),
+                                 range_op(key_json(h, "hwm/", -1), key_json(h, "hwm0", -1), false));
+        if (etcd_call(h->etcd, "/v3/kv/txn", body, on_scan, h, h->next.id) < 0)
+                restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
+}
+
+static void step_settle(struct holder *h);
+
+static void claimed(struct holder *h)
+{
+        struct holding *g = &h->next;
+        log_info("Claimed worker number %" PRId32 " (lease %" PRIx64 ", mark %" PRIu64 ")",
+                 g->worker, (uint64_t)g->lease, g->mark);
+        g->state = H_HELD;
+        h->backoff_ms = 0;
+        publish(h);
+}
+
+static void on_claim(void *userdata, const struct etcd_reply *r)
+{
+        struct holder *h = userdata;
+        struct holding *g = by_tag(h, r->tag);
+        note_etcd(h, r);
+        if (!g || g != &h->next || g->state != H_CLAIM)
+                return;
+        if (!r->answered || r->http >= 500 || (r->http == 200 && !r->json)) {
+                /* the answer never came: the claim may or may not be applied */
+                log_warning("The claim of worker %" PRId32 " got no answer (%s); reading back",
+                            g->worker, r->error);
+                g->state = H_SETTLE;
+                return step_settle(h);
+        }
+        if (etcd_ok(r) && json_is_true(json_object_get(r->json, "succeeded")))
+                return claimed(h);
+        /* taken by another daemon, the mark moved, or the lease died */
+        log_debug("Worker %" PRId32 " could not be claimed (%s)", g->worker,
+                  r->http == 200 ? "taken" : r->error);
+        restart_acquisition(h, 10 + (unsigned)(random() % 50));
+}
+
+static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t modrev)
+{
+        struct holding *g = &h->next;
+        char l[24], rev[24];
+        uint64_t now = id_now_ms(h, g->fresh);
+        g->worker = (int32_t)worker;
+        g->start_ms = now > hwm ? now : hwm + 1;
+        g->mark = g->start_ms + (uint64_t)h->cfg->window_s * 1000;
+        g->hwm_modrev = modrev;
+        g->state = H_CLAIM;
+        snprintf(g->value, sizeof(g->value),
+                 "{\"host\":\"%s\",\"instance\":\"%s\",\"pid\":%d,\"token\":\"%s-%" PRIu64 "\"}",
+                 h->host, h->cfg->instance, (int)getpid(), h->token, g->id);
+        if (g->mark >> h->layout.time_bits) {
+                log_error("ID time %" PRIu64 " ms has run past the layout's %u time bits",
+                          g->mark, h->layout.time_bits);
+                return fatal(h, EX_CONFIG_);
+        }
+        json_t *body = json_pack(
+                "{s:[{s:o, s:s, s:s, s:s}, {s:o, s:s, s:s, s:s}], s:[o, o], s:[o, o]}", "compare",
+                "key", key_json(h, "workers/", worker), "target", "CREATE", "result", "EQUAL",
+                "create_revision", "0", "key", key_json(h, "hwm/", worker), "target", "MOD", "result",
+                "EQUAL", "mod_revision", i64(modrev, rev), "success",
+                put_op(key_json(h, "workers/", worker), etcd_b64("%s", g->value), g->lease),
+                put_op(key_json(h, "hwm/", worker), mark_json(g->mark), 0), "failure",
+                range_op(key_json(h, "workers/", worker), NULL, false),
+                range_op(key_json(h, "hwm/", worker), NULL, false));
+        (void)l;
+        if (etcd_call(h->etcd, "/v3/kv/txn", body, on_claim, h, g->id) < 0) {
+                g->state = H_SETTLE;
+                step_settle(h);
+        }
+}
+
+static void on_settle_retry_timer(struct holder *h);
+
+static void on_settle(void *userdata, const struct etcd_reply *r)
+{
+        struct holder *h = userdata;
+        struct holding *g = by_tag(h, r->tag);
+        bool ours;
+        uint64_t stored;
+        note_etcd(h, r);
+        if (!g || g != &h->next || g->state != H_SETTLE)
+                return;
+        if (!etcd_ok(r) || read_back(g, r->json, &ours, &stored) < 0) {
+                /* keep asking: the lease may expire meanwhile, which settles it too */
+                return on_settle_retry_timer(h);
+        }
+        if (ours && stored == g->mark) {
+                log_info("The claim of worker %" PRId32 " was applied", g->worker);
+                return claimed(h);
+        }
+        log_info("The claim of worker %" PRId32 " was not applied; claiming again under a new "
+                 "lease", g->worker);
+        restart_acquisition(h, 10);
+}
+
+static void step_settle(struct holder *h)
+{
+        struct holding *g = &h->next;
+        json_t *body = json_pack("{s:[o, o]}", "success",
+                                 range_op(key_json(h, "workers/", g->worker), NULL, false),
+                                 range_op(key_json(h, "hwm/", g->worker), NULL, false));
+        if (etcd_call(h->etcd, "/v3/kv/txn", body, on_settle, h, g->id) < 0)
+                on_settle_retry_timer(h);
+}
+
+static int on_settle_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct holder *h = userdata;
+        (void)s;
+        (void)usec;
+        if (h->next.state == H_SETTLE)
+                step_settle(h);
+        return 0;
+}
+
+static void on_settle_retry_timer(struct holder *h)
+{
+        sd_event_add_time_relative(h->event, NULL, CLOCK_MONOTONIC,
+                                   (uint64_t)next_backoff(h, RETRY_MAX_MS) * 1000, 1000,
+                                   on_settle_timer, h);
+}
+
+static void acquire(struct holder *h, bool fresh)
+{
+        if (h->next.state != H_NONE || h->stopping)
+                return;
+        h->next = (struct holding){.state = H_GRANT, .id = ++h->ids, .fresh = fresh, .worker = -1};
+        step_grant(h);
+}
+
+/* ---- publishing ---- */
+
+static void publish(struct holder *h)
+{
+        struct holding *g = &h->next;
+        if (g->fresh)
+                h->offset_ns = wall_offset(h);
+        uint64_t now = id_now_ms(h, false);
+        if (g->start_ms > now + h->cfg->lead_ms) {
+                /* the number's mark is ahead of the clock: ID time jumps to its
+                 * start and is slewed back to the wall clock later */
+                h->offset_ns += (int64_t)(g->start_ms - now) * 1000000;
+        }
+        struct shm_publication p = {
+                .layout = h->layout,
+                .worker = (uint32_t)g->worker,
+                .start_ms = g->start_ms,
+                .deadline = g->mark,
+                .offset_ns = h->offset_ns,
+                .lead_ms = (uint8_t)h->cfg->lead_ms,
+                .follow = !g->fresh,
+        };
+        int r = shm_pub_switch(h->pub, &p);
+        if (r < 0) {
+                log_error_errno(r, "Cannot publish worker %" PRId32 ": %m", g->worker);
+                return restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
+        }
+        h->stats.switches++;
+        /* the old number is given up; its mark stays and fences it */
+        if (h->cur.state != H_NONE)
+                give_up_lease(h, h->cur.lease);
+        h->cur = *g;
+        h->cur.keepalive_busy = h->cur.extend_busy = false;
+        h->next = (struct holding){.state = H_NONE, .worker = -1};
+        log_info("Publishing worker %" PRId32 ", deadline %" PRIu64 " (%" PRId64 " ms ahead)",
+                 h->cur.worker, h->cur.mark, (int64_t)h->cur.mark - (int64_t)id_now_ms(h, false));
+        if (!h->ready_sent) {
+                sd_notify(0, "READY=1");
+                h->ready_sent = true;
+        }
+        update_status(h);
+}
+
+static void lost(struct holder *h, const char *why)
+{
+        if (h->cur.state != H_HELD)
+                return;
+        log_warning("Lost worker number %" PRId32 ": %s; IDs continue until the deadline, %" PRId64
+                    " ms from now",
+                    h->cur.worker, why, (int64_t)h->cur.mark - (int64_t)id_now_ms(h, false));
+        h->cur.state = H_LOST;
+        h->stats.leases_lost++;
+        shm_pub_set_state(h->pub, SHM_STATE_NO_LEASE);
+        acquire(h, false);
+        update_status(h);
+}
+
+/* ---- renewing: keepalive, and the guarded extension of the mark ---- */
+
+static void on_keepalive(void *userdata, const struct etcd_reply *r)
+{
+        struct holder *h = userdata;
+        struct holding *g = by_tag(h, r->tag);
+        int64_t ttl = 0;
+        note_etcd(h, r);
+        if (!g)
+                return;
+        g->keepalive_busy = false;
+        if (g != &h->cur || g->state != H_HELD)
+                return;
+        json_t *res = r->json ? json_object_get(r->json, "result") : NULL;
+        if (!etcd_ok(r) || !json_is_object(res) || etcd_int64(res, "TTL", &ttl) < 0) {
+                h->stats.renewal_failures++;
+                log_debug("Keepalive failed: %s", r->error ? r->error : "malformed answer");
+                return;
+        }
+        if (ttl <= 0)
+                lost(h, "its lease expired");
+}
+
+static void on_extend(void *userdata, const struct etcd_reply *r)
+{
+        struct holder *h = userdata;
+        struct holding *g = by_tag(h, r->tag);
+        note_etcd(h, r);
+        if (!g)
+                return;
+        g->extend_busy = false;
+        if (g != &h->cur || g->state != H_HELD)
+                return;
+        uint64_t v = g->pending; /* the mark this request asked for */
+        if (!etcd_ok(r)) {
+                /* no answer, or an error: publish nothing; a higher mark in
+                 * etcd than the deadline is harmless */
+                h->stats.renewal_failures++;
+                log_debug("Extending the mark failed: %s", r->error);
+                return update_status(h);
+        }
+        bool ours = true;
+        uint64_t stored = v;
+        if (!json_is_true(json_object_get(r->json, "succeeded"))) {
+                if (read_back(g, r->json, &ours, &stored) < 0) {
+                        h->stats.renewal_failures++;
+                        log_warning("etcd's answer to a mark extension is malformed");
+                        return;
+                }
+                if (!ours)
+                        return lost(h, "another holder has it, or its lease is gone");
+                if (stored < v) {
+                        /* ours, yet the mark is lower and the guard failed: only
+                         * a damaged value can do that */
+                        return lost(h, "its mark does not read back");
+                }
+        }
+        h->stats.renewals++;
+        if (v > g->mark)
+                g->mark = v;
+        shm_pub_extend(h->pub, g->mark);
+        shm_pub_set_state(h->pub, SHM_STATE_LEASED);
+        update_status(h);
+}
+
+static void send_renewal(struct holder *h)
+{
+        struct holding *g = &h->cur;
+        char l[24];
+        if (g->state != H_HELD)
+                return;
+        if (!g->keepalive_busy) {
+                g->keepalive_busy = etcd_call(h->etcd, "/v3/lease/keepalive",
+                                              json_pack("{s:s}", "ID", i64(g->lease, l)),
+                                              on_keepalive, h, g->id) == 0;
+        }
+        uint64_t v = id_now_ms(h, false) + (uint64_t)h->cfg->window_s * 1000;
+        if (g->extend_busy || v <= g->mark || v >> h->layout.time_bits)
+                return;
+        /* one extension is in flight at a time, so its mark is known */
+        g->pending = v;
+        json_t *body = json_pack(
+                "{s:[{s:o, s:s, s:s, s:s}, {s:o, s:s, s:s, s:o}, {s:o, s:s, s:s, s:o}], s:[o], "
+                "s:[o, o]}",
+                "compare", "key", key_json(h, "workers/", g->worker), "target", "LEASE", "result",
+                "EQUAL", "lease", i64(g->lease, l), "key", key_json(h, "workers/", g->worker),
+                "target", "VALUE", "result", "EQUAL", "value", etcd_b64("%s", g->value), "key",
+                key_json(h, "hwm/", g->worker), "target", "VALUE", "result", "LESS", "value",
+                mark_json(v), "success", put_op(key_json(h, "hwm/", g->worker), mark_json(v), 0),
+                "failure", range_op(key_json(h, "workers/", g->worker), NULL, false),
+                range_op(key_json(h, "hwm/", g->worker), NULL, false));
+        g->extend_busy = etcd_call(h->etcd, "/v3/kv/txn", body, on_extend, h, g->id) == 0;
+}
+
+static int on_renew_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct holder *h = userdata;
+        send_renewal(h);
+        update_status(h);
+        sd_event_source_set_time(s, usec + (uint64_t)h->cfg->renew_ms * 1000);
+        return 0;
+}
+
+/* ---- clocks: DESIGN.md "Clocks" ---- */
+
+static void check_clock(struct holder *h)
+{
+        if (!h->layout_ready)
+                return;
+        int64_t mono = shm_monotonic_ns();
+        int64_t wall = shm_realtime_ns() - (int64_t)h->layout.epoch_ms * 1000000;
+        int64_t idt = mono + h->offset_ns;
+        int64_t diff = wall - idt;
+        int64_t step_back = (int64_t)h->cfg->step_back_ms * 1000000;
+
+        if (diff > 0) {
+                /* the wall clock is ahead: ID time follows at once */
+                if (diff > 1000000) {
+                        h->stats.steps_forward++;
+                        log_notice("The wall clock is %" PRId64 " ms ahead of ID time; ID time "
+                                   "follows it", diff / 1000000);
+                }
+                h->offset_ns += diff;
+                shm_pub_set_offset(h->pub, h->offset_ns);
+                if (diff > 1000000)
+                        send_renewal(h); /* the deadline catches up at once */
+        } else if (-diff > step_back) {
+                if (h->next.state == H_NONE && mono_ms() >= h->fresh_not_before_ms &&
+                    h->cur.state != H_NONE) {
+                        h->stats.steps_back++;
+                        log_notice("The wall clock is %" PRId64 " ms behind ID time; moving to a "
+                                   "fresh worker number", -diff / 1000000);
+                        acquire(h, true);
+                }
+                /* meanwhile ID time slows, as for a small step */
+                int64_t slew = (int64_t)h->cfg->slew_us_per_s * CLOCK_TICK_MS;
+                h->offset_ns -= slew;
+                shm_pub_set_offset(h->pub, h->offset_ns);
+        } else if (diff < 0) {
+                /* a little behind: slow ID time by at most slew per second */
+                int64_t slew = (int64_t)h->cfg->slew_us_per_s * CLOCK_TICK_MS;
+                h->offset_ns -= -diff < slew ? -diff : slew;
+                shm_pub_set_offset(h->pub, h->offset_ns);
+        }
+
+        /* the backstop: a live counter far ahead of ID time moves the host on */
+        if (h->cur.state == H_HELD && h->next.state == H_NONE) {
+                uint64_t ctr = shm_pub_counter_ms(h->pub), now = id_now_ms(h, false);
+                if (ctr > now + h->cfg->step_back_ms && mono_ms() >= h->fresh_not_before_ms) {
+                        h->stats.backstops++;
+                        log_warning("The live counter is %" PRIu64 " ms ahead of ID time; moving "
+                                    "to a fresh worker number", ctr - now);
+                        acquire(h, true);
+                }
+        }
+}
+
+static int on_clock_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        check_clock(userdata);
+        sd_event_source_set_time(s, usec + CLOCK_TICK_MS * 1000);
+        return 0;
+}
+
+static int arm_setclock(int fd)
+{
+        /* fires (ECANCELED) whenever CLOCK_REALTIME is set */
+        struct itimerspec its = {.it_value = {.tv_sec = INT32_MAX}};
+        return timerfd_settime(fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its, NULL);
+}
+
+static int on_setclock(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        struct holder *h = userdata;
+        uint64_t expirations;
+        (void)s;
+        (void)revents;
+        if (read(fd, &expirations, sizeof(expirations)) < 0 && errno == ECANCELED)
+                log_info("The wall clock was set");
+        arm_setclock(fd);
+        check_clock(h);
+        return 0;
+}
+
+/* ---- status ---- */
+
+static void update_status(struct holder *h)
+{
+        char buf[256];
+        int64_t headroom = h->cur.state == H_NONE
+                                   ? 0
+                                   : (int64_t)READ_ONCE(h->pub->ctl->deadline) -
+                                             (int64_t)id_now_ms(h, false);
+        if (h->cur.state == H_HELD)
+                snprintf(buf, sizeof(buf), "STATUS=worker %" PRId32 ", headroom %" PRId64
+                         " ms, etcd %s", h->cur.worker, headroom,
+                         h->etcd_reachable ? "reachable" : "unreachable");
+        else if (h->cur.state == H_LOST)
+                snprintf(buf, sizeof(buf), "STATUS=lost worker %" PRId32 ", headroom %" PRId64
+                         " ms, claiming another; etcd %s", h->cur.worker, headroom,
+                         h->etcd_reachable ? "reachable" : "unreachable");
+        else
+                snprintf(buf, sizeof(buf), "STATUS=claiming a worker number; etcd %s",
+                         h->etcd_reachable ? "reachable" : "unreachable");
+        sd_notify(0, buf);
+}
+
+/* ---- start and stop ---- */
+
+int holder_start(struct holder *h, sd_event *event, const struct settings *cfg,
+                 struct shm_pub *pub)
+{
+        *h = (struct holder){
+                .cfg = cfg,
+                .event = event,
+                .pub = pub,
+                .cur = {.state = H_NONE, .worker = -1},
+                .next = {.state = H_NONE, .worker = -1},
+                .etcd_reachable = true,
+        };
+        uint64_t seed;
+        if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
+                return -errno;
+        srandom((unsigned)(seed ^ (seed >> 32)));
+        snprintf(h->token, sizeof(h->token), "%016" PRIx64, seed);
+        if (gethostname(h->host, sizeof(h->host)) < 0)
+                snprintf(h->host, sizeof(h->host), "unknown");
+        for (char *c = h->host; *c; c++)
+                if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
+                        *c = '_';
+        snprintf(h->prefix, sizeof(h->prefix), "/snowid/%s/", cfg->cluster);
+        int r = etcd_new(event, cfg, &h->etcd);
+        if (r < 0)
+                return r;
+        r = sd_event_add_time_relative(event, &h->renew_timer, CLOCK_MONOTONIC,
+                                       (uint64_t)cfg->renew_ms * 1000, 1000, on_renew_timer, h);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(h->renew_timer, SD_EVENT_ON);
+        if (r >= 0)
+                r = sd_event_add_time_relative(event, &h->clock_timer, CLOCK_MONOTONIC,
+                                               CLOCK_TICK_MS * 1000, 1000, on_clock_timer, h);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(h->clock_timer, SD_EVENT_ON);
+        if (r < 0)
+                return r;
+        int fd = timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK | TFD_CLOEXEC);
+        if (fd < 0 || arm_setclock(fd) < 0)
+                return -errno;
+        r = sd_event_add_io(event, &h->setclock_io, fd, EPOLLIN, on_setclock, h);
+        if (r < 0)
+                return r;
+        sd_event_source_set_io_fd_own(h->setclock_io, 1);
+        update_status(h);
+        step_layout(h);
+        return 0;
+}
+
+static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct holder *h = userdata;
+        (void)s;
+        (void)usec;
+        log_warning("etcd did not answer the revocation in time; the lease expires by itself");
+        sd_event_exit(h->event, h->exit_code);
+        return 0;
+}
+
+void holder_stop(struct holder *h)
+{
+        if (h->stopping)
+                return;
+        h->stopping = true;
+        sd_notify(0, "STOPPING=1");
+        sd_event_source_set_enabled(h->renew_timer, SD_EVENT_OFF);
+        sd_event_source_set_enabled(h->clock_timer, SD_EVENT_OFF);
+        if (h->cur.state != H_NONE)
+                shm_pub_set_state(h->pub, SHM_STATE_NO_LEASE);
+        log_info("Stopping: revoking the lease; the segment stays valid until its deadline");
+        give_up_lease(h, h->cur.lease);
+        give_up_lease(h, h->next.lease);
+        h->cur.state = h->next.state = H_NONE;
+        if (etcd_in_flight(h->etcd) == 0) {
+                sd_event_exit(h->event, h->exit_code);
+                return;
+        }
+        sd_event_add_time_relative(h->event, &h->stop_timer, CLOCK_MONOTONIC, 1000000, 1000,
+                                   on_stop_timer, h);
+}
+
+void holder_free(struct holder *h)
+{
+        sd_event_source_disable_unref(h->renew_timer);
+        sd_event_source_disable_unref(h->clock_timer);
+        sd_event_source_disable_unref(h->retry_timer);
+        sd_event_source_disable_unref(h->setclock_io);
+        sd_event_source_disable_unref(h->stop_timer);
+        h->etcd = etcd_free(h->etcd);
+}
