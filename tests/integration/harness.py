@@ -1,0 +1,327 @@
+# SPDX-License-Identifier: MIT
+"""A real etcd, real snowidd processes and real clients, for the daemon tests.
+
+Everything binds to 127.0.0.1 on free ports; everything started is stopped
+and every segment made is removed when the test ends, however it ends.
+"""
+import base64
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+BUILD = os.environ.get("SNOWID_BUILD", os.path.join(os.path.dirname(__file__), "../../build"))
+SNOWIDD = os.path.join(BUILD, "daemon", "snowidd")
+TAKER = os.path.join(BUILD, "tests", "snowid-taker")
+CLI = os.path.join(BUILD, "cli", "snowid")
+EPOCH_MS = 1735689600000
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(cond, timeout, what, interval=0.02):
+    end = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+def b64(s):
+    return base64.b64encode(s.encode() if isinstance(s, str) else s).decode()
+
+
+def unb64(s):
+    return base64.b64decode(s).decode()
+
+
+class Etcd:
+    """1 or 3 etcd members on loopback."""
+
+    def __init__(self, h, members=1):
+        self.h = h
+        self.n = members
+        self.client = [free_port() for _ in range(members)]
+        self.peer = [free_port() for _ in range(members)]
+        self.procs = [None] * members
+        self.urls = [f"http://127.0.0.1:{p}" for p in self.client]
+        cluster = ",".join(f"m{i}=http://127.0.0.1:{self.peer[i]}" for i in range(members))
+        self.cmds = []
+        for i in range(members):
+            self.cmds.append(["etcd", "--name", f"m{i}", "--data-dir", h.path(f"etcd-m{i}"),
+                              "--listen-client-urls", self.urls[i],
+                              "--advertise-client-urls", self.urls[i],
+                              "--listen-peer-urls", f"http://127.0.0.1:{self.peer[i]}",
+                              "--initial-advertise-peer-urls", f"http://127.0.0.1:{self.peer[i]}",
+                              "--initial-cluster", cluster, "--initial-cluster-token",
+                              f"t{os.getpid()}", "--initial-cluster-state", "new",
+                              "--log-level", "error"])
+        for i in range(members):
+            self.start(i)
+        self.wait_healthy()
+
+    def start(self, i):
+        logf = open(self.h.path(f"etcd-m{i}.log"), "ab")
+        self.procs[i] = subprocess.Popen(self.cmds[i], stdout=logf, stderr=logf)
+        self.h.cleanup(lambda p=self.procs[i]: kill_quietly(p))
+
+    def healthy(self, i):
+        try:
+            with urllib.request.urlopen(self.urls[i] + "/health", timeout=1) as r:
+                return json.load(r).get("health") == "true"
+        except Exception:
+            return False
+
+    def wait_healthy(self, timeout=30):
+        wait_for(lambda: all(self.healthy(i) for i in range(self.n) if self.procs[i]), timeout,
+                 "etcd to be healthy")
+
+    def kill(self, i, sig=signal.SIGKILL):
+        self.procs[i].send_signal(sig)
+        if sig == signal.SIGKILL:
+            self.procs[i].wait()
+            self.procs[i] = None
+
+    def stop_all(self):
+        for i in range(self.n):
+            if self.procs[i]:
+                self.kill(i)
+
+    def call(self, path, body, member=None, timeout=5):
+        urls = self.urls if member is None else [self.urls[member]]
+        last = None
+        for u in urls:
+            try:
+                req = urllib.request.Request(u + path, data=json.dumps(body).encode(),
+                                             method="POST")
+                with urllib.request.urlopen(req, timeout=timeout) as r:
+                    return json.loads(r.read() or b"{}")
+            except Exception as e:  # try the next member
+                last = e
+        raise last
+
+    def get(self, key):
+        r = self.call("/v3/kv/range", {"key": b64(key)})
+        kvs = r.get("kvs", [])
+        return (unb64(kvs[0].get("value", "")), kvs[0]) if kvs else (None, None)
+
+    def prefix(self, p):
+        end = p[:-1] + chr(ord(p[-1]) + 1)
+        r = self.call("/v3/kv/range", {"key": b64(p), "range_end": b64(end)})
+        return {unb64(kv["key"]): (unb64(kv.get("value", "")), kv) for kv in r.get("kvs", [])}
+
+    def leader(self):
+        for i in range(self.n):
+            if not self.procs[i]:
+                continue
+            try:
+                st = self.call("/v3/maintenance/status", {}, member=i, timeout=2)
+                if st.get("leader") and st["leader"] == st["header"]["member_id"]:
+                    return i
+            except Exception:
+                pass
+        return None
+
+
+def kill_quietly(p):
+    if p and p.poll() is None:
+        try:
+            p.send_signal(signal.SIGCONT)
+            p.kill()
+            p.wait(timeout=10)
+        except Exception:
+            pass
+
+
+class Daemon:
+    def __init__(self, h, etcd, instance=None, args=(), env=None, name="d"):
+        self.h = h
+        self.name = name
+        self.instance = instance or h.instance
+        self.etcd = etcd
+        self.args = list(args)
+        self.env = env or {}
+        self.proc = None
+        self.messages = []
+
+    def start(self, wait_ready=True, timeout=20):
+        sock_path = self.h.path(f"notify-{self.name}-{time.monotonic_ns()}")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(sock_path)
+        self.sock.setblocking(False)
+        self.messages = []
+        env = dict(os.environ, NOTIFY_SOCKET=sock_path, **self.env)
+        self.logf = self.h.path(f"{self.name}.log")
+        urls = ",".join(self.etcd.urls) if hasattr(self.etcd, "urls") else self.etcd
+        cmd = [SNOWIDD, "--config", "/dev/null", "--etcd", urls, "--instance", self.instance,
+               "--log-level", "debug"] + self.args
+        with open(self.logf, "ab") as lf:
+            self.proc = subprocess.Popen(cmd, env=env, stdout=lf, stderr=lf)
+        self.h.cleanup(lambda p=self.proc: kill_quietly(p))
+        if wait_ready:
+            self.wait_message("READY=1", timeout)
+        return self
+
+    def poll_messages(self):
+        while True:
+            try:
+                self.messages.append(self.sock.recv(4096).decode())
+            except BlockingIOError:
+                return self.messages
+
+    def has_message(self, text):
+        return any(text in m for m in self.poll_messages())
+
+    def wait_message(self, text, timeout):
+        def check():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"{self.name} exited with {self.proc.returncode}:\n"
+                                     + self.log_text())
+            return self.has_message(text)
+        wait_for(check, timeout, f"{self.name} to send {text}")
+
+    def status(self):
+        s = [m for m in self.poll_messages() if "STATUS=" in m]
+        return s[-1] if s else ""
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def kill9(self):
+        self.proc.kill()
+        self.proc.wait()
+
+    def stop(self, timeout=10):
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=timeout)
+
+    def log_text(self):
+        with open(self.logf, errors="replace") as f:
+            return f.read()
+
+
+class Taker:
+    def __init__(self, h, instance=None, threads=1, wait_us=100000, batch=1, name="c"):
+        self.prefix = h.path(f"ids-{name}")
+        self.threads = threads
+        cmd = [TAKER, "-i", instance or h.instance, "-o", self.prefix, "-t", str(threads),
+               "-w", str(wait_us), "-b", str(batch)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        h.cleanup(lambda p=self.proc: kill_quietly(p))
+        line = self.proc.stdout.readline()
+        assert "started" in line, f"taker did not start: {line!r}"
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        out, _ = self.proc.communicate(timeout=30)
+        assert self.proc.returncode == 0, f"taker exited {self.proc.returncode}"
+        self.result = json.loads(out.strip().splitlines()[-1])
+        return self.result
+
+    def ids(self):
+        out = []
+        for t in range(self.threads):
+            with open(f"{self.prefix}.{t}", "rb") as f:
+                data = f.read()
+            out.append(list(struct.unpack(f"={len(data) // 8}Q", data)))
+        return out
+
+
+def take(instance, n=1, wait_ms=1000):
+    r = subprocess.run([CLI, "next", "-n", str(n), "--instance", instance, "--wait",
+                        str(wait_ms)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise AssertionError(f"snowid next failed: {r.stderr}")
+    return [int(x) for x in r.stdout.split()]
+
+
+def decode(i, worker_bits=10, seq_bits=12):
+    return (i >> (worker_bits + seq_bits), (i >> seq_bits) & ((1 << worker_bits) - 1),
+            i & ((1 << seq_bits) - 1))
+
+
+def check_unique_and_increasing(lists):
+    """Every ID once; each list (one client thread) strictly increasing."""
+    seen = set()
+    total = 0
+    for n, ids in enumerate(lists):
+        for a, b in zip(ids, ids[1:]):
+            assert b > a, f"list {n}: {b} follows {a}"
+        total += len(ids)
+        seen.update(ids)
+    assert len(seen) == total, f"{total - len(seen)} duplicate IDs among {total}"
+    return total
+
+
+class Harness:
+    def __init__(self, name):
+        self.name = name
+        self.dir = tempfile.mkdtemp(prefix=f"snowid-{name}-")
+        self.instance = f"it-{name}-{os.getpid()}"
+        self._cleanups = []
+        self.failed = False
+
+    def path(self, p):
+        return os.path.join(self.dir, p)
+
+    def cleanup(self, fn):
+        self._cleanups.append(fn)
+
+    def close(self):
+        for fn in reversed(self._cleanups):
+            with contextlib.suppress(Exception):
+                fn()
+        for f in os.listdir("/dev/shm"):
+            if f.startswith("snowid.it-") and f"-{os.getpid()}." in f:
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join("/dev/shm", f))
+        if self.failed:
+            log(f"files kept in {self.dir}")
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def run(tests):
+    """Runs test functions, each with a harness of its own; TAP-like lines."""
+    if shutil.which("etcd") is None:
+        print("etcd is not installed: skipping")
+        sys.exit(77)
+    failed = 0
+    for fn in tests:
+        h = Harness(fn.__name__.replace("test_", "").replace("_", "-")[:30])
+        start = time.monotonic()
+        try:
+            fn(h)
+            log(f"ok {fn.__name__} ({time.monotonic() - start:.1f} s)")
+        except Exception as e:
+            h.failed = True
+            failed += 1
+            import traceback
+            traceback.print_exc()
+            log(f"FAILED {fn.__name__}: {e}")
+            for f in sorted(os.listdir(h.dir)):
+                if f.endswith(".log") and not f.startswith("etcd"):
+                    print(f"---- {f}\n" + open(h.path(f), errors="replace").read()[-4000:])
+        finally:
+            h.close()
+    sys.exit(1 if failed else 0)

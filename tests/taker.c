@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * snowid-taker: a client for the integration tests.  Takes IDs in a loop
+ * (one thread per --threads, each writing every ID it took as 8 bytes,
+ * native order, to OUT.<thread>) until SIGTERM or --count per thread, then
+ * prints one JSON line: how many IDs, how many calls failed and with what,
+ * and the longest stretch (ms) between two IDs.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "snowid.h"
+
+static atomic_int stop;
+static const char *out_prefix = "ids";
+static uint64_t per_thread = UINT64_MAX, wait_us = 100000;
+static unsigned batch = 1;
+static snowid *s;
+
+struct result {
+        uint64_t ids, eagain, other;
+        int last_error;
+        uint64_t max_gap_ms;
+};
+
+static uint64_t now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void on_term(int sig)
+{
+        (void)sig;
+        atomic_store(&stop, 1);
+}
+
+struct thread {
+        pthread_t t;
+        unsigned index;
+        struct result res;
+};
+
+static void *taker(void *p)
+{
+        struct thread *th = p;
+        struct result *res = &th->res;
+        char path[4096];
+        snprintf(path, sizeof(path), "%s.%u", out_prefix, th->index);
+        FILE *f = fopen(path, "we");
+        if (!f) {
+                perror(path);
+                exit(3);
+        }
+        uint64_t *ids = malloc(sizeof(uint64_t) * batch), last_ok = now_ms();
+        while (!atomic_load(&stop) && res->ids < per_thread) {
+                int r = batch == 1 ? snowid_next(s, ids) : snowid_next_batch(s, ids, batch);
+                uint64_t now = now_ms();
+                if (r < 0) {
+                        if (r == -EAGAIN)
+                                res->eagain++;
+                        else
+                                res->other++;
+                        res->last_error = -r;
+                        continue;
+                }
+                if (now - last_ok > res->max_gap_ms)
+                        res->max_gap_ms = now - last_ok;
+                last_ok = now;
+                fwrite(ids, sizeof(uint64_t), batch, f);
+                res->ids += batch;
+        }
+        free(ids);
+        fclose(f);
+        return NULL;
+}
+
+int main(int argc, char **argv)
+{
+        const char *instance = NULL;
+        unsigned threads = 1;
+        int c;
+        while ((c = getopt(argc, argv, "i:o:t:n:w:b:")) >= 0) {
+                switch (c) {
+                case 'i':
+                        instance = optarg;
+                        break;
+                case 'o':
+                        out_prefix = optarg;
+                        break;
+                case 't':
+                        threads = (unsigned)atoi(optarg);
+                        break;
+                case 'n':
+                        per_thread = strtoull(optarg, NULL, 10);
+                        break;
+                case 'w':
+                        wait_us = strtoull(optarg, NULL, 10);
+                        break;
+                case 'b':
+                        batch = (unsigned)atoi(optarg);
+                        break;
+                default:
+                        fprintf(stderr, "usage: snowid-taker -i INSTANCE -o PREFIX [-t THREADS] "
+                                        "[-n PER_THREAD] [-w WAIT_US] [-b BATCH]\n");
+                        return 2;
+                }
+        }
+        if (threads < 1 || threads > 16 || batch < 1)
+                return 2;
+        signal(SIGTERM, on_term);
+        signal(SIGINT, on_term);
+        int r = snowid_open(instance, &s);
+        if (r < 0) {
+                fprintf(stderr, "snowid-taker: open: %s\n", strerror(-r));
+                return 1;
+        }
+        snowid_set_max_wait(s, wait_us);
+        struct thread th[16] = {0};
+        for (unsigned i = 0; i < threads; i++) {
+                th[i].index = i;
+                pthread_create(&th[i].t, NULL, taker, &th[i]);
+        }
+        /* tell the test we are taking */
+        printf("{\"started\":true}\n");
+        fflush(stdout);
+        uint64_t ids = 0, eagain = 0, other = 0, gap = 0;
+        int last = 0;
+        for (unsigned i = 0; i < threads; i++) {
+                pthread_join(th[i].t, NULL);
+                ids += th[i].res.ids;
+                eagain += th[i].res.eagain;
+                other += th[i].res.other;
+                if (th[i].res.max_gap_ms > gap)
+                        gap = th[i].res.max_gap_ms;
+                if (th[i].res.last_error)
+                        last = th[i].res.last_error;
+        }
+        printf("{\"ids\":%" PRIu64 ",\"eagain\":%" PRIu64 ",\"other_errors\":%" PRIu64
+               ",\"last_error\":\"%s\",\"max_gap_ms\":%" PRIu64 "}\n",
+               ids, eagain, other, last ? strerror(last) : "", gap);
+        snowid_close(s);
+        return 0;
+}
