@@ -731,7 +731,7 @@ static void on_extend(void *userdata, const struct etcd_reply *r)
                  * etcd than the deadline is harmless */
                 h->stats.renewal_failures++;
                 log_debug("Extending the mark failed: %s", r->error);
-                return update_status(h);
+                return;
         }
         bool ours = true;
         uint64_t stored = v;
@@ -754,7 +754,6 @@ static void on_extend(void *userdata, const struct etcd_reply *r)
                 g->mark = v;
         shm_pub_extend(h->pub, g->mark);
         shm_pub_set_state(h->pub, SHM_STATE_LEASED);
-        update_status(h);
 }
 
 static void send_renewal(struct holder *h)

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 
@@ -29,8 +30,14 @@ int log_internal(int level, int error, const char *fmt, ...)
                 va_end(ap);
                 if (prefix_levels)
                         fprintf(stderr, "<%d>%s\n", level, buf);
-                else
-                        fprintf(stderr, "snowidd: %s\n", buf);
+                else {
+                        struct timespec ts;
+                        struct tm tm;
+                        clock_gettime(CLOCK_REALTIME, &ts);
+                        localtime_r(&ts.tv_sec, &tm);
+                        fprintf(stderr, "%02d:%02d:%02d.%03ld snowidd: %s\n", tm.tm_hour,
+                                tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, buf);
+                }
         }
         errno = saved;
         return -error;

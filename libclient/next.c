@@ -48,10 +48,11 @@ static void pause_briefly(int64_t ahead_ns)
 }
 
 /*
- * Slow path of take(), entered holding a counter value whose last ms is past
- * the deadline or more than lead_ms ahead of ID time.  The value stays good
- * (it is unique), so it waits for the clock or the deadline to catch up,
- * re-reading gen all along.  GO: use it; RETRY: gen changed, drop it.
+ * Slow path of take(): the counter's ms (last_ms: of a value held, or of the
+ * one about to be taken) is past the deadline or more than lead_ms ahead of
+ * ID time.  A value held stays good (it is unique), so this waits for the
+ * clock or the deadline to catch up, re-reading gen all along.  GO: the
+ * value may be used; RETRY: gen changed, drop it.
  */
 static int wait_step(snowid *s, const struct snap *sn, uint64_t last_ms, int64_t *until)
 {
@@ -122,6 +123,15 @@ static int take(snowid *s, uint64_t n, uint64_t *ret_x, struct snap *ret_sn)
 
                 _Atomic uint64_t *line = &s->ctr->line[shm_line_index(sn.gen)].state;
                 uint64_t x = READ_ONCE(*line);
+                uint64_t peek_ms = (((x >> sb) < now ? now << sb : x) + n - 1) >> sb;
+                if (unlikely(peek_ms > deadline || peek_ms > now + lead)) {
+                        /* no room now: wait before taking anything, so that a
+                         * caller that gives up does not push the counter on */
+                        int r = wait_step(s, &sn, peek_ms, &until);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
                 /* relaxed RMWs: the value's uniqueness comes from the RMW
                  * itself; ordering against gen is the smp_rmb() below */
                 if ((x >> sb) >= now || !cas_relaxed(*line, &x, (now << sb) + n))

@@ -128,6 +128,27 @@ static void test_sequence_carries(void **state)
         assert_true(id > prev);
 }
 
+static void test_refusal_takes_nothing(void **state)
+{
+        (void)state;
+        static uint64_t ids[4096];
+        uint64_t id;
+        assert_int_equal(snowid_next_batch(cli, ids, 4096), 0);
+        assert_int_equal(snowid_next_batch(cli, ids, 4096), 0); /* T+1: at the lead bound */
+        uint64_t line = line_state(READ_ONCE(pub->ctl->gen));
+        /* a caller that never waits, in a tight loop, must not push the
+         * shared counter ahead of the clock for everyone else */
+        for (int i = 0; i < 100000; i++)
+                assert_int_equal(snowid_next(cli, &id), -EAGAIN);
+        assert_int_equal(line_state(READ_ONCE(pub->ctl->gen)), line);
+        /* past the deadline, likewise */
+        atomic_store(&fake_ns, (int64_t)(T + 20000) * MS);
+        line = line_state(READ_ONCE(pub->ctl->gen));
+        for (int i = 0; i < 1000; i++)
+                assert_int_equal(snowid_next(cli, &id), -EAGAIN);
+        assert_true(line_state(READ_ONCE(pub->ctl->gen)) >> 12 <= T + 20000);
+}
+
 static void test_batch_carries_across_ms(void **state)
 {
         (void)state;
@@ -214,13 +235,13 @@ static void test_deadline(void **state)
         /* a batch whose last value would pass the deadline is refused whole */
         for (unsigned i = 0; i < 4000; i++)
                 assert_int_equal(snowid_next(cli, &id), 0);
+        uint64_t line = line_state(READ_ONCE(pub->ctl->gen));
         assert_int_equal(snowid_next_batch(cli, ids, 200), -EAGAIN);
-        /* its values are spent (unique, never used): the counter is past the
-         * deadline until the daemon extends it */
-        assert_int_equal(snowid_next_batch(cli, ids, 10), -EAGAIN);
-        assert_int_equal(shm_pub_extend(pub, T + 10002), 0);
+        /* refused before anything was taken: the counter did not move */
+        assert_int_equal(line_state(READ_ONCE(pub->ctl->gen)), line);
         assert_int_equal(snowid_next_batch(cli, ids, 10), 0);
-        assert_int_equal(parts(ids[9]).time_ms, T + 10002);
+        assert_int_equal(parts(ids[9]).time_ms, T + 10001);
+        assert_int_equal(parts(ids[0]).sequence, 4001);
         assert_true(ids[0] > id);
 }
 
@@ -394,6 +415,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 T_(test_basic),
                 T_(test_sequence_carries),
+                T_(test_refusal_takes_nothing),
                 T_(test_batch_carries_across_ms),
                 T_(test_batch_bounds),
                 T_(test_waits_for_the_clock),

@@ -15,6 +15,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -131,13 +132,14 @@ class Etcd:
         return {unb64(kv["key"]): (unb64(kv.get("value", "")), kv) for kv in r.get("kvs", [])}
 
     def leader(self):
+        """The leader's index + 1, or None."""
         for i in range(self.n):
             if not self.procs[i]:
                 continue
             try:
                 st = self.call("/v3/maintenance/status", {}, member=i, timeout=2)
                 if st.get("leader") and st["leader"] == st["header"]["member_id"]:
-                    return i
+                    return i + 1  # 1-based, so that member 0 is true
             except Exception:
                 pass
         return None
@@ -168,8 +170,10 @@ class Daemon:
         sock_path = self.h.path(f"notify-{self.name}-{time.monotonic_ns()}")
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.bind(sock_path)
-        self.sock.setblocking(False)
         self.messages = []
+        threading.Thread(target=self._drain, args=(self.sock, self.messages),
+                         daemon=True).start()
+        self.h.cleanup(self.sock.close)
         env = dict(os.environ, NOTIFY_SOCKET=sock_path, **self.env)
         self.logf = self.h.path(f"{self.name}.log")
         urls = ",".join(self.etcd.urls) if hasattr(self.etcd, "urls") else self.etcd
@@ -182,12 +186,16 @@ class Daemon:
             self.wait_message("READY=1", timeout)
         return self
 
-    def poll_messages(self):
+    def _drain(self, sock, messages):
+        # read all the time, as systemd does: a full socket would block sd_notify()
         while True:
             try:
-                self.messages.append(self.sock.recv(4096).decode())
-            except BlockingIOError:
-                return self.messages
+                messages.append(sock.recv(4096).decode())
+            except OSError:
+                return
+
+    def poll_messages(self):
+        return self.messages
 
     def has_message(self, text):
         return any(text in m for m in self.poll_messages())
