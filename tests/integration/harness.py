@@ -306,7 +306,7 @@ class Harness:
         if self.failed:
             log(f"files kept in {self.dir}")
         else:
-            shutil.rmtree(self.dir, ignore_errors=True)
+            shutil.rmtree(self.dir, ignore_errors=True) if not os.environ.get("SNOWID_KEEP") else None
 
 
 def run(tests):
