@@ -94,7 +94,8 @@ static int wait_switch(snowid *s, int64_t *until)
 
 /* Takes n consecutive counter values; returns the first, and the snapshot
  * of the generation they belong to. */
-static int take(snowid *s, uint64_t n, uint64_t *ret_x, struct snap *ret_sn)
+static inline __attribute__((always_inline)) int take(snowid *s, uint64_t n, uint64_t *ret_x,
+                                                     struct snap *ret_sn)
 {
         const struct shm_ctl *ctl = s->ctl;
         int64_t until = 0;
@@ -114,33 +115,34 @@ static int take(snowid *s, uint64_t n, uint64_t *ret_x, struct snap *ret_sn)
                 sn.worker_bits = READ_ONCE(ctl->worker_bits);
                 sn.seq_bits = READ_ONCE(ctl->seq_bits);
                 uint64_t deadline = READ_ONCE(ctl->deadline);
-                uint64_t lead = READ_ONCE(ctl->lead_ms);
                 uint64_t now = id_time_ms(ctl);
-                unsigned sb = sn.seq_bits;
-                if (unlikely(sb > 31 || sn.worker_bits > 31 || sn.worker >> sn.worker_bits ||
-                             deadline >> (63 - sn.worker_bits - sb) || n > (UINT64_C(1) << sb)))
+                uint64_t limit = now + READ_ONCE(ctl->lead_ms);
+                unsigned sb = sn.seq_bits, wb = sn.worker_bits;
+                if (limit > deadline)
+                        limit = deadline;
+                if (unlikely(sb > 31 || wb > 31 || sn.worker >> wb ||
+                             deadline >> (63 - wb - sb) || n > (UINT64_C(1) << sb)))
                         return n > (UINT64_C(1) << (sb & 31)) ? -EINVAL : -EPROTO;
 
                 _Atomic uint64_t *line = &s->ctr->line[shm_line_index(sn.gen)].state;
-                uint64_t x = READ_ONCE(*line);
-                uint64_t peek_ms = (((x >> sb) < now ? now << sb : x) + n - 1) >> sb;
-                if (unlikely(peek_ms > deadline || peek_ms > now + lead)) {
-                        /* no room now: wait before taking anything, so that a
+                uint64_t x = READ_ONCE(*line), x_ms = x >> sb;
+                if (unlikely(x_ms > limit)) {
+                        /* no room: wait before taking anything, so that a
                          * caller that gives up does not push the counter on */
-                        int r = wait_step(s, &sn, peek_ms, &until);
+                        int r = wait_step(s, &sn, x_ms, &until);
                         if (r < 0)
                                 return r;
                         continue;
                 }
                 /* relaxed RMWs: the value's uniqueness comes from the RMW
                  * itself; ordering against gen is the smp_rmb() below */
-                if ((x >> sb) >= now || !cas_relaxed(*line, &x, (now << sb) + n))
+                if (x_ms >= now || !cas_relaxed(*line, &x, (now << sb) + n))
                         x = fetch_add_relaxed(*line, n);
                 else
                         x = now << sb;
 
                 uint64_t last_ms = (x + n - 1) >> sb;
-                if (unlikely(last_ms > deadline || last_ms > now + lead)) {
+                if (unlikely(last_ms > limit)) {
                         int r = wait_step(s, &sn, last_ms, &until);
                         if (r < 0)
                                 return r;
