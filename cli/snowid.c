@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <curl/curl.h>
+
 #include "snowid.h"
 
 #define N_MAX 1000000
@@ -69,6 +71,83 @@ static const char *open_error(int r)
         }
 }
 
+struct buffer {
+        char *data;
+        size_t len;
+};
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+        struct buffer *b = userdata;
+        size_t n = size * nmemb;
+        if (b->len + n > (64u << 20))
+                return 0;
+        char *d = realloc(b->data, b->len + n + 1);
+        if (!d)
+                return 0;
+        memcpy(d + b->len, ptr, n);
+        b->data = d;
+        b->len += n;
+        d[b->len] = 0;
+        return n;
+}
+
+/* snowid next --url: the daemon's HTTP API, for hosts without a daemon. */
+static int next_remote(const char *url, uint64_t n, const char *token_file, uint64_t wait_ms)
+{
+        char full[4096], auth[1100];
+        struct buffer b = {0};
+        struct curl_slist *h = curl_slist_append(NULL, "Accept: text/plain");
+        long code = 0;
+        size_t ul = strlen(url);
+        while (ul && url[ul - 1] == '/')
+                ul--;
+        snprintf(full, sizeof(full), "%.*s/v1/ids?count=%" PRIu64, (int)ul, url, n);
+        if (token_file) {
+                FILE *f = fopen(token_file, "re");
+                char tok[1024] = "";
+                if (!f || !fgets(tok, sizeof(tok), f)) {
+                        fprintf(stderr, "%s: cannot read %s\n", program, token_file);
+                        if (f)
+                                fclose(f);
+                        curl_slist_free_all(h);
+                        return 1;
+                }
+                fclose(f);
+                tok[strcspn(tok, "\r\n")] = 0;
+                snprintf(auth, sizeof(auth), "Authorization: Bearer %s", tok);
+                h = curl_slist_append(h, auth);
+        }
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        CURL *c = curl_easy_init();
+        curl_easy_setopt(c, CURLOPT_URL, full);
+        curl_easy_setopt(c, CURLOPT_POST, 1L);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, 0L);
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(wait_ms + 10000));
+        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+        CURLcode cr = curl_easy_perform(c);
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+        curl_easy_cleanup(c);
+        curl_slist_free_all(h);
+        curl_global_cleanup();
+        int status = 0;
+        if (cr != CURLE_OK) {
+                fprintf(stderr, "%s: %s: %s\n", program, full, curl_easy_strerror(cr));
+                status = 1;
+        } else if (code != 200) {
+                fprintf(stderr, "%s: %s answered %ld: %s\n", program, url, code,
+                        b.data ? b.data : "");
+                status = 1;
+        } else if (b.data) {
+                fputs(b.data, stdout);
+        }
+        free(b.data);
+        return status;
+}
+
 static int cmd_next(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -77,12 +156,14 @@ static int cmd_next(int argc, char **argv)
                 {"format", required_argument, NULL, 'f'},
                 {"count", required_argument, NULL, 'n'},
                 {"wait", required_argument, NULL, 'w'},
+                {"url", required_argument, NULL, 'u'},
+                {"token-file", required_argument, NULL, 't'},
                 {}};
-        const char *instance = NULL, *format = "dec";
+        const char *instance = NULL, *format = "dec", *url = NULL, *token_file = NULL;
         uint64_t n = 1, wait_ms = 1000;
         int c;
 
-        while ((c = getopt_long(argc, argv, "hi:f:n:w:", opts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hi:f:n:w:u:t:", opts, NULL)) >= 0) {
                 switch (c) {
                 case 'h':
                         printf("Usage: snowid next [-n N] [--instance NAME] [--format dec|hex|json]"
@@ -90,7 +171,10 @@ static int cmd_next(int argc, char **argv)
                                "Takes N IDs (default 1, at most %d) from the host's snowidd and "
                                "prints them, one a line.\n"
                                "  --wait MS   how long to wait for a lease or the clock "
-                               "(default 1000)\n",
+                               "(default 1000)\n"
+                               "  --url URL   take them from a daemon's HTTP API instead "
+                               "(http://HOST:PORT)\n"
+                               "  --token-file FILE  bearer token for --url\n",
                                N_MAX);
                         return 0;
                 case 'i':
@@ -105,6 +189,14 @@ static int cmd_next(int argc, char **argv)
                         if (parse_u64(optarg, N_MAX, &n) < 0 || n == 0)
                                 return usage_error("bad count '%s' (1 to 1000000)", optarg);
                         break;
+                case 'u':
+                        url = optarg;
+                        if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
+                                return usage_error("bad URL '%s' (http://HOST:PORT)", optarg);
+                        break;
+                case 't':
+                        token_file = optarg;
+                        break;
                 case 'w':
                         if (parse_u64(optarg, 3600000, &wait_ms) < 0)
                                 return usage_error("bad wait '%s' (ms, at most 3600000)", optarg);
@@ -115,6 +207,11 @@ static int cmd_next(int argc, char **argv)
         }
         if (optind < argc)
                 return usage_error("unexpected argument '%s'", argv[optind]);
+        if (url) {
+                if (strcmp(format, "dec") || instance)
+                        return usage_error("%s", "--url takes no --instance or --format");
+                return next_remote(url, n, token_file, wait_ms);
+        }
 
         snowid *s;
         int r = snowid_open(instance, &s);

@@ -10,6 +10,7 @@
 #include <syslog.h>
 
 #include "config.h"
+#include "http.h"
 #include "segment.h"
 
 #define DEFAULT_CONFIG "/etc/snowid/snowidd.conf"
@@ -18,6 +19,7 @@ enum {
         O_ETCD = 256, O_CLUSTER, O_INSTANCE, O_LEASE_TTL, O_RENEW, O_WINDOW, O_EPOCH, O_TIME_BITS,
         O_WORKER_BITS, O_SEQ_BITS, O_GROUP, O_CACERT, O_CERT, O_KEY, O_USER, O_PASSWORD_FILE,
         O_LOG_LEVEL, O_ETCD_TIMEOUT, O_STEP_BACK, O_SLEW, O_LEAD, O_CONFIG, O_CHECK, O_HELP,
+        O_HTTP, O_HTTP_TOKEN_FILE, O_HTTP_MAX_COUNT, O_HTTP_THREADS,
 };
 
 /* One table serves the flags and the config file's keys. */
@@ -43,6 +45,10 @@ static const struct option options[] = {
         {"step-back-threshold", required_argument, NULL, O_STEP_BACK},
         {"slew", required_argument, NULL, O_SLEW},
         {"lead", required_argument, NULL, O_LEAD},
+        {"http", required_argument, NULL, O_HTTP},
+        {"http-token-file", required_argument, NULL, O_HTTP_TOKEN_FILE},
+        {"http-max-count", required_argument, NULL, O_HTTP_MAX_COUNT},
+        {"http-threads", required_argument, NULL, O_HTTP_THREADS},
         {"config", required_argument, NULL, O_CONFIG},
         {"check-config", no_argument, NULL, O_CHECK},
         {"help", no_argument, NULL, O_HELP},
@@ -68,6 +74,10 @@ static const char help[] =
         "  --step-back-threshold MS  wall clock this far behind: a fresh number (default 1000)\n"
         "  --slew US                 how much ID time may slow per second (default 1000)\n"
         "  --lead MS                 how far the counter may run ahead of the clock (default 1)\n"
+        "  --http ADDR:PORT          serve the HTTP API there (off unless set)\n"
+        "  --http-token-file FILE    require 'Authorization: Bearer <token>' on /v1/\n"
+        "  --http-max-count N        most IDs one request may take (default 10000)\n"
+        "  --http-threads N          HTTP worker threads (default 2)\n"
         "  --log-level LEVEL         err, warning, notice, info or debug (default info)\n"
         "  --check-config            validate the settings and exit\n"
         "  --help                    this text\n";
@@ -207,6 +217,27 @@ static int apply(struct settings *s, const char *origin, int id, const char *key
         case O_PASSWORD_FILE:
                 set_str(&s->password_file, v);
                 return 0;
+        case O_HTTP: {
+                unsigned char sa[128];
+                unsigned len;
+                if (http_parse_listen(v, sa, &len) < 0)
+                        return bad(origin, key, v, "ADDR:PORT, e.g. 127.0.0.1:7723 or [::1]:7723");
+                set_str(&s->http, v);
+                return 0;
+        }
+        case O_HTTP_TOKEN_FILE:
+                set_str(&s->http_token_file, v);
+                return 0;
+        case O_HTTP_MAX_COUNT:
+                if (parse_uint(v, 1, 1000000, &x) < 0)
+                        return bad(origin, key, v, "1 to 1000000");
+                s->http_max_count = (unsigned)x;
+                return 0;
+        case O_HTTP_THREADS:
+                if (parse_uint(v, 1, 64, &x) < 0)
+                        return bad(origin, key, v, "1 to 64");
+                s->http_threads = (unsigned)x;
+                return 0;
         case O_LOG_LEVEL: {
                 static const char *const names[] = {"err", "warning", "notice", "info", "debug"};
                 static const int levels[] = {LOG_ERR, LOG_WARNING, LOG_NOTICE, LOG_INFO, LOG_DEBUG};
@@ -267,12 +298,12 @@ static int load_file(struct settings *s, const char *path, bool must_exist)
         return r;
 }
 
-static int read_password(struct settings *s)
+/* The first line of a secret file, without its newline. */
+static int read_secret(const char *key, const char *path, char **ret)
 {
-        FILE *f = fopen(s->password_file, "re");
+        FILE *f = fopen(path, "re");
         if (!f) {
-                fprintf(stderr, "snowidd: cannot read etcd-password-file %s: %s\n",
-                        s->password_file, strerror(errno));
+                fprintf(stderr, "snowidd: cannot read %s %s: %s\n", key, path, strerror(errno));
                 return EX_CONFIG_;
         }
         char buf[1024];
@@ -281,10 +312,11 @@ static int read_password(struct settings *s)
         fclose(f);
         buf[strcspn(buf, "\r\n")] = 0;
         if (!*buf) {
-                fprintf(stderr, "snowidd: etcd-password-file %s is empty\n", s->password_file);
+                fprintf(stderr, "snowidd: %s %s is empty\n", key, path);
                 return EX_CONFIG_;
         }
-        s->password = strdup(buf);
+        *ret = strdup(buf);
+        memset(buf, 0, sizeof(buf));
         return 0;
 }
 
@@ -320,8 +352,15 @@ static int check(struct settings *s)
                 fprintf(stderr, "snowidd: etcd-user and etcd-password-file go together\n");
                 return EX_CONFIG_;
         }
-        if (s->password_file && read_password(s))
+        if (s->password_file && read_secret("etcd-password-file", s->password_file, &s->password))
                 return EX_CONFIG_;
+        if (s->http_token_file &&
+            read_secret("http-token-file", s->http_token_file, &s->http_token))
+                return EX_CONFIG_;
+        if (s->http_token_file && !s->http) {
+                fprintf(stderr, "snowidd: http-token-file is set but http is not\n");
+                return EX_CONFIG_;
+        }
         s->gid = (gid_t)-1;
         if (s->group) {
                 struct group *g = getgrnam(s->group);
@@ -344,6 +383,8 @@ int settings_load(struct settings *s, int argc, char **argv)
                 .step_back_ms = 1000,
                 .slew_us_per_s = 1000,
                 .lead_ms = 1,
+                .http_max_count = 10000,
+                .http_threads = 2,
                 .log_level = LOG_INFO,
                 .cluster = strdup("default"),
                 .instance = strdup("default"),
@@ -420,4 +461,9 @@ void settings_free(struct settings *s)
         if (s->password)
                 memset(s->password, 0, strlen(s->password));
         free(s->password);
+        free(s->http);
+        free(s->http_token_file);
+        if (s->http_token)
+                memset(s->http_token, 0, strlen(s->http_token));
+        free(s->http_token);
 }

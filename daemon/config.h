@@ -30,6 +30,11 @@ struct settings {
         char *user, *password_file, *password;
         int log_level;
         bool check_config;
+        char *http;              /* "ADDR:PORT" or NULL: the HTTP API is off */
+        char *http_token_file;
+        char *http_token;        /* read from http_token_file */
+        unsigned http_max_count;
+        unsigned http_threads;
 };
 
 /* Parses defaults, then the config file, then flags.  0 to run, 1 when

@@ -10,8 +10,42 @@
 
 #include "config.h"
 #include "holder.h"
+#include "http.h"
 #include "log.h"
 #include "publish.h"
+
+struct app {
+        struct holder *holder;
+        struct http_server *http;
+        uint64_t started_ms;
+};
+
+/* Publishes what the loop knows to the HTTP threads (RCU). */
+static int on_snapshot_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct app *app = userdata;
+        struct holder *h = app->holder;
+        struct http_snapshot *snap = http_snapshot_new();
+        if (snap) {
+                *snap = (struct http_snapshot){
+                        .layout = h->layout,
+                        .layout_ready = h->layout_ready,
+                        .worker = h->cur.state == H_HELD ? h->cur.worker : -1,
+                        .lease = h->cur.state == H_HELD   ? "held"
+                                 : h->cur.state == H_LOST ? "lost"
+                                                          : "claiming",
+                        .etcd_reachable = h->etcd_reachable,
+                        .offset_ns = h->offset_ns,
+                        .mono_started_ms = app->started_ms,
+                        .holder = h->stats,
+                        .etcd = *etcd_stats(h->etcd),
+                };
+                http_publish(app->http, snap);
+        }
+        sd_event_source_set_time(s, usec + 250000);
+        sd_event_source_set_enabled(s, SD_EVENT_ON);
+        return 0;
+}
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
@@ -64,6 +98,17 @@ int main(int argc, char **argv)
                 r = sd_event_set_watchdog(event, 1);
         if (r >= 0)
                 r = holder_start(&holder, event, &cfg, pub);
+        struct app app = {.holder = &holder, .started_ms = (uint64_t)shm_monotonic_ns() / 1000000};
+        if (r >= 0 && cfg.http) {
+                r = http_start(&cfg, &app.http);
+                if (r < 0)
+                        log_error_errno(r, "Cannot serve HTTP on %s: %m", cfg.http);
+                else
+                        log_info("Serving HTTP on %s", cfg.http);
+                if (r >= 0)
+                        r = sd_event_add_time_relative(event, NULL, CLOCK_MONOTONIC, 0, 1000,
+                                                       on_snapshot_timer, &app);
+        }
         if (r >= 0)
                 r = sd_event_add_signal(event, NULL, SIGTERM, on_signal, &holder);
         if (r >= 0)
@@ -79,6 +124,7 @@ int main(int argc, char **argv)
                 } else
                         r = holder.exit_code;
         }
+        http_stop(app.http);
         holder_free(&holder);
         sd_event_unref(event);
         shm_pub_close(pub);

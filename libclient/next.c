@@ -136,10 +136,18 @@ static inline __attribute__((always_inline)) int take(snowid *s, uint64_t n, uin
                 }
                 /* relaxed RMWs: the value's uniqueness comes from the RMW
                  * itself; ordering against gen is the smp_rmb() below */
-                if (x_ms >= now || !cas_relaxed(*line, &x, (now << sb) + n))
+                uint64_t mask = (UINT64_C(1) << sb) - 1;
+                if (x_ms >= now || !cas_relaxed(*line, &x, (now << sb) + n)) {
                         x = fetch_add_relaxed(*line, n);
-                else
+                        /* this call took the last value of a ms: it closes */
+                        if (unlikely((x & mask) + n > mask))
+                                fetch_add_relaxed(s->ctr->stats.issued, mask + 1);
+                } else {
+                        /* the counter moved on from x's ms: it closes with seq(x) taken */
+                        if (x & mask)
+                                fetch_add_relaxed(s->ctr->stats.issued, x & mask);
                         x = now << sb;
+                }
 
                 uint64_t last_ms = (x + n - 1) >> sb;
                 if (unlikely(last_ms > limit)) {

@@ -149,6 +149,27 @@ SNOWID_EXPORT int snowid_get_layout(snowid *s, snowid_layout *ret)
         return 0;
 }
 
+SNOWID_EXPORT int snowid_get_host_stats(snowid *s, snowid_host_stats *ret)
+{
+        if (!s || !ret)
+                return -EINVAL;
+        const struct shm_stats *st = &s->ctr->stats;
+        const struct shm_ctl *ctl = s->ctl;
+        uint64_t gen = load_acquire(ctl->gen); /* pairs with shm_pub_switch() */
+        unsigned sb = READ_ONCE(ctl->seq_bits) & 31;
+        /* the live counter's current ms has not closed yet: count it too */
+        uint64_t open = READ_ONCE(s->ctr->line[shm_line_index(gen)].state) & ((UINT64_C(1) << sb) - 1);
+        *ret = (snowid_host_stats){
+                .issued = READ_ONCE(st->issued) + (gen & 1 ? 0 : open),
+                .waits_ceiling = READ_ONCE(st->waits_ceiling),
+                .waits_deadline = READ_ONCE(st->waits_deadline),
+                .waits_switch = READ_ONCE(st->waits_switch),
+                .eagain = READ_ONCE(st->eagain),
+                .dropped = READ_ONCE(st->dropped),
+        };
+        return 0;
+}
+
 SNOWID_EXPORT int snowid_get_status(snowid *s, snowid_status *ret)
 {
         if (!s || !ret)

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
     meson ninja-build pkg-config gcc g++ python3
-    libcmocka-dev liburcu-dev libsystemd-dev libcurl4-openssl-dev libjansson-dev
+    libcmocka-dev liburcu-dev libsystemd-dev libcurl4-openssl-dev libjansson-dev libmicrohttpd-dev
     etcd-server etcd-client faketime libfaketime curl jq systemd iproute2 procps
 )
 missing=()

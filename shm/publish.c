@@ -274,6 +274,11 @@ int shm_pub_switch(struct shm_pub *p, const struct shm_publication *pub)
 
         uint64_t next = gen + 1;
         uint64_t start = pub->start_ms;
+        /* the retiring line's last ms closes here */
+        uint64_t old = READ_ONCE(p->ctr->line[shm_line_index(gen - 1)].state);
+        uint8_t old_sb = READ_ONCE(ctl->seq_bits) & 31;
+        if (gen > 1)
+                fetch_add_relaxed(p->ctr->stats.issued, old & ((UINT64_C(1) << old_sb) - 1));
         if (pub->follow) {
                 /* after gen went odd: few clients still take from the old line */
                 smp_mb();

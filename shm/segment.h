@@ -27,6 +27,8 @@
  *                | switch (CAS forward);     | fetch_add; publisher     | only ever grows
  *                | clients CAS / fetch_add   | reads it for its backstop|
  * stats          | clients, slow paths only  | snowidd /metrics         | fetch_add relaxed
+ *                | (issued: once per ms, as  |                          |
+ *                | a counter leaves that ms) |                          |
  *
  * The live counter line is line[(gen / 2) % SHM_LINES]: every switch moves to
  * a fresh line, so a client that slept through a switch can only touch a
@@ -93,7 +95,8 @@ struct shm_stats {
         _Atomic uint64_t waits_switch;              /* calls that waited on an odd generation */
         _Atomic uint64_t eagain;                    /* calls that gave up with -EAGAIN */
         _Atomic uint64_t dropped;                   /* values dropped on a generation change */
-        uint8_t pad[24];
+        _Atomic uint64_t issued;  /* values taken, added as each ms of a counter closes */
+        uint8_t pad[16];
 };
 
 struct shm_ctr {

@@ -47,6 +47,16 @@ enum snowid_state {
         SNOWID_STATE_NO_LEASE = 2,
 };
 
+/* Host-wide counts, kept by libsnowid on its slow paths (all processes). */
+typedef struct snowid_host_stats {
+        uint64_t issued;         /* counter values taken (IDs, and the few dropped at a switch) */
+        uint64_t waits_ceiling;  /* calls that waited for the clock */
+        uint64_t waits_deadline; /* calls that waited for the deadline */
+        uint64_t waits_switch;   /* calls that waited for a switch to finish */
+        uint64_t eagain;         /* calls that gave up */
+        uint64_t dropped;        /* values dropped because the generation changed */
+} snowid_host_stats;
+
 typedef struct snowid_status {
         uint32_t worker;
         int state;             /* enum snowid_state */
@@ -78,6 +88,7 @@ SNOWID_EXPORT int snowid_set_max_wait(snowid *s, uint64_t usec);
 
 SNOWID_EXPORT int snowid_get_layout(snowid *s, snowid_layout *ret);
 SNOWID_EXPORT int snowid_get_status(snowid *s, snowid_status *ret);
+SNOWID_EXPORT int snowid_get_host_stats(snowid *s, snowid_host_stats *ret);
 
 /* Layouts need no segment. */
 SNOWID_EXPORT int snowid_layout_default(snowid_layout *ret);

@@ -1,0 +1,582 @@
+/* SPDX-License-Identifier: MIT */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <urcu-bp.h>
+
+#include "http.h"
+#include "log.h"
+#include "segment.h"
+#include "snowid.h"
+
+#define BODY_MAX 4096
+#define CODES 600
+
+struct http_server {
+        struct MHD_Daemon *mhd;
+        const struct settings *cfg;
+        snowid *ids;
+        struct http_snapshot *snap; /* RCU: rcu_assign_pointer / rcu_dereference */
+        _Atomic uint64_t ids_served;
+        _Atomic uint64_t by_code[CODES];
+};
+
+struct snapshot_box {
+        struct rcu_head rcu;
+        struct http_snapshot snap;
+};
+
+struct request {
+        size_t len;
+        bool too_large;
+        char body[BODY_MAX + 1];
+};
+
+static uint64_t mono_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- responses ---- */
+
+static enum MHD_Result reply(struct http_server *srv, struct MHD_Connection *c, unsigned code,
+                             const char *ctype, char *body, size_t len, const char *hname,
+                             const char *hvalue)
+{
+        struct MHD_Response *r =
+                MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+        if (!r) {
+                free(body);
+                return MHD_NO;
+        }
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+        MHD_add_response_header(r, "Cache-Control", "no-store");
+        if (hname)
+                MHD_add_response_header(r, hname, hvalue);
+        atomic_fetch_add_explicit(&srv->by_code[code < CODES ? code : 0], 1, memory_order_relaxed);
+        enum MHD_Result ret = MHD_queue_response(c, code, r);
+        MHD_destroy_response(r);
+        return ret;
+}
+
+static enum MHD_Result reply_json(struct http_server *srv, struct MHD_Connection *c, unsigned code,
+                                  json_t *j, const char *hname, const char *hvalue)
+{
+        char *body = json_dumps(j, JSON_COMPACT);
+        json_decref(j);
+        if (!body)
+                return MHD_NO;
+        size_t len = strlen(body);
+        return reply(srv, c, code, "application/json", body, len, hname, hvalue);
+}
+
+static enum MHD_Result fail(struct http_server *srv, struct MHD_Connection *c, unsigned code,
+                            const char *msg)
+{
+        const char *hname = NULL, *hvalue = NULL;
+        if (code == 503)
+                hname = "Retry-After", hvalue = "1";
+        else if (code == 401)
+                hname = "WWW-Authenticate", hvalue = "Bearer";
+        return reply_json(srv, c, code, json_pack("{s:s}", "error", msg), hname, hvalue);
+}
+
+static enum MHD_Result not_allowed(struct http_server *srv, struct MHD_Connection *c,
+                                   const char *allow)
+{
+        return reply_json(srv, c, 405, json_pack("{s:s}", "error", "method not allowed"), "Allow",
+                          allow);
+}
+
+/* ---- helpers ---- */
+
+static int parse_u64_strict(const char *s, size_t len, uint64_t *ret)
+{
+        uint64_t v = 0;
+        if (len == 0 || len > 20)
+                return -EINVAL;
+        for (size_t i = 0; i < len; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return -EINVAL;
+                unsigned d = (unsigned)(s[i] - '0');
+                if (v > (UINT64_MAX - d) / 10)
+                        return -ERANGE;
+                v = v * 10 + d;
+        }
+        *ret = v;
+        return 0;
+}
+
+static char *u64_to(char *p, uint64_t v)
+{
+        char tmp[24];
+        int n = 0;
+        do {
+                tmp[n++] = (char)('0' + v % 10);
+                v /= 10;
+        } while (v);
+        while (n)
+                *p++ = tmp[--n];
+        return p;
+}
+
+static void rfc3339(uint64_t unix_ms, char *buf, size_t size)
+{
+        time_t sec = (time_t)(unix_ms / 1000);
+        struct tm tm;
+        if (!gmtime_r(&sec, &tm) || tm.tm_year > 9999 - 1900) {
+                snprintf(buf, size, "out of range");
+                return;
+        }
+        size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+        snprintf(buf + n, size - n, ".%03uZ", (unsigned)(unix_ms % 1000));
+}
+
+/* Constant time in the length of the expected token. */
+static bool token_ok(const char *given, const char *want)
+{
+        size_t gl = strlen(given), wl = strlen(want);
+        unsigned char d = gl != wl;
+        for (size_t i = 0; i < wl; i++)
+                d |= (unsigned char)want[i] ^ (unsigned char)(i < gl ? given[i] : 0);
+        return d == 0;
+}
+
+static bool accepts(const char *accept, const char *type)
+{
+        return accept && strstr(accept, type);
+}
+
+/* ---- endpoints ---- */
+
+enum format { F_JSON, F_TEXT, F_BINARY };
+
+static enum MHD_Result take_ids(struct http_server *srv, struct MHD_Connection *c,
+                                struct request *q)
+{
+        const char *qcount = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "count");
+        const char *ctype = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+        const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
+        uint64_t count = 1;
+
+        if (q->too_large)
+                return fail(srv, c, 413, "the body is larger than 4096 bytes");
+        if (qcount) {
+                if (parse_u64_strict(qcount, strlen(qcount), &count) < 0)
+                        return fail(srv, c, 400, "count must be a positive integer");
+        } else if (q->len > 0) {
+                if (!ctype || strncasecmp(ctype, "application/json", 16))
+                        return fail(srv, c, 415, "the body must be application/json");
+                json_error_t err;
+                json_t *j = json_loadb(q->body, q->len, 0, &err), *v;
+                if (!j)
+                        return fail(srv, c, 400, "the body is not valid JSON");
+                v = json_is_object(j) ? json_object_get(j, "count") : NULL;
+                if (!json_is_object(j) || (v && !json_is_integer(v)) ||
+                    (v && json_integer_value(v) < 0)) {
+                        json_decref(j);
+                        return fail(srv, c, 400, "count must be a positive integer");
+                }
+                count = v ? (uint64_t)json_integer_value(v) : 1;
+                json_decref(j);
+        }
+        if (count == 0 || count > srv->cfg->http_max_count) {
+                char msg[96];
+                snprintf(msg, sizeof(msg), "count must be 1 to %u", srv->cfg->http_max_count);
+                return fail(srv, c, 400, msg);
+        }
+        enum format fmt = F_JSON;
+        if (accepts(accept, "application/octet-stream"))
+                fmt = F_BINARY;
+        else if (accepts(accept, "text/plain"))
+                fmt = F_TEXT;
+        else if (accept && *accept && !accepts(accept, "application/json") &&
+                 !accepts(accept, "*/*") && !accepts(accept, "application/*"))
+                return fail(srv, c, 406, "IDs come as application/json, text/plain or "
+                                         "application/octet-stream");
+
+        snowid_layout l;
+        int r = snowid_get_layout(srv->ids, &l);
+        uint64_t *ids = malloc(count * sizeof(uint64_t));
+        if (!ids)
+                return fail(srv, c, 500, "out of memory");
+        uint64_t chunk = r < 0 ? 1 : UINT64_C(1) << l.seq_bits;
+        for (uint64_t done = 0; r >= 0 && done < count;) {
+                size_t k = (size_t)(count - done < chunk ? count - done : chunk);
+                r = snowid_next_batch(srv->ids, ids + done, k);
+                done += k;
+        }
+        if (r < 0) {
+                free(ids);
+                return fail(srv, c, r == -EAGAIN ? 503 : 500,
+                            r == -EAGAIN ? "no ID can be issued now (no lease, or past the "
+                                           "deadline)"
+                                         : "the segment is damaged");
+        }
+        atomic_fetch_add_explicit(&srv->ids_served, count, memory_order_relaxed);
+
+        if (fmt == F_BINARY) {
+                for (uint64_t i = 0; i < count; i++)
+                        ids[i] = htobe64(ids[i]);
+                return reply(srv, c, 200, "application/octet-stream", (char *)ids,
+                             count * sizeof(uint64_t), NULL, NULL);
+        }
+        char *out = malloc(count * 24 + 16), *p = out;
+        if (!out) {
+                free(ids);
+                return fail(srv, c, 500, "out of memory");
+        }
+        if (fmt == F_JSON)
+                p = stpcpy(p, "{\"ids\":[");
+        for (uint64_t i = 0; i < count; i++) {
+                if (fmt == F_JSON) {
+                        if (i)
+                                *p++ = ',';
+                        *p++ = '"';
+                        p = u64_to(p, ids[i]);
+                        *p++ = '"';
+                } else {
+                        p = u64_to(p, ids[i]);
+                        *p++ = '\n';
+                }
+        }
+        if (fmt == F_JSON)
+                p = stpcpy(p, "]}");
+        free(ids);
+        return reply(srv, c, 200, fmt == F_JSON ? "application/json" : "text/plain; charset=utf-8",
+                     out, (size_t)(p - out), NULL, NULL);
+}
+
+static enum MHD_Result decode_id(struct http_server *srv, struct MHD_Connection *c, const char *s)
+{
+        uint64_t id;
+        snowid_layout l;
+        snowid_parts p;
+        char when[48];
+        if (parse_u64_strict(s, strlen(s), &id) < 0)
+                return fail(srv, c, 400, "an ID is a decimal number");
+        if (snowid_get_layout(srv->ids, &l) < 0)
+                return fail(srv, c, 503, "no layout published yet");
+        if (snowid_decode(&l, id, &p) < 0)
+                return fail(srv, c, 400, "not an ID of this layout");
+        rfc3339(p.unix_ms, when, sizeof(when));
+        char idbuf[24];
+        *u64_to(idbuf, id) = 0;
+        return reply_json(srv, c, 200,
+                          json_pack("{s:s, s:s, s:I, s:I, s:I}", "id", idbuf, "time", when,
+                                    "unix_ms", (json_int_t)p.unix_ms, "worker",
+                                    (json_int_t)p.worker, "sequence", (json_int_t)p.sequence),
+                          NULL, NULL);
+}
+
+static const char *state_name(int state)
+{
+        static const char *const names[] = {"starting", "leased", "no-lease"};
+        return state >= 0 && state < 3 ? names[state] : "unknown";
+}
+
+static enum MHD_Result status(struct http_server *srv, struct MHD_Connection *c)
+{
+        snowid_status st;
+        char deadline[48];
+        if (snowid_get_status(srv->ids, &st) < 0)
+                return fail(srv, c, 500, "cannot read the segment");
+        rfc3339(st.deadline_unix_ms, deadline, sizeof(deadline));
+        rcu_read_lock();
+        const struct http_snapshot *s = rcu_dereference(srv->snap);
+        json_t *j = json_pack(
+                "{s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:s, s:s, s:s, s:I, s:b, s:I}",
+                "cluster", srv->cfg->cluster, "instance", srv->cfg->instance, "layout", "epoch_ms",
+                (json_int_t)s->layout.epoch_ms, "time_bits", (json_int_t)s->layout.time_bits,
+                "worker_bits", (json_int_t)s->layout.worker_bits, "seq_bits",
+                (json_int_t)s->layout.seq_bits, "worker", (json_int_t)s->worker, "generation",
+                (json_int_t)st.generation, "state", state_name(st.state), "lease", s->lease,
+                "deadline", deadline, "headroom_ms", (json_int_t)st.headroom_ms,
+                "etcd_reachable", s->etcd_reachable, "uptime_s",
+                (json_int_t)((mono_ms() - s->mono_started_ms) / 1000));
+        rcu_read_unlock();
+        return reply_json(srv, c, 200, j, NULL, NULL);
+}
+
+static enum MHD_Result healthz(struct http_server *srv, struct MHD_Connection *c)
+{
+        snowid_status st;
+        char why[128];
+        if (snowid_get_status(srv->ids, &st) < 0)
+                return fail(srv, c, 503, "cannot read the segment");
+        if (st.generation & 1)
+                return fail(srv, c, 503, "no worker number published yet, or a switch is under way");
+        if (st.headroom_ms < 1000) {
+                snprintf(why, sizeof(why), "only %" PRId64 " ms of headroom before the deadline",
+                         st.headroom_ms);
+                return fail(srv, c, 503, why);
+        }
+        return reply_json(srv, c, 200,
+                          json_pack("{s:s, s:I, s:I}", "status", "ok", "worker",
+                                    (json_int_t)st.worker, "headroom_ms",
+                                    (json_int_t)st.headroom_ms),
+                          NULL, NULL);
+}
+
+static enum MHD_Result metrics(struct http_server *srv, struct MHD_Connection *c)
+{
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        snowid_status st;
+        if (!f)
+                return fail(srv, c, 500, "out of memory");
+        snowid_get_status(srv->ids, &st);
+        fprintf(f, "# HELP snowid_http_ids_total IDs served over HTTP.\n"
+                   "# TYPE snowid_http_ids_total counter\nsnowid_http_ids_total %" PRIu64 "\n",
+                atomic_load(&srv->ids_served));
+        fprintf(f, "# HELP snowid_http_requests_total HTTP requests answered, by status code.\n"
+                   "# TYPE snowid_http_requests_total counter\n");
+        for (unsigned code = 100; code < CODES; code++) {
+                uint64_t n = atomic_load_explicit(&srv->by_code[code], memory_order_relaxed);
+                if (n)
+                        fprintf(f, "snowid_http_requests_total{code=\"%u\"} %" PRIu64 "\n", code, n);
+        }
+        rcu_read_lock();
+        const struct http_snapshot *s = rcu_dereference(srv->snap);
+        fprintf(f,
+                "# HELP snowid_lease_renewals_total Mark extensions acknowledged by etcd.\n"
+                "# TYPE snowid_lease_renewals_total counter\nsnowid_lease_renewals_total %" PRIu64
+                "\n# HELP snowid_lease_renewal_failures_total Keepalives or extensions that failed.\n"
+                "# TYPE snowid_lease_renewal_failures_total counter\n"
+                "snowid_lease_renewal_failures_total %" PRIu64 "\n"
+                "# HELP snowid_leases_lost_total Worker numbers lost.\n"
+                "# TYPE snowid_leases_lost_total counter\nsnowid_leases_lost_total %" PRIu64 "\n"
+                "# HELP snowid_worker_switches_total Segment switches to a new worker number.\n"
+                "# TYPE snowid_worker_switches_total counter\nsnowid_worker_switches_total %" PRIu64
+                "\n# HELP snowid_clock_steps_total Wall clock steps seen, by direction.\n"
+                "# TYPE snowid_clock_steps_total counter\n"
+                "snowid_clock_steps_total{direction=\"forward\"} %" PRIu64 "\n"
+                "snowid_clock_steps_total{direction=\"back\"} %" PRIu64 "\n"
+                "# HELP snowid_counter_backstops_total Switches because the counter ran ahead.\n"
+                "# TYPE snowid_counter_backstops_total counter\n"
+                "snowid_counter_backstops_total %" PRIu64 "\n"
+                "# HELP snowid_clock_offset_seconds ID time minus CLOCK_MONOTONIC, less the epoch.\n"
+                "# TYPE snowid_clock_offset_seconds gauge\nsnowid_clock_offset_seconds %.6f\n"
+                "# HELP snowid_etcd_reachable Whether the last etcd request got an answer.\n"
+                "# TYPE snowid_etcd_reachable gauge\nsnowid_etcd_reachable %d\n"
+                "# HELP snowid_worker The worker number held, -1 if none.\n"
+                "# TYPE snowid_worker gauge\nsnowid_worker %" PRId32 "\n",
+                s->holder.renewals, s->holder.renewal_failures, s->holder.leases_lost,
+                s->holder.switches, s->holder.steps_forward, s->holder.steps_back,
+                s->holder.backstops, (double)s->offset_ns / 1e9, s->etcd_reachable, s->worker);
+        static const char *const le[] = {"0.001", "0.002", "0.005", "0.01", "0.05", "0.1", "1",
+                                         "+Inf"};
+        fprintf(f, "# HELP snowid_etcd_request_duration_seconds etcd request latency.\n"
+                   "# TYPE snowid_etcd_request_duration_seconds histogram\n");
+        for (size_t i = 0; i < 8; i++)
+                fprintf(f, "snowid_etcd_request_duration_seconds_bucket{le=\"%s\"} %" PRIu64 "\n",
+                        le[i], s->etcd.latency_le[i]);
+        fprintf(f, "snowid_etcd_request_duration_seconds_sum %.6f\n"
+                   "snowid_etcd_request_duration_seconds_count %" PRIu64 "\n",
+                s->etcd.latency_sum_s, s->etcd.latency_le[7]);
+        rcu_read_unlock();
+        fprintf(f, "# HELP snowid_headroom_seconds Time left before the published deadline.\n"
+                   "# TYPE snowid_headroom_seconds gauge\nsnowid_headroom_seconds %.3f\n",
+                (double)st.headroom_ms / 1000);
+        snowid_host_stats hs;
+        if (snowid_get_host_stats(srv->ids, &hs) == 0)
+                fprintf(f,
+                        "# HELP snowid_host_ids_issued_total Counter values taken on this host "
+                        "(all processes).\n# TYPE snowid_host_ids_issued_total counter\n"
+                        "snowid_host_ids_issued_total %" PRIu64 "\n"
+                        "# HELP snowid_host_waits_total Calls that waited, by reason.\n"
+                        "# TYPE snowid_host_waits_total counter\n"
+                        "snowid_host_waits_total{reason=\"ceiling\"} %" PRIu64 "\n"
+                        "snowid_host_waits_total{reason=\"deadline\"} %" PRIu64 "\n"
+                        "snowid_host_waits_total{reason=\"switch\"} %" PRIu64 "\n"
+                        "# HELP snowid_host_eagain_total Calls that gave up with EAGAIN.\n"
+                        "# TYPE snowid_host_eagain_total counter\nsnowid_host_eagain_total %" PRIu64
+                        "\n",
+                        hs.issued, hs.waits_ceiling, hs.waits_deadline, hs.waits_switch, hs.eagain);
+        fclose(f);
+        return reply(srv, c, 200, "text/plain; version=0.0.4", buf, len, NULL, NULL);
+}
+
+/* ---- dispatch ---- */
+
+static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *c, const char *url,
+                             const char *method, struct request *q)
+{
+        bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+        if (!strncmp(url, "/v1/", 4) && srv->cfg->http_token) {
+                const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+                if (!auth || strncmp(auth, "Bearer ", 7) || !token_ok(auth + 7, srv->cfg->http_token))
+                        return fail(srv, c, 401, "a valid bearer token is required");
+        }
+        if (!strcmp(url, "/v1/ids"))
+                return !strcmp(method, "POST") ? take_ids(srv, c, q) : not_allowed(srv, c, "POST");
+        if (!strncmp(url, "/v1/ids/", 8))
+                return get ? decode_id(srv, c, url + 8) : not_allowed(srv, c, "GET, HEAD");
+        if (!strcmp(url, "/v1/status"))
+                return get ? status(srv, c) : not_allowed(srv, c, "GET, HEAD");
+        if (!strcmp(url, "/healthz"))
+                return get ? healthz(srv, c) : not_allowed(srv, c, "GET, HEAD");
+        if (!strcmp(url, "/metrics"))
+                return get ? metrics(srv, c) : not_allowed(srv, c, "GET, HEAD");
+        return fail(srv, c, 404, "no such endpoint");
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **req_cls)
+{
+        struct http_server *srv = cls;
+        struct request *q = *req_cls;
+        (void)version;
+        if (!q) {
+                /* the first call only sets up: queuing now would end keep-alive */
+                q = calloc(1, sizeof(*q));
+                if (!q)
+                        return MHD_NO;
+                *req_cls = q;
+                return MHD_YES;
+        }
+        if (*upload_size) {
+                if (q->len + *upload_size > BODY_MAX)
+                        q->too_large = true;
+                else {
+                        memcpy(q->body + q->len, upload, *upload_size);
+                        q->len += *upload_size;
+                }
+                *upload_size = 0;
+                return MHD_YES;
+        }
+        return route(srv, c, url, method, q);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+        (void)cls;
+        (void)c;
+        (void)toe;
+        free(*req_cls);
+        *req_cls = NULL;
+}
+
+int http_parse_listen(const char *spec, void *ret, unsigned *ret_len)
+{
+        char host[128];
+        const char *colon = strrchr(spec, ':');
+        uint64_t port;
+        if (!colon || (size_t)(colon - spec) >= sizeof(host) ||
+            parse_u64_strict(colon + 1, strlen(colon + 1), &port) < 0 || port == 0 || port > 65535)
+                return -EINVAL;
+        memcpy(host, spec, (size_t)(colon - spec));
+        host[colon - spec] = 0;
+        if (host[0] == '[') {
+                size_t n = strlen(host);
+                if (n < 3 || host[n - 1] != ']')
+                        return -EINVAL;
+                host[n - 1] = 0;
+                struct sockaddr_in6 *a = ret;
+                memset(a, 0, sizeof(*a));
+                a->sin6_family = AF_INET6;
+                a->sin6_port = htons((uint16_t)port);
+                if (inet_pton(AF_INET6, host + 1, &a->sin6_addr) != 1)
+                        return -EINVAL;
+                *ret_len = sizeof(*a);
+                return 0;
+        }
+        struct sockaddr_in *a = ret;
+        memset(a, 0, sizeof(*a));
+        a->sin_family = AF_INET;
+        a->sin_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+                return -EINVAL;
+        *ret_len = sizeof(*a);
+        return 0;
+}
+
+static void free_box(struct rcu_head *head)
+{
+        free(caa_container_of(head, struct snapshot_box, rcu));
+}
+
+void http_publish(struct http_server *srv, struct http_snapshot *snap)
+{
+        /* pairs with rcu_dereference() in the handlers */
+        struct http_snapshot *old = rcu_xchg_pointer(&srv->snap, snap);
+        if (old)
+                call_rcu(&caa_container_of(old, struct snapshot_box, snap)->rcu, free_box);
+}
+
+struct http_snapshot *http_snapshot_new(void)
+{
+        struct snapshot_box *box = calloc(1, sizeof(*box));
+        return box ? &box->snap : NULL;
+}
+
+int http_start(const struct settings *cfg, struct http_server **ret)
+{
+        unsigned char sa[128];
+        unsigned salen;
+        int r = http_parse_listen(cfg->http, sa, &salen);
+        if (r < 0)
+                return r;
+        struct http_server *srv = calloc(1, sizeof(*srv));
+        if (!srv)
+                return -ENOMEM;
+        srv->cfg = cfg;
+        r = snowid_open(cfg->instance, &srv->ids);
+        if (r < 0) {
+                free(srv);
+                return r;
+        }
+        struct http_snapshot *s = http_snapshot_new();
+        if (!s) {
+                snowid_close(srv->ids);
+                free(srv);
+                return -ENOMEM;
+        }
+        s->worker = -1;
+        s->lease = "claiming";
+        s->mono_started_ms = mono_ms();
+        rcu_assign_pointer(srv->snap, s);
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
+                         (((struct sockaddr *)sa)->sa_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+        srv->mhd = MHD_start_daemon(
+                flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, sa,
+                MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
+                MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096, MHD_OPTION_CONNECTION_TIMEOUT,
+                (unsigned)30, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+                MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_NOTIFY_COMPLETED,
+                on_completed, srv, MHD_OPTION_END);
+        if (!srv->mhd) {
+                snowid_close(srv->ids);
+                free(caa_container_of(s, struct snapshot_box, snap));
+                free(srv);
+                return -EADDRINUSE;
+        }
+        *ret = srv;
+        return 0;
+}
+
+void http_stop(struct http_server *srv)
+{
+        if (!srv)
+                return;
+        MHD_stop_daemon(srv->mhd);
+        synchronize_rcu();
+        rcu_barrier();
+        free(caa_container_of(srv->snap, struct snapshot_box, snap));
+        snowid_close(srv->ids);
+        free(srv);
+}

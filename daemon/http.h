@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon's HTTP API (libmicrohttpd, its own thread pool).  Handlers take
+ * IDs through libsnowid like any other client; what they know of the lease
+ * comes from a snapshot that the event loop publishes with liburcu
+ * (rcu_assign_pointer there, rcu_dereference here, call_rcu to free).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "etcd.h"
+#include "holder.h"
+
+/* What the loop knows, as one immutable object. */
+struct http_snapshot {
+        snowid_layout layout;
+        bool layout_ready;
+        int32_t worker;         /* -1: none */
+        const char *lease;      /* "held", "lost", "claiming" */
+        bool etcd_reachable;
+        int64_t offset_ns;
+        uint64_t mono_started_ms;
+        struct holder_stats holder;
+        struct etcd_stats etcd;
+};
+
+struct http_server;
+
+/* Parses "ADDR:PORT" ("127.0.0.1:7723", "[::1]:7723", "0.0.0.0:80"). */
+int http_parse_listen(const char *spec, void *ret_sockaddr_storage, unsigned *ret_len);
+struct http_snapshot *http_snapshot_new(void);
+int http_start(const struct settings *cfg, struct http_server **ret);
+void http_stop(struct http_server *srv);
+/* From the loop: replaces the snapshot (taken over; the old one is freed
+ * after a grace period). */
+void http_publish(struct http_server *srv, struct http_snapshot *snap);
