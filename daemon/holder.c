@@ -880,6 +880,8 @@ static int on_setclock(sd_event_source *s, int fd, uint32_t revents, void *userd
 static void update_status(struct holder *h)
 {
         char buf[256];
+        if (h->on_change)
+                h->on_change(h, h->on_change_userdata);
         int64_t headroom = h->cur.state == H_NONE
                                    ? 0
                                    : (int64_t)READ_ONCE(h->pub->ctl->deadline) -

@@ -67,6 +67,9 @@ struct holder {
         bool ready_sent, stopping, etcd_reachable;
         int exit_code;
         struct holder_stats stats;
+        /* called on every state change and renewal tick (the HTTP snapshot) */
+        void (*on_change)(struct holder *h, void *userdata);
+        void *on_change_userdata;
 };
 
 int holder_start(struct holder *h, sd_event *event, const struct settings *cfg,

@@ -21,10 +21,9 @@ struct app {
 };
 
 /* Publishes what the loop knows to the HTTP threads (RCU). */
-static int on_snapshot_timer(sd_event_source *s, uint64_t usec, void *userdata)
+static void on_holder_change(struct holder *h, void *userdata)
 {
         struct app *app = userdata;
-        struct holder *h = app->holder;
         struct http_snapshot *snap = http_snapshot_new();
         if (snap) {
                 *snap = (struct http_snapshot){
@@ -42,9 +41,6 @@ static int on_snapshot_timer(sd_event_source *s, uint64_t usec, void *userdata)
                 };
                 http_publish(app->http, snap);
         }
-        sd_event_source_set_time(s, usec + 250000);
-        sd_event_source_set_enabled(s, SD_EVENT_ON);
-        return 0;
 }
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -105,9 +101,11 @@ int main(int argc, char **argv)
                         log_error_errno(r, "Cannot serve HTTP on %s: %m", cfg.http);
                 else
                         log_info("Serving HTTP on %s", cfg.http);
-                if (r >= 0)
-                        r = sd_event_add_time_relative(event, NULL, CLOCK_MONOTONIC, 0, 1000,
-                                                       on_snapshot_timer, &app);
+                if (r >= 0) {
+                        holder.on_change = on_holder_change;
+                        holder.on_change_userdata = &app;
+                        on_holder_change(&holder, &app);
+                }
         }
         if (r >= 0)
                 r = sd_event_add_signal(event, NULL, SIGTERM, on_signal, &holder);

@@ -1,0 +1,229 @@
+# SPDX-License-Identifier: MIT
+"""snowidd's HTTP API: every endpoint and error code, malformed requests over
+raw sockets, and a JavaScript client."""
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import urllib.error
+import urllib.request
+
+from harness import (CLI, Daemon, Etcd, check_unique_and_increasing, decode, free_port, log, run,
+                     wait_for)
+
+
+def request(base, method, path, body=None, headers=None):
+    req = urllib.request.Request(base + path, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, dict(r.headers), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read()
+
+
+def raw(port, data, timeout=3):
+    """Sends bytes as they are; returns the status code of the answer."""
+    out = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        try:
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                out += chunk
+        except OSError:
+            pass  # the server answered and closed with our input unread
+    return int(out.split(b" ", 2)[1]) if out.startswith(b"HTTP/") else None
+
+
+def error_of(body):
+    e = json.loads(body)["error"]
+    assert isinstance(e, str) and e, body
+    return e
+
+
+def test_endpoints(h):
+    etcd = Etcd(h)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    d = Daemon(h, etcd, args=["--http", f"127.0.0.1:{port}", "--http-max-count", "5000"]).start()
+    wait_for(lambda: request(base, "GET", "/healthz")[0] == 200, 5, "healthz 200")
+
+    st, hd, body = request(base, "POST", "/v1/ids")
+    ids = json.loads(body)["ids"]
+    assert st == 200 and len(ids) == 1 and isinstance(ids[0], str), body
+    st, hd, body = request(base, "POST", "/v1/ids?count=1000")
+    many = [int(x) for x in json.loads(body)["ids"]]
+    assert st == 200 and len(many) == 1000
+    st, hd, body = request(base, "POST", "/v1/ids", json.dumps({"count": 7}).encode(),
+                           {"Content-Type": "application/json"})
+    assert st == 200 and len(json.loads(body)["ids"]) == 7
+    st, hd, body = request(base, "POST", "/v1/ids?count=5", headers={"Accept": "text/plain"})
+    text = [int(x) for x in body.decode().split()]
+    assert st == 200 and hd["Content-Type"].startswith("text/plain") and len(text) == 5
+    st, hd, body = request(base, "POST", "/v1/ids?count=4",
+                           headers={"Accept": "application/octet-stream"})
+    binary = list(struct.unpack(">4Q", body))
+    assert st == 200 and hd["Content-Type"] == "application/octet-stream"
+    check_unique_and_increasing([[int(ids[0])] + many + text + binary])
+    worker = decode(many[0])[1]
+
+    st, hd, body = request(base, "GET", f"/v1/ids/{many[0]}")
+    dec = json.loads(body)
+    t, w, s = decode(many[0])
+    assert st == 200 and dec["id"] == str(many[0]) and dec["worker"] == w == worker
+    assert dec["sequence"] == s and dec["unix_ms"] == t + 1735689600000
+    assert dec["time"].endswith("Z") and "T" in dec["time"], dec
+
+    st, hd, body = request(base, "GET", "/v1/status")
+    status = json.loads(body)
+    assert st == 200 and status["worker"] == worker and status["lease"] == "held", status
+    for k in ("cluster", "instance", "layout", "generation", "headroom_ms", "etcd_reachable",
+              "uptime_s"):
+        assert k in status, k
+    assert status["layout"]["seq_bits"] == 12 and status["headroom_ms"] > 1000
+
+    st, hd, body = request(base, "GET", "/metrics")
+    m = body.decode()
+    assert st == 200 and hd["Content-Type"].startswith("text/plain")
+    for name in ("snowid_http_ids_total", 'snowid_http_requests_total{code="200"}',
+                 "snowid_lease_renewals_total", "snowid_etcd_request_duration_seconds_bucket",
+                 "snowid_worker_switches_total", "snowid_clock_steps_total",
+                 "snowid_clock_offset_seconds", "snowid_headroom_seconds",
+                 "snowid_host_ids_issued_total", 'snowid_host_waits_total{reason="ceiling"}'):
+        assert name in m, name
+    served = int(next(l for l in m.splitlines() if l.startswith("snowid_http_ids_total")).split()[1])
+    assert served == 1 + 1000 + 7 + 5 + 4, served
+
+    # errors, each a JSON {"error": ...} with the right code
+    cases = [
+        ("POST", "/v1/ids?count=0", None, {}, 400),
+        ("POST", "/v1/ids?count=-3", None, {}, 400),
+        ("POST", "/v1/ids?count=abc", None, {}, 400),
+        ("POST", "/v1/ids?count=1.5", None, {}, 400),
+        ("POST", "/v1/ids?count=5001", None, {}, 400),
+        ("POST", "/v1/ids?count=99999999999999999999999", None, {}, 400),
+        ("POST", "/v1/ids", b'{"count": 3', {"Content-Type": "application/json"}, 400),
+        ("POST", "/v1/ids", b'{"count": "3"}', {"Content-Type": "application/json"}, 400),
+        ("POST", "/v1/ids", b'{"count": -1}', {"Content-Type": "application/json"}, 400),
+        ("POST", "/v1/ids", b'[1,2]', {"Content-Type": "application/json"}, 400),
+        ("POST", "/v1/ids", b'count=3', {"Content-Type": "application/x-www-form-urlencoded"}, 415),
+        ("POST", "/v1/ids", b'{"count": 3}', {"Content-Type": "text/plain"}, 415),
+        ("POST", "/v1/ids", b'{"count":1,"pad":"' + b"x" * 5000 + b'"}',
+         {"Content-Type": "application/json"}, 413),
+        ("POST", "/v1/ids", None, {"Accept": "image/png"}, 406),
+        ("GET", "/v1/ids/abc", None, {}, 400),
+        ("GET", "/v1/ids/" + str(2 ** 63), None, {}, 400),
+        ("GET", "/v1/ids/" + "9" * 25, None, {}, 400),
+        ("GET", "/nope", None, {}, 404),
+        ("GET", "/v1/ids", None, {}, 405),
+        ("DELETE", "/v1/ids", None, {}, 405),
+        ("POST", "/v1/status", None, {}, 405),
+        ("PUT", "/healthz", None, {}, 405),
+        ("POST", "/metrics", None, {}, 405),
+    ]
+    for method, path, body, headers, code in cases:
+        st, hd, out = request(base, method, path, body, headers)
+        assert st == code, f"{method} {path[:60]}: {st}, wanted {code}: {out[:200]}"
+        error_of(out)
+        if code == 405:
+            assert hd.get("Allow"), f"405 without Allow: {method} {path}"
+    log(f"{len(cases)} error cases answered as they should")
+    d.stop()
+
+
+def test_malformed_requests(h):
+    etcd = Etcd(h)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    d = Daemon(h, etcd, args=["--http", f"127.0.0.1:{port}"]).start()
+    ok = b"POST /v1/ids?count=2 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+    cases = [
+        (b"POST /v1/ids HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+         b"Content-Length: 12\r\n\r\n{\"count\": 3", None),  # truncated body: the client hung up
+        (b"POST /v1/ids HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+         b"Content-Length: 11\r\n\r\n{\"count\": 3", 400),
+        # past the 64 KiB per connection, the answer may be lost to the reset
+        # that closing on unread input sends; the daemon must serve on
+        (b"GET /v1/ids/" + b"1" * 100000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", (414, None)),
+        (b"BREW /v1/ids HTTP/1.1\r\nHost: x\r\n\r\n", 405),
+        (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n",
+         (431, None)),
+        (b"\x00\x01\x02 garbage\r\n\r\n", (400, None)),
+        (b"POST /v1/ids HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n", 400),
+        (b"POST /v1/ids HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+         b"Transfer-Encoding: chunked\r\n\r\n2000\r\n" + b"x" * 8192 + b"\r\n0\r\n\r\n", 413),
+    ]
+    for data, code in cases:
+        got = raw(port, data)
+        if isinstance(code, tuple):
+            assert got in code, f"{data[:50]!r}: {got}, wanted one of {code}"
+        elif code is not None:
+            assert got == code, f"{data[:50]!r}: {got}, wanted {code}"
+        assert raw(port, ok) == 200, f"the daemon did not serve the next request after {data[:50]!r}"
+    assert d.proc.poll() is None
+    log(f"{len(cases)} malformed requests, the daemon served each next one")
+
+    # a JavaScript client: 10,000 IDs as strings, unique, increasing
+    node = shutil.which("node") or shutil.which("nodejs")
+    assert node, "node is not installed"
+    r = subprocess.run([node, os.path.join(os.path.dirname(__file__), "js_client.mjs"), base],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr + r.stdout
+    log(r.stdout.strip())
+
+    # the command, through the HTTP API
+    r = subprocess.run([CLI, "next", "--url", base, "-n", "3"], capture_output=True, text=True)
+    assert r.returncode == 0 and len(r.stdout.split()) == 3, r.stderr
+    d.stop()
+
+
+def test_token_and_unavailable(h):
+    etcd = Etcd(h)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    tok = h.path("token")
+    with open(tok, "w") as f:
+        f.write("s3cret-token\n")
+    d = Daemon(h, etcd, args=["--http", f"127.0.0.1:{port}", "--http-token-file", tok]).start()
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret-token"},
+                    {"Authorization": "Bearer s3cret-token2"}):
+        st, hd, body = request(base, "POST", "/v1/ids", headers=headers)
+        assert st == 401, (headers, st)
+        error_of(body)
+    st, _, body = request(base, "POST", "/v1/ids", headers={"Authorization": "Bearer s3cret-token"})
+    assert st == 200, body
+    assert request(base, "GET", "/healthz")[0] == 200  # probes need no token
+    r = subprocess.run([CLI, "next", "--url", base, "--token-file", tok], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    d.stop()
+
+    # a daemon that cannot reach etcd publishes nothing: 503 with Retry-After
+    port2 = free_port()
+    dead = f"http://127.0.0.1:{free_port()}"
+    base2 = f"http://127.0.0.1:{port2}"
+    u = Daemon(h, dead, instance=h.instance + "-u", name="u",
+               args=["--http", f"127.0.0.1:{port2}"]).start(wait_ready=False)
+    wait_for(lambda: _up(base2), 10, "the HTTP API of the daemon without etcd")
+    st, hd, body = request(base2, "POST", "/v1/ids")
+    assert st == 503 and hd.get("Retry-After"), (st, hd)
+    error_of(body)
+    st, hd, body = request(base2, "GET", "/healthz")
+    assert st == 503 and "switch" in error_of(body), body
+    u.stop()
+
+
+def _up(base):
+    try:
+        return request(base, "GET", "/metrics")[0] == 200
+    except OSError:
+        return False
+
+
+if __name__ == "__main__":
+    run([test_endpoints, test_malformed_requests, test_token_and_unavailable])
