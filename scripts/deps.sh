@@ -8,6 +8,8 @@ packages=(
     libcmocka-dev liburcu-dev libsystemd-dev libcurl4-openssl-dev libjansson-dev libmicrohttpd-dev
     etcd-server etcd-client faketime libfaketime curl jq systemd iproute2 procps
 )
+# the HTTP tests run a JavaScript client: any Node.js with fetch (18 or later)
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

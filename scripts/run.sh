@@ -36,8 +36,9 @@ for _ in $(seq 100); do
 done
 echo "etcd on 127.0.0.1:$cport"
 
+http=${SNOWID_HTTP:-127.0.0.1:7723}
 build/daemon/snowidd --config /dev/null --etcd "http://127.0.0.1:$cport" --instance "$instance" \
-    2>"$work/snowidd.log" &
+    --http "$http" 2>"$work/snowidd.log" &
 pids+=($!)
 for _ in $(seq 100); do
     build/cli/snowid status --instance "$instance" 2>/dev/null | grep -q "state: *leased" && break
@@ -54,5 +55,11 @@ echo
 echo "\$ snowid status"
 build/cli/snowid status --instance "$instance"
 echo
-echo "Running; try: build/cli/snowid next -n 3 --instance $instance   (Ctrl-C stops everything)"
+echo "\$ curl -s -X POST 'http://$http/v1/ids?count=3'"
+curl -s -X POST "http://$http/v1/ids?count=3"
+echo
+echo
+echo "Running; try: build/cli/snowid next -n 3 --instance $instance"
+echo "              curl -s http://$http/v1/status ; curl -s http://$http/metrics"
+echo "(Ctrl-C stops everything)"
 wait "${pids[1]}"
