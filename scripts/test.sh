@@ -43,6 +43,13 @@ run_suite() { # run_suite BUILDDIR [meson options...]
 }
 
 TEST_ARGS=()
+# the protocol model: spin, exhaustively, and the mutants it must reject
+echo "== model/check.sh"
+if bash model/check.sh | tee model-check.log; then :; fi
+read -r mp mf < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' model-check.log | tail -1)
+passed=$((passed + ${mp:-0}))
+failed=$((failed + ${mf:-1}))
+
 export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
 run_suite build
 ASAN_OPTIONS=detect_leaks=1 run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
