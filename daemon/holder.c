@@ -545,7 +545,7 @@ static void on_claim(void *userdata, const struct etcd_reply *r)
 static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t modrev)
 {
         struct holding *g = &h->next;
-        char l[24], rev[24];
+        char rev[24];
         uint64_t now = id_now_ms(h, g->fresh);
         g->worker = (int32_t)worker;
         g->start_ms = now > hwm ? now : hwm + 1;
@@ -569,7 +569,6 @@ static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t 
                 put_op(key_json(h, "hwm/", worker), mark_json(g->mark), 0), "failure",
                 range_op(key_json(h, "workers/", worker), NULL, false),
                 range_op(key_json(h, "hwm/", worker), NULL, false));
-        (void)l;
         if (etcd_call(h->etcd, "/v3/kv/txn", body, on_claim, h, g->id) < 0) {
                 g->state = H_SETTLE;
                 step_settle(h);
