@@ -182,6 +182,15 @@ static void note_etcd(struct holder *h, const struct etcd_reply *r)
 
 static void give_up_lease(struct holder *h, int64_t lease);
 
+/* The acquisition an answer is for, if it is still at that step; NULL for an
+ * answer that arrives for an earlier holding or step (ignored). */
+static struct holding *acquiring(struct holder *h, const struct etcd_reply *r, enum hstate want)
+{
+        struct holding *g = by_tag(h, r->tag);
+        note_etcd(h, r);
+        return g == &h->next && g->state == want ? g : NULL;
+}
+
 /* ---- retries ---- */
 
 static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
@@ -189,13 +198,8 @@ static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
         struct holder *h = userdata;
         (void)s;
         (void)usec;
-        switch (h->next.state) {
-        case H_GRANT:
+        if (h->next.state == H_GRANT)
                 step_grant(h);
-                break;
-        default:
-                break;
-        }
         return 0;
 }
 
@@ -417,9 +421,8 @@ static int64_t key_number(const struct holder *h, const char *key, const char *w
 static void on_scan(void *userdata, const struct etcd_reply *r)
 {
         struct holder *h = userdata;
-        struct holding *g = by_tag(h, r->tag);
-        note_etcd(h, r);
-        if (!g || g != &h->next || g->state != H_SCAN)
+        struct holding *g = acquiring(h, r, H_SCAN);
+        if (!g)
                 return;
         if (!etcd_ok(r) || !json_is_true(json_object_get(r->json, "succeeded"))) {
                 log_warning("Cannot read the worker numbers: %s",
@@ -523,9 +526,8 @@ static void claimed(struct holder *h)
 static void on_claim(void *userdata, const struct etcd_reply *r)
 {
         struct holder *h = userdata;
-        struct holding *g = by_tag(h, r->tag);
-        note_etcd(h, r);
-        if (!g || g != &h->next || g->state != H_CLAIM)
+        struct holding *g = acquiring(h, r, H_CLAIM);
+        if (!g)
                 return;
         if (!r->answered || r->http >= 500 || (r->http == 200 && !r->json)) {
                 /* the answer never came: the claim may or may not be applied */
@@ -580,11 +582,10 @@ static void on_settle_retry_timer(struct holder *h);
 static void on_settle(void *userdata, const struct etcd_reply *r)
 {
         struct holder *h = userdata;
-        struct holding *g = by_tag(h, r->tag);
+        struct holding *g = acquiring(h, r, H_SETTLE);
         bool ours;
         uint64_t stored;
-        note_etcd(h, r);
-        if (!g || g != &h->next || g->state != H_SETTLE)
+        if (!g)
                 return;
         if (!etcd_ok(r) || read_back(g, r->json, &ours, &stored) < 0) {
                 /* keep asking: the lease may expire meanwhile, which settles it too */
