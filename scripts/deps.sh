@@ -7,6 +7,7 @@ packages=(
     meson ninja-build pkg-config gcc g++ python3
     libcmocka-dev liburcu-dev libsystemd-dev libcurl4-openssl-dev libjansson-dev libmicrohttpd-dev
     etcd-server etcd-client faketime libfaketime curl jq systemd iproute2 procps spin time
+    python3-numpy clang llvm libclang-rt-14-dev
 )
 # the HTTP tests run a JavaScript client: any Node.js with fetch (18 or later)
 command -v node >/dev/null 2>&1 || packages+=(nodejs)

@@ -54,5 +54,15 @@ export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
 run_suite build
 ASAN_OPTIONS=detect_leaks=1 run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
 
+# the chaos test's checker, then a short chaos run: 4 hosts in network
+# namespaces, a 3-member etcd, faults from a seed (its own python: numpy)
+one() { # one NAME COMMAND...: a test outside meson
+    local name="$1"; shift
+    echo "== $name"
+    if "$@"; then passed=$((passed + 1)); else echo "FAILED: $name"; failed=$((failed + 1)); fi
+}
+one chaos-checker /usr/bin/python3 tests/chaos/test_checker.py
+one chaos /usr/bin/python3 tests/chaos/chaos.py --build build --duration "${CHAOS_SECONDS:-120}"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -59,27 +59,50 @@ def unb64(s):
 class Etcd:
     """1 or 3 etcd members on loopback."""
 
-    def __init__(self, h, members=1):
+    def __init__(self, h, members=1, addrs=None, wrap=()):
+        """addrs: one address per member, each then on ports 2379/2380 (the
+        members are in a network namespace of their own); wrap: a command
+        prefix (ip netns exec NS) for the members and for requests to them."""
         self.h = h
         self.n = members
-        self.client = [free_port() for _ in range(members)]
-        self.peer = [free_port() for _ in range(members)]
+        self.wrap = list(wrap)
+        if addrs:
+            hosts, self.client, self.peer = addrs, [2379] * members, [2380] * members
+        else:
+            hosts = ["127.0.0.1"] * members
+            self.client = [free_port() for _ in range(members)]
+            self.peer = [free_port() for _ in range(members)]
         self.procs = [None] * members
-        self.urls = [f"http://127.0.0.1:{p}" for p in self.client]
-        cluster = ",".join(f"m{i}=http://127.0.0.1:{self.peer[i]}" for i in range(members))
+        self.urls = [f"http://{hosts[i]}:{self.client[i]}" for i in range(members)]
+        peers = [f"http://{hosts[i]}:{self.peer[i]}" for i in range(members)]
+        cluster = ",".join(f"m{i}={peers[i]}" for i in range(members))
         self.cmds = []
         for i in range(members):
-            self.cmds.append(["etcd", "--name", f"m{i}", "--data-dir", h.path(f"etcd-m{i}"),
-                              "--listen-client-urls", self.urls[i],
-                              "--advertise-client-urls", self.urls[i],
-                              "--listen-peer-urls", f"http://127.0.0.1:{self.peer[i]}",
-                              "--initial-advertise-peer-urls", f"http://127.0.0.1:{self.peer[i]}",
-                              "--initial-cluster", cluster, "--initial-cluster-token",
-                              f"t{os.getpid()}", "--initial-cluster-state", "new",
-                              "--log-level", "error"])
+            self.cmds.append(self.wrap + [
+                "etcd", "--name", f"m{i}", "--data-dir", h.path(f"etcd-m{i}"),
+                "--listen-client-urls", self.urls[i],
+                "--advertise-client-urls", self.urls[i],
+                "--listen-peer-urls", peers[i],
+                "--initial-advertise-peer-urls", peers[i],
+                "--initial-cluster", cluster, "--initial-cluster-token",
+                f"t{os.getpid()}", "--initial-cluster-state", "new",
+                "--log-level", "error"])
         for i in range(members):
             self.start(i)
         self.wait_healthy()
+
+    def _post(self, url, body, timeout):
+        if not self.wrap:
+            req = urllib.request.Request(url, data=body, method="POST" if body else "GET")
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return json.loads(r.read() or b"{}")
+        cmd = self.wrap + ["curl", "-sf", "--max-time", str(timeout), url]
+        if body:
+            cmd += ["--data-binary", "@-"]
+        r = subprocess.run(cmd, input=body or b"", capture_output=True, timeout=timeout + 5)
+        if r.returncode != 0:
+            raise OSError(f"curl {url}: exit {r.returncode}")
+        return json.loads(r.stdout or b"{}")
 
     def start(self, i):
         logf = open(self.h.path(f"etcd-m{i}.log"), "ab")
@@ -88,8 +111,7 @@ class Etcd:
 
     def healthy(self, i):
         try:
-            with urllib.request.urlopen(self.urls[i] + "/health", timeout=1) as r:
-                return json.load(r).get("health") == "true"
+            return self._post(self.urls[i] + "/health", None, 1).get("health") == "true"
         except Exception:
             return False
 
@@ -113,10 +135,7 @@ class Etcd:
         last = None
         for u in urls:
             try:
-                req = urllib.request.Request(u + path, data=json.dumps(body).encode(),
-                                             method="POST")
-                with urllib.request.urlopen(req, timeout=timeout) as r:
-                    return json.loads(r.read() or b"{}")
+                return self._post(u + path, json.dumps(body).encode(), timeout)
             except Exception as e:  # try the next member
                 last = e
         raise last
@@ -156,8 +175,9 @@ def kill_quietly(p):
 
 
 class Daemon:
-    def __init__(self, h, etcd, instance=None, args=(), env=None, name="d"):
+    def __init__(self, h, etcd, instance=None, args=(), env=None, name="d", wrap=()):
         self.h = h
+        self.wrap = list(wrap)
         self.name = name
         self.instance = instance or h.instance
         self.etcd = etcd
@@ -177,7 +197,7 @@ class Daemon:
         env = dict(os.environ, NOTIFY_SOCKET=sock_path, **self.env)
         self.logf = self.h.path(f"{self.name}.log")
         urls = ",".join(self.etcd.urls) if hasattr(self.etcd, "urls") else self.etcd
-        cmd = [SNOWIDD, "--config", "/dev/null", "--etcd", urls, "--instance", self.instance,
+        cmd = self.wrap + [SNOWIDD, "--config", "/dev/null", "--etcd", urls, "--instance", self.instance,
                "--log-level", "debug"] + self.args
         with open(self.logf, "ab") as lf:
             self.proc = subprocess.Popen(cmd, env=env, stdout=lf, stderr=lf)
@@ -229,10 +249,11 @@ class Daemon:
 
 
 class Taker:
-    def __init__(self, h, instance=None, threads=1, wait_us=100000, batch=1, name="c"):
+    def __init__(self, h, instance=None, threads=1, wait_us=100000, batch=1, name="c",
+                 wrap=(), extra=()):
         self.prefix = h.path(f"ids-{name}")
         self.threads = threads
-        cmd = [TAKER, "-i", instance or h.instance, "-o", self.prefix, "-t", str(threads),
+        cmd = list(wrap) + [TAKER, *extra, "-i", instance or h.instance, "-o", self.prefix, "-t", str(threads),
                "-w", str(wait_us), "-b", str(batch)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         h.cleanup(lambda p=self.proc: kill_quietly(p))
