@@ -54,6 +54,15 @@ export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
 run_suite build
 ASAN_OPTIONS=detect_leaks=1 run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
 
+# ThreadSanitizer: the multi-thread and multi-process clients, and the daemon
+# with its HTTP threads.  GCC warns that TSan does not model atomic fences
+# (-Wtsan): every access to the shared segment is atomic, so no report can
+# come from it either way; the fence orderings are what model/ checks.
+TEST_ARGS=(client multiproc etcd-daemon etcd-http)
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
+    run_suite build-tsan -Db_sanitize=thread -Db_lundef=false -Dc_args=-Wno-tsan
+TEST_ARGS=()
+
 # the chaos test's checker, then a short chaos run: 4 hosts in network
 # namespaces, a 3-member etcd, faults from a seed (its own python: numpy)
 one() { # one NAME COMMAND...: a test outside meson
