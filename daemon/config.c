@@ -411,7 +411,7 @@ int settings_load(struct settings *s, int argc, char **argv)
 
         int c;
         opterr = 0;
-        optind = 1;
+        optind = 0; /* glibc: start afresh, even after an earlier parse */
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0) {
                 if (c == '?' || c == ':') {
                         fprintf(stderr, "snowidd: bad flag '%s' (see snowidd --help)\n",

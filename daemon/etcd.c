@@ -50,105 +50,6 @@ static uint64_t now_usec(void)
         return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
-/* ---- base64 ---- */
-
-static const char b64_alphabet[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-char *b64_encode(const void *data, size_t len)
-{
-        const unsigned char *p = data;
-        char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
-        if (!out)
-                return NULL;
-        for (size_t i = 0; i < len; i += 3) {
-                uint32_t v = (uint32_t)p[i] << 16;
-                if (i + 1 < len)
-                        v |= (uint32_t)p[i + 1] << 8;
-                if (i + 2 < len)
-                        v |= p[i + 2];
-                *o++ = b64_alphabet[(v >> 18) & 63];
-                *o++ = b64_alphabet[(v >> 12) & 63];
-                *o++ = i + 1 < len ? b64_alphabet[(v >> 6) & 63] : '=';
-                *o++ = i + 2 < len ? b64_alphabet[v & 63] : '=';
-        }
-        *o = 0;
-        return out;
-}
-
-char *b64_decode(const char *s, size_t *ret_len)
-{
-        size_t n = strlen(s);
-        if (n % 4)
-                return NULL;
-        char *out = malloc(n / 4 * 3 + 1);
-        size_t o = 0;
-        if (!out)
-                return NULL;
-        for (size_t i = 0; i < n; i += 4) {
-                uint32_t v = 0;
-                int pad = 0;
-                for (int k = 0; k < 4; k++) {
-                        const char *c = s[i + k] ? strchr(b64_alphabet, s[i + k]) : NULL;
-                        if (s[i + k] == '=' && i + 4 == n && k >= 2 && (k == 3 || s[i + 3] == '=')) {
-                                pad++;
-                                v <<= 6;
-                        } else if (c && !pad) {
-                                v = (v << 6) | (uint32_t)(c - b64_alphabet);
-                        } else {
-                                free(out);
-                                return NULL;
-                        }
-                }
-                out[o++] = (char)(v >> 16);
-                if (pad < 2)
-                        out[o++] = (char)(v >> 8);
-                if (pad < 1)
-                        out[o++] = (char)v;
-        }
-        out[o] = 0;
-        *ret_len = o;
-        return out;
-}
-
-json_t *etcd_b64(const char *fmt, ...)
-{
-        char buf[512];
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(buf, sizeof(buf), fmt, ap);
-        va_end(ap);
-        if (n < 0 || (size_t)n >= sizeof(buf))
-                return NULL;
-        char *b = b64_encode(buf, (size_t)n);
-        json_t *j = b ? json_string(b) : NULL;
-        free(b);
-        return j;
-}
-
-int etcd_int64(const json_t *obj, const char *field, int64_t *ret)
-{
-        json_t *v = json_object_get(obj, field);
-        if (!v) {
-                *ret = 0;
-                return 0;
-        }
-        if (json_is_integer(v)) {
-                *ret = json_integer_value(v);
-                return 0;
-        }
-        if (!json_is_string(v))
-                return -EBADMSG;
-        const char *s = json_string_value(v);
-        char *end;
-        errno = 0;
-        long long x = strtoll(s, &end, 10);
-        if (!*s || *end || errno)
-                return -EBADMSG;
-        *ret = x;
-        return 0;
-}
-
 /* ---- libcurl's multi interface in sd-event ---- */
 
 static void finish(struct request *q, CURLcode result);
@@ -339,18 +240,12 @@ static void finish(struct request *q, CURLcode result)
 {
         struct etcd *e = q->etcd;
         struct etcd_reply r = {.tag = q->tag, .usec = now_usec() - q->started};
-        json_error_t jerr;
 
         e->in_flight--;
         if (result == CURLE_OK) {
-                r.answered = true;
-                curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &r.http);
-                if (q->answer)
-                        r.json = json_loadb(q->answer, q->answer_len, 0, &jerr);
-                if (r.http != 200)
-                        r.error = "etcd answered an error";
-                else if (!r.json || !json_is_object(r.json))
-                        r.error = "etcd's answer is not a JSON object";
+                long http = 0;
+                curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &http);
+                etcd_reply_parse(&r, http, q->answer, q->answer_len);
         } else {
                 r.error = q->too_big ? "etcd's answer is too large" : curl_easy_strerror(result);
         }
@@ -379,11 +274,6 @@ static void finish(struct request *q, CURLcode result)
                         request_free(q);
                 }
                 return;
-        }
-        if (r.json && r.http != 200) {
-                json_t *m = json_object_get(r.json, "message");
-                if (json_is_string(m))
-                        r.error = json_string_value(m);
         }
         if (q->is_auth)
                 auth_done(e, &r);

@@ -48,6 +48,11 @@ struct etcd_stats {
 };
 const struct etcd_stats *etcd_stats(const struct etcd *e);
 
+/* An HTTP answer (status, body) as a reply: the body parsed as JSON, and a
+ * short error unless it is a 200 with a JSON object.  r->tag and r->usec are
+ * left as they are; the caller frees r->json. */
+void etcd_reply_parse(struct etcd_reply *r, long http, const char *body, size_t len);
+
 /* Base64, as the gateway wants it: standard alphabet with padding. */
 char *b64_encode(const void *data, size_t len);
 /* NULL if s is not valid base64; *ret_len gets the length (a NUL follows). */

@@ -569,6 +569,12 @@ int http_start(const struct settings *cfg, struct http_server **ret)
         return 0;
 }
 
+unsigned http_port(const struct http_server *srv)
+{
+        const union MHD_DaemonInfo *i = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
+        return i ? i->port : 0;
+}
+
 void http_stop(struct http_server *srv)
 {
         if (!srv)

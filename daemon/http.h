@@ -34,6 +34,8 @@ int http_parse_listen(const char *spec, void *ret_sockaddr_storage, unsigned *re
 struct http_snapshot *http_snapshot_new(void);
 int http_start(const struct settings *cfg, struct http_server **ret);
 void http_stop(struct http_server *srv);
+/* The port the server listens on (the one the kernel chose for port 0). */
+unsigned http_port(const struct http_server *srv);
 /* From the loop: replaces the snapshot (taken over; the old one is freed
  * after a grace period). */
 void http_publish(struct http_server *srv, struct http_snapshot *snap);

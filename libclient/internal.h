@@ -38,7 +38,9 @@ static inline int64_t monotonic_ns(void)
  * Before the epoch (nothing published yet) it reads as 0. */
 static inline uint64_t id_time_ms(const struct shm_ctl *ctl)
 {
-        int64_t offset = READ_ONCE(ctl->offset_ns);
-        int64_t t = monotonic_ns() + offset;
+        int64_t offset = READ_ONCE(ctl->offset_ns), t;
+        /* a damaged offset must not overflow: past either end reads as that end */
+        if (__builtin_add_overflow(monotonic_ns(), offset, &t))
+                t = offset > 0 ? INT64_MAX : 0;
         return t > 0 ? (uint64_t)t / 1000000 : 0;
 }

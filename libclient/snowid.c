@@ -184,7 +184,10 @@ SNOWID_EXPORT int snowid_get_status(snowid *s, snowid_status *ret)
                 .daemon_pid = READ_ONCE(ctl->pid),
         };
         st.deadline_unix_ms = READ_ONCE(ctl->epoch_ms) + st.deadline_ms;
-        st.headroom_ms = (int64_t)st.deadline_ms - (int64_t)id_time_ms(ctl);
+        /* saturating: a damaged deadline is far from now either way */
+        uint64_t now = id_time_ms(ctl), d = st.deadline_ms;
+        st.headroom_ms = d >= now ? (int64_t)(d - now > INT64_MAX ? INT64_MAX : d - now)
+                                  : -(int64_t)(now - d > INT64_MAX ? INT64_MAX : now - d);
         if (st.generation & 1)
                 st.headroom_ms = 0;
         *ret = st;

@@ -63,6 +63,34 @@ TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/ts
     run_suite build-tsan -Db_sanitize=thread -Db_lundef=false -Dc_args=-Wno-tsan
 TEST_ARGS=()
 
+# libFuzzer (clang, ASan + UBSan): each target from the seed corpus in fuzz/
+# for FUZZ_SECONDS; a crash, a sanitizer report or a hang fails it and leaves
+# the input in build-fuzz/run-TARGET/
+fuzz_one() { # fuzz_one TARGET
+    local t="$1" dir="build-fuzz/run-$1" dict=()
+    rm -rf "$dir" && mkdir -p "$dir/corpus"
+    [ -f "fuzz/$t.dict" ] && dict=(-dict="fuzz/$t.dict")
+    if build-fuzz/fuzz/fuzz-"$t" -max_total_time="${FUZZ_SECONDS:-30}" -timeout=10 \
+        -close_fd_mask=3 -artifact_prefix="$dir/" "${dict[@]}" "$dir/corpus" "fuzz/corpus/$t" \
+        >"$dir/log" 2>&1; then
+        grep -E "^#[0-9]+ +DONE" "$dir/log" | tail -1
+    else
+        tail -60 "$dir/log"
+        return 1
+    fi
+}
+echo "== build-fuzz: -Dfuzz=true -Db_sanitize=address,undefined (clang)"
+if { [ -d build-fuzz ] || CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=false \
+        -Db_sanitize=address,undefined -Db_lundef=false >/dev/null; } &&
+    meson compile -C build-fuzz >build-fuzz.compile.log 2>&1; then
+    for t in http etcd config segment; do
+        ASAN_OPTIONS=detect_leaks=1 one "fuzz-$t" fuzz_one "$t"
+    done
+else
+    cat build-fuzz.compile.log
+    failed=$((failed + 1))
+fi
+
 # the chaos test's checker, then a short chaos run: 4 hosts in network
 # namespaces, a 3-member etcd, faults from a seed (its own python: numpy)
 one() { # one NAME COMMAND...: a test outside meson

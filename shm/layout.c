@@ -4,7 +4,8 @@
 #include "snowid.h"
 
 /* The largest epoch that still leaves unix ms representable for every time. */
-#define EPOCH_MAX_MS (UINT64_C(1) << 62)
+/* 2109-05-15: an epoch in ns (the clock offsets) fits an int64 with room */
+#define EPOCH_MAX_MS (UINT64_C(1) << 42)
 
 SNOWID_EXPORT int snowid_layout_default(snowid_layout *ret)
 {
@@ -42,7 +43,7 @@ SNOWID_EXPORT int snowid_decode(const snowid_layout *l, uint64_t id, snowid_part
         if (id >> 63)
                 return -ERANGE; /* the sign bit is never set */
 
-        /* epoch_ms < 2^62 and time_ms < 2^63: unix_ms cannot wrap */
+        /* epoch_ms < 2^42 and time_ms < 2^63: unix_ms cannot wrap */
         uint64_t time_ms = id >> (l->worker_bits + l->seq_bits);
         *ret = (snowid_parts){
                 .time_ms = time_ms,

@@ -33,6 +33,13 @@ static void test_check_bounds(void **state)
         assert_int_equal(snowid_layout_check(&l), -EINVAL);
         l = (snowid_layout){0, 32, 32, UINT32_MAX}; /* wraps to 63 in 32 bits */
         assert_int_equal(snowid_layout_check(&l), -EINVAL);
+        /* the epoch in ns must fit an int64 (clock offsets): before 2^42 ms */
+        l = (snowid_layout){(UINT64_C(1) << 42) - 1, 41, 10, 12};
+        assert_int_equal(snowid_layout_check(&l), 0);
+        l = (snowid_layout){UINT64_C(1) << 42, 41, 10, 12};
+        assert_int_equal(snowid_layout_check(&l), -EINVAL);
+        l = (snowid_layout){UINT64_C(9735689600000), 41, 10, 12};
+        assert_int_equal(snowid_layout_check(&l), -EINVAL);
         l = (snowid_layout){UINT64_MAX, 41, 10, 12};
         assert_int_equal(snowid_layout_check(&l), -EINVAL);
         assert_int_equal(snowid_layout_check(NULL), -EINVAL);

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * etcd's answers, fed to the holder's state machine (daemon/holder.c) in
+ * place of libcurl: this file is the etcd client the holder talks to, and
+ * each request it sends gets the next part of the input as the answer's
+ * body, through etcd_reply_parse() as the real client does.
+ *
+ * Input: answers separated by a line "----".  An answer that starts with
+ * "#NNN\n" has HTTP status NNN (else 200); one that is just "!" is a request
+ * that never got an answer (a timeout).  The holder is started afresh for
+ * each input, over one segment shared by all inputs (as a restarted daemon
+ * finds its segment), and runs until the input or its requests run out.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "etcd.h"
+#include "holder.h"
+#include "publish.h"
+
+struct call {
+        etcd_cb cb;
+        void *userdata;
+        uint64_t tag;
+        struct call *next;
+};
+
+struct etcd {
+        struct call *head, **tail;
+        unsigned in_flight;
+        struct etcd_stats stats;
+};
+
+int etcd_new(sd_event *event, const struct settings *cfg, struct etcd **ret)
+{
+        (void)event;
+        (void)cfg;
+        struct etcd *e = calloc(1, sizeof(*e));
+        if (!e)
+                return -ENOMEM;
+        e->tail = &e->head;
+        *ret = e;
+        return 0;
+}
+
+struct etcd *etcd_free(struct etcd *e)
+{
+        if (!e)
+                return NULL;
+        while (e->head) {
+                struct call *c = e->head;
+                e->head = c->next;
+                free(c);
+        }
+        free(e);
+        return NULL;
+}
+
+int etcd_call(struct etcd *e, const char *path, json_t *body, etcd_cb cb, void *userdata,
+              uint64_t tag)
+{
+        (void)path;
+        /* what the real client sends: the body must be JSON it can print */
+        char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        if (!text)
+                abort();
+        free(text);
+        json_decref(body);
+        struct call *c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        *c = (struct call){.cb = cb, .userdata = userdata, .tag = tag};
+        *e->tail = c;
+        e->tail = &c->next;
+        e->in_flight++;
+        return 0;
+}
+
+unsigned etcd_in_flight(const struct etcd *e)
+{
+        return e->in_flight;
+}
+
+const char *etcd_endpoint(const struct etcd *e)
+{
+        (void)e;
+        return "http://fuzz:2379";
+}
+
+const struct etcd_stats *etcd_stats(const struct etcd *e)
+{
+        return &e->stats;
+}
+
+static struct settings cfg;
+static struct shm_pub *pub;
+
+static void cleanup(void)
+{
+        shm_pub_close(pub);
+        shm_pub_unlink(cfg.instance);
+        settings_free(&cfg);
+}
+
+static void setup(void)
+{
+        char inst[64];
+        snprintf(inst, sizeof(inst), "fuzz-etcd-%d", (int)getpid());
+        char *argv[] = {"snowidd", "--config", "/dev/null", "--instance", inst, "--log-level",
+                        "err", NULL};
+        if (settings_load(&cfg, (int)(sizeof(argv) / sizeof(*argv)) - 1, argv) != 0)
+                abort();
+        if (shm_pub_open(cfg.instance, (gid_t)-1, &pub) < 0)
+                abort();
+        atexit(cleanup);
+}
+
+/* Delivers the oldest request's answer; false when none is waiting. */
+static bool answer(struct etcd *e, const char *part, size_t len)
+{
+        struct call *c = e->head;
+        if (!c)
+                return false;
+        e->head = c->next;
+        if (!e->head)
+                e->tail = &e->head;
+        e->in_flight--;
+        struct etcd_reply r = {.tag = c->tag, .usec = 1000};
+        long http = 200;
+        if (len == 1 && part[0] == '!') {
+                r.error = "Timeout was reached";
+        } else {
+                if (len >= 5 && part[0] == '#' && part[4] == '\n') {
+                        http = 0;
+                        for (int i = 1; i < 4; i++)
+                                http = http * 10 + (part[i] >= '0' && part[i] <= '9' ? part[i] - '0' : 0);
+                        part += 5;
+                        len -= 5;
+                }
+                etcd_reply_parse(&r, http, part, len);
+        }
+        c->cb(c->userdata, &r);
+        json_decref(r.json);
+        free(c);
+        return true;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        if (!pub)
+                setup();
+        sd_event *ev;
+        if (sd_event_new(&ev) < 0)
+                abort();
+        struct holder h;
+        if (holder_start(&h, ev, &cfg, pub) < 0)
+                abort();
+        const char *p = (const char *)data, *end = p + size;
+        while (p <= end) {
+                const char *sep = memmem(p, (size_t)(end - p), "\n----\n", 6);
+                size_t len = sep ? (size_t)(sep - p) : (size_t)(end - p);
+                /* let the loop run what is due now (not the timers ahead) */
+                for (int i = 0; i < 4 && !h.etcd->head; i++)
+                        sd_event_run(ev, 0);
+                if (!answer(h.etcd, p, len))
+                        break;
+                p += len + 6;
+        }
+        holder_free(&h);
+        sd_event_unref(ev);
+        return 0;
+}
