@@ -94,8 +94,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+        /* closed with a reset: no TIME_WAIT piling up over many thousand runs,
+         * and the server drops a connection still waiting for a body at once */
+        struct linger lg = {.l_onoff = 1, .l_linger = 0};
+        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) < 0 ||
+            connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+                perror("fuzz-http: connect");
                 abort();
+        }
         static const char last[] = "\r\n\r\nGET /healthz HTTP/1.1\r\nHost: f\r\n"
                                    "Connection: close\r\n\r\n";
         /* one write: two would wait on each other (Nagle, delayed ACK) */
