@@ -23,7 +23,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 import harness  # noqa: E402
-from harness import Daemon, Etcd, Harness, Taker, b64, kill_quietly, log, unb64, wait_for  # noqa: E402
+from harness import (Client, Daemon, Etcd, Harness, Taker, b64, kill_quietly, log,  # noqa: E402
+                     unb64, wait_for)
 
 import numpy as np  # noqa: E402
 
@@ -153,19 +154,12 @@ class Host:
                            name=f"h{self.i}-lib", wrap=self.net.wrap(self.ns),
                            extra=["-r", str(rate), "-g", "5"])
         out = self.h.path(f"ids-h{self.i}-http")
-        self.http = subprocess.Popen(
-            self.net.wrap(self.ns) + [sys.executable, os.path.join(HERE, "http_client.py"),
-                                      "--port", "7723", "--out", out, "--gap-ms", "50"],
-            stdout=subprocess.PIPE, text=True)
-        self.h.cleanup(lambda p=self.http: kill_quietly(p))
-        line = self.http.stdout.readline()
-        assert "started" in line, f"http client did not start: {line!r}"
+        self.http = Client(self.h, self.net.wrap(self.ns) + [
+            sys.executable, os.path.join(HERE, "http_client.py"), "--port", "7723", "--out", out,
+            "--gap-ms", "50"], f"http client h{self.i}")
 
     def stop_clients(self):
-        self.http.send_signal(signal.SIGTERM)
-        out, _ = self.http.communicate(timeout=30)
-        assert self.http.returncode == 0, f"http client h{self.i} exited {self.http.returncode}"
-        return self.taker.stop(), json.loads(out.strip().splitlines()[-1])
+        return self.taker.stop(), self.http.stop()
 
     def id_files(self):
         return ([(f"h{self.i}-lib.{t}", f"{self.taker.prefix}.{t}") for t in range(2)]

@@ -248,24 +248,33 @@ class Daemon:
             return f.read()
 
 
-class Taker:
-    def __init__(self, h, instance=None, threads=1, wait_us=100000, batch=1, name="c",
-                 wrap=(), extra=()):
-        self.prefix = h.path(f"ids-{name}")
-        self.threads = threads
-        cmd = list(wrap) + [TAKER, *extra, "-i", instance or h.instance, "-o", self.prefix, "-t", str(threads),
-               "-w", str(wait_us), "-b", str(batch)]
+class Client:
+    """A client process that prints {"started": true} once it takes IDs and,
+    on SIGTERM, one JSON line of results."""
+
+    def __init__(self, h, cmd, name):
+        self.name = name
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         h.cleanup(lambda p=self.proc: kill_quietly(p))
         line = self.proc.stdout.readline()
-        assert "started" in line, f"taker did not start: {line!r}"
+        assert "started" in line, f"{name} did not start: {line!r}"
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
         out, _ = self.proc.communicate(timeout=30)
-        assert self.proc.returncode == 0, f"taker exited {self.proc.returncode}"
+        assert self.proc.returncode == 0, f"{self.name} exited {self.proc.returncode}"
         self.result = json.loads(out.strip().splitlines()[-1])
         return self.result
+
+
+class Taker(Client):
+    def __init__(self, h, instance=None, threads=1, wait_us=100000, batch=1, name="c",
+                 wrap=(), extra=()):
+        self.prefix = h.path(f"ids-{name}")
+        self.threads = threads
+        cmd = list(wrap) + [TAKER, *extra, "-i", instance or h.instance, "-o", self.prefix,
+                            "-t", str(threads), "-w", str(wait_us), "-b", str(batch)]
+        super().__init__(h, cmd, f"taker {name}")
 
     def ids(self):
         out = []
