@@ -170,9 +170,11 @@ class Chaos:
     KINDS = ["daemon-kill9", "daemon-sigstop", "link-down-short", "link-down-long",
              "drop-short", "drop-long", "etcd-kill", "etcd-kill-leader", "clock-step"]
 
-    def __init__(self, h, net, etcd, hosts, rng):
+    def __init__(self, h, net, etcd, hosts, rng, kinds=None):
         self.h, self.net, self.etcd, self.hosts, self.rng = h, net, etcd, hosts, rng
-        self.heals = []  # (at, what, fn)
+        self.kinds = kinds or self.KINDS
+        self.heals = []  # (at, what, fn, host index or None, kind)
+        self.healed = []  # (host index, kind, CLOCK_MONOTONIC ms): a host fault ended
         self.counts = {k: 0 for k in self.KINDS}
         self.etcd_busy = False
         self.start = time.monotonic()
@@ -181,18 +183,22 @@ class Chaos:
     def note(self, msg):
         log(f"+{time.monotonic() - self.start:7.1f} s  {msg}")
 
-    def later(self, delay, what, fn):
-        self.heals.append((time.monotonic() + delay, what, fn))
+    def later(self, delay, what, fn, host=None, kind=None):
+        self.heals.append((time.monotonic() + delay, what, fn, host, kind))
 
     def heal_due(self, everything=False):
         now = time.monotonic()
         keep = []
-        for at, what, fn in self.heals:
+        for heal in self.heals:
+            at, what, fn, host, kind = heal
             if everything or at <= now:
                 self.note(f"heal: {what}")
                 fn()
+                if host is not None:
+                    self.healed.append((host, kind, time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+                                        // 1000000))
             else:
-                keep.append((at, what, fn))
+                keep.append(heal)
         self.heals = keep
 
     def inject(self):
@@ -201,9 +207,11 @@ class Chaos:
         rng = self.rng
         now = time.monotonic()
         free = [h for h in self.hosts if h.busy_until <= now]
-        kinds = [k for k in self.KINDS
+        kinds = [k for k in self.kinds
                  if k == "clock-step" or (k.startswith("etcd") and not self.etcd_busy)
                  or (not k.startswith("etcd") and free)]
+        if not kinds:
+            return
         kind = rng.choice(kinds)
         host = rng.choice(self.hosts if kind == "clock-step" else free or self.hosts)
         if kind.startswith("etcd"):
@@ -239,13 +247,13 @@ class Chaos:
                 self.note(f"{kind}: {host.name}, restarted after {down:.1f} s")
                 d.kill9()
                 self.later(down, f"{host.name} daemon restarted",
-                           lambda: d.start(wait_ready=False))
+                           lambda: d.start(wait_ready=False), host.i, kind)
             elif kind == "daemon-sigstop":
                 down = LEASE_TTL_S + rng.uniform(1, 4)
                 self.note(f"{kind}: {host.name} for {down:.1f} s (lease {LEASE_TTL_S} s)")
                 d.signal(signal.SIGSTOP)
                 self.later(down, f"{host.name} daemon continued",
-                           lambda: d.signal(signal.SIGCONT))
+                           lambda: d.signal(signal.SIGCONT), host.i, kind)
             else:
                 short = kind.endswith("short")
                 down = rng.uniform(0.2, WINDOW_S - 0.5) if short else WINDOW_S + rng.uniform(1, 6)
@@ -254,7 +262,8 @@ class Chaos:
                 self.note(f"{kind}: {host.name} cut off from etcd for {down:.1f} s "
                           f"(window {WINDOW_S} s)")
                 cut(host.i, False)
-                self.later(down, f"{host.name} reconnected", lambda: cut(host.i, True))
+                self.later(down, f"{host.name} reconnected", lambda: cut(host.i, True), host.i,
+                           kind)
             host.busy_until = now + down + 0.5
         self.counts[kind] += 1
 
@@ -401,9 +410,9 @@ def read_gaps(path):
     return first, last, gaps
 
 
-def longest_stretch(clients, t0, t1):
-    """The longest time in [t0, t1] during which every one of clients (each a
-    list of gaps) was in a gap: no ID taken by any of them."""
+def stretches(clients, t0, t1):
+    """The times in [t0, t1] during which every one of clients (each a list
+    of gaps) was in a gap, no ID taken by any of them: [(start, end)]."""
     ev = []
     for gaps in clients:
         for a, b in gaps:
@@ -411,15 +420,32 @@ def longest_stretch(clients, t0, t1):
             if a < b:
                 ev += [(a, 1), (b, -1)]
     ev.sort(key=lambda e: (e[0], e[1]))
-    depth, best, since = 0, (0, t0), None
+    depth, since, out = 0, None, []
     for t, d in ev:
         depth += d
         if depth == len(clients) and d == 1:
             since = t
         elif since is not None and depth < len(clients):
-            best = max(best, (t - since, since))
+            out.append((since, t))
             since = None
-    return best
+    return out
+
+
+def longest_stretch(clients, t0, t1):
+    """(length, start) of the longest of stretches()."""
+    return max(((b - a, a) for a, b in stretches(clients, t0, t1)), default=(0, t0))
+
+
+def slowest_recovery(healed, per_host, t0, t1):
+    """After each host fault ended: how long until that host took IDs again.
+    (ms, kind, host, heal time) of the slowest."""
+    worst = (0, "none", "", t0)
+    for i, kind, at in healed:
+        name = f"h{i}"
+        for a, b in stretches(per_host[name], t0, t1):
+            if a <= at < b and b - at > worst[0]:
+                worst = (b - at, kind, name, at)
+    return worst
 
 
 def main():
@@ -430,9 +456,15 @@ def main():
     ap.add_argument("--rate", type=int, default=10000, help="IDs/s per library client thread")
     ap.add_argument("--mean-interval", type=float, default=3.0,
                     help="mean seconds between faults")
+    ap.add_argument("--faults", default=",".join(Chaos.KINDS),
+                    help="the kinds of fault to draw from, comma-separated")
     ap.add_argument("--build", default=None)
     ap.add_argument("--keep", action="store_true", help="keep the files of a passing run")
     a = ap.parse_args()
+    kinds = [k for k in a.faults.split(",") if k]
+    unknown = set(kinds) - set(Chaos.KINDS)
+    if unknown:
+        ap.error(f"unknown faults {', '.join(sorted(unknown))}; known: {', '.join(Chaos.KINDS)}")
     if a.build:
         harness.BUILD = os.path.abspath(a.build)
         harness.SNOWIDD = os.path.join(harness.BUILD, "daemon", "snowidd")
@@ -465,7 +497,7 @@ def main():
         for host in hosts:
             host.start_clients(a.rate)
         log(f"{a.hosts} hosts taking IDs; faults begin")
-        chaos = Chaos(h, net, etcd, hosts, rng)
+        chaos = Chaos(h, net, etcd, hosts, rng, kinds)
         chaos.run(a.duration, a.mean_interval)
         healed = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000000
         log("all faults healed; waiting for every host to take IDs again")
@@ -506,6 +538,7 @@ def main():
         start_ms = chaos.start_ns // 1000000
         any_host = longest_stretch(clients, t0, t1)
         worst = max(longest_stretch(c, t0, t1) + (n,) for n, c in per_host.items())
+        slow = slowest_recovery(chaos.healed, per_host, t0, t1)
         faults = ", ".join(f"{k} {v}" for k, v in chaos.counts.items())
         errs = ", ".join(f"{k} {v}" for k, v in sorted(errors.items())) or "none"
         ok = dups == 0 and disorder == 0 and outside == 0
@@ -514,7 +547,9 @@ def main():
               f"holdings; faults: {faults} ({sum(chaos.counts.values())} in all); client errors: "
               f"{errs}; longest stretch with no ID on any host: {any_host[0]} ms at "
               f"+{(any_host[1] - start_ms) / 1000:.1f} s (one host alone: {worst[0]} ms, "
-              f"{worst[2]} at +{(worst[1] - start_ms) / 1000:.1f} s)", flush=True)
+              f"{worst[2]} at +{(worst[1] - start_ms) / 1000:.1f} s); slowest return of IDs "
+              f"after a fault ended: {slow[0]} ms ({slow[1]} on {slow[2]} at "
+              f"+{(slow[3] - start_ms) / 1000:.1f} s)", flush=True)
     except KeyboardInterrupt as e:
         log(f"chaos: interrupted ({e})")
     except Exception:

@@ -77,7 +77,11 @@ def main():
     # the stretch with no ID anywhere: where every client is in a gap at once
     assert chaos.longest_stretch([[(10, 50)], [(20, 60), (70, 80)]], 0, 100) == (30, 20)
     assert chaos.longest_stretch([[(10, 50)], []], 0, 100) == (0, 0)
-    print("checker: 10 checks passed")
+    # the slowest return of IDs: the fault on h0 ended at 30, IDs at 60
+    per_host = {"h0": [[(10, 60)], [(20, 60)]], "h1": [[(0, 5)]]}
+    assert chaos.slowest_recovery([(0, "drop-long", 30), (1, "daemon-kill9", 50)], per_host,
+                                  0, 100) == (30, "drop-long", "h0", 30)
+    print("checker: 11 checks passed")
 
 
 if __name__ == "__main__":
