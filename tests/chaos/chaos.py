@@ -175,6 +175,7 @@ class Chaos:
         self.kinds = kinds or self.KINDS
         self.heals = []  # (at, what, fn, host index or None, kind)
         self.healed = []  # (host index, kind, CLOCK_MONOTONIC ms): a host fault ended
+        self.began = []  # (host index, CLOCK_MONOTONIC ms): a fault that stops a host began
         self.counts = {k: 0 for k in self.KINDS}
         self.etcd_busy = False
         self.start = time.monotonic()
@@ -241,6 +242,7 @@ class Chaos:
             self.note(f"{kind}: {host.name} clock {step:+.3f} s (now {host.offset_s + step:+.3f})")
             host.set_clock(host.offset_s + step)
         else:
+            self.began.append((host.i, time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000000))
             d = host.daemon
             if kind == "daemon-kill9":
                 down = rng.uniform(0.1, 3)
@@ -436,16 +438,21 @@ def longest_stretch(clients, t0, t1):
     return max(((b - a, a) for a, b in stretches(clients, t0, t1)), default=(0, t0))
 
 
-def slowest_recovery(healed, per_host, t0, t1):
-    """After each host fault ended: how long until that host took IDs again.
-    (ms, kind, host, heal time) of the slowest."""
-    worst = (0, "none", "", t0)
+def slowest_recovery(healed, began, per_host, t0, t1):
+    """After each host fault ended: how long until that host took IDs again,
+    when that came before the host's next fault.  (ms, kind, host, heal time)
+    of the slowest, and how many recoveries were cut short by a next fault."""
+    worst, cut = (0, "none", "", t0), 0
     for i, kind, at in healed:
         name = f"h{i}"
+        nxt = min((b for j, b in began if j == i and b > at), default=t1)
         for a, b in stretches(per_host[name], t0, t1):
-            if a <= at < b and b - at > worst[0]:
-                worst = (b - at, kind, name, at)
-    return worst
+            if a <= at < b:
+                if b > nxt:
+                    cut += 1
+                elif b - at > worst[0]:
+                    worst = (b - at, kind, name, at)
+    return worst, cut
 
 
 def main():
@@ -538,7 +545,7 @@ def main():
         start_ms = chaos.start_ns // 1000000
         any_host = longest_stretch(clients, t0, t1)
         worst = max(longest_stretch(c, t0, t1) + (n,) for n, c in per_host.items())
-        slow = slowest_recovery(chaos.healed, per_host, t0, t1)
+        slow, cut = slowest_recovery(chaos.healed, chaos.began, per_host, t0, t1)
         faults = ", ".join(f"{k} {v}" for k, v in chaos.counts.items())
         errs = ", ".join(f"{k} {v}" for k, v in sorted(errors.items())) or "none"
         ok = dups == 0 and disorder == 0 and outside == 0
@@ -549,7 +556,8 @@ def main():
               f"+{(any_host[1] - start_ms) / 1000:.1f} s (one host alone: {worst[0]} ms, "
               f"{worst[2]} at +{(worst[1] - start_ms) / 1000:.1f} s); slowest return of IDs "
               f"after a fault ended: {slow[0]} ms ({slow[1]} on {slow[2]} at "
-              f"+{(slow[3] - start_ms) / 1000:.1f} s)", flush=True)
+              f"+{(slow[3] - start_ms) / 1000:.1f} s; {cut} cut short by the next fault)",
+              flush=True)
     except KeyboardInterrupt as e:
         log(f"chaos: interrupted ({e})")
     except Exception:

@@ -79,9 +79,11 @@ def main():
     assert chaos.longest_stretch([[(10, 50)], []], 0, 100) == (0, 0)
     # the slowest return of IDs: the fault on h0 ended at 30, IDs at 60
     per_host = {"h0": [[(10, 60)], [(20, 60)]], "h1": [[(0, 5)]]}
-    assert chaos.slowest_recovery([(0, "drop-long", 30), (1, "daemon-kill9", 50)], per_host,
-                                  0, 100) == (30, "drop-long", "h0", 30)
-    print("checker: 11 checks passed")
+    healed = [(0, "drop-long", 30), (1, "daemon-kill9", 50)]
+    assert chaos.slowest_recovery(healed, [], per_host, 0, 100) == ((30, "drop-long", "h0", 30), 0)
+    # unless the host's next fault came first
+    assert chaos.slowest_recovery(healed, [(0, 40)], per_host, 0, 100) == ((0, "none", "", 0), 1)
+    print("checker: 12 checks passed")
 
 
 if __name__ == "__main__":
