@@ -24,6 +24,12 @@ print(p, f)' "$log")
     failed=$((failed + f))
 }
 
+one() { # one NAME COMMAND...: a test outside meson
+    local name="$1"; shift
+    echo "== $name"
+    if "$@"; then passed=$((passed + 1)); else echo "FAILED: $name"; failed=$((failed + 1)); fi
+}
+
 run_suite() { # run_suite BUILDDIR [meson options...]
     local dir="$1"; shift
     echo "== $dir: $*"
@@ -73,7 +79,7 @@ fuzz_one() { # fuzz_one TARGET
     if build-fuzz/fuzz/fuzz-"$t" -max_total_time="${FUZZ_SECONDS:-30}" -timeout=10 \
         -close_fd_mask=3 -artifact_prefix="$dir/" "${dict[@]}" "$dir/corpus" "fuzz/corpus/$t" \
         >"$dir/log" 2>&1; then
-        grep -E "^#[0-9]+ +DONE" "$dir/log" | tail -1
+        grep -E "^#[0-9]+[[:space:]]+DONE" "$dir/log" | tail -1
     else
         tail -60 "$dir/log"
         return 1
@@ -93,11 +99,6 @@ fi
 
 # the chaos test's checker, then a short chaos run: 4 hosts in network
 # namespaces, a 3-member etcd, faults from a seed (its own python: numpy)
-one() { # one NAME COMMAND...: a test outside meson
-    local name="$1"; shift
-    echo "== $name"
-    if "$@"; then passed=$((passed + 1)); else echo "FAILED: $name"; failed=$((failed + 1)); fi
-}
 one chaos-checker /usr/bin/python3 tests/chaos/test_checker.py
 one chaos /usr/bin/python3 tests/chaos/chaos.py --build build --duration "${CHAOS_SECONDS:-120}"
 

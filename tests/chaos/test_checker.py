@@ -53,6 +53,7 @@ def run(lists_a, lists_b, fresh=(0, 0)):
 
 
 def main():
+    print("checker: wrong IDs are planted below; each must be reported", flush=True)
     events, prefix = history()
     held = chaos.holdings(events, prefix, ["a", "b"])
     assert held == {0: [(5, 0, 1020), (7, 0, 2000)], 1: [(5, 1020, 1030)]}, held
