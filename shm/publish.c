@@ -287,7 +287,24 @@ int shm_pub_switch(struct shm_pub *p, const struct shm_publication *pub)
                 if (old_ms + 1 > start && old_ms + 1 <= pub->deadline)
                         start = old_ms + 1;
         }
-        line_raise(&p->ctr->line[shm_line_index(next)], start << l->seq_bits);
+        /* A line is live again 64 switches later, holding the highest value it
+         * ever held (lines only grow).  After a spell of ID time far ahead (a
+         * clock stepped forward, a number whose mark was ahead), the line next
+         * in turn may be hours ahead of `start`: every client would wait on
+         * it, and the backstop would move to a fresh number, onto the next
+         * such line.  So skip, two generations at a time, to the first line
+         * not ahead of start (never the retiring one), or else the lowest. */
+        uint64_t want = start << l->seq_bits, low = UINT64_MAX;
+        for (uint64_t g = gen + 1, k = 0; k < SHM_LINES - 1; k++, g += 2) {
+                uint64_t v = READ_ONCE(p->ctr->line[shm_line_index(g)].state);
+                if (v <= want) {
+                        next = g;
+                        break;
+                }
+                if (v < low)
+                        low = v, next = g;
+        }
+        line_raise(&p->ctr->line[shm_line_index(next)], want);
         WRITE_ONCE(ctl->epoch_ms, l->epoch_ms);
         WRITE_ONCE(ctl->time_bits, (uint8_t)l->time_bits);
         WRITE_ONCE(ctl->worker_bits, (uint8_t)l->worker_bits);

@@ -334,6 +334,37 @@ static void test_follow_keeps_order(void **state)
         assert_true(id > ids[9]);
 }
 
+/* A line is live again 64 switches later with the highest value it ever
+ * held.  After a spell of ID time an hour ahead, a switch back onto the wall
+ * clock must not land on a line left an hour ahead: every client would wait
+ * on it (and the daemon's backstop would switch again, onto the next one). */
+static void test_switch_skips_lines_ahead(void **state)
+{
+        (void)state;
+        uint64_t id;
+        const uint64_t H = 3600 * 1000;
+        for (uint32_t i = 0; i < 10; i++) {
+                struct shm_publication p = test_publication(10 + i, T + H, T + H + 1000,
+                                                            (int64_t)H * MS);
+                assert_int_equal(shm_pub_switch(pub, &p), 0);
+                assert_int_equal(snowid_next(cli, &id), 0);
+                assert_int_equal(parts(id).time_ms, T + H);
+        }
+        for (uint32_t i = 0; i < SHM_LINES - 10; i++) {
+                struct shm_publication p = test_publication(100 + i, T, T + 1000, 0);
+                assert_int_equal(shm_pub_switch(pub, &p), 0);
+        }
+        /* the line next in turn is one left an hour ahead */
+        uint64_t gen = READ_ONCE(pub->ctl->gen);
+        assert_true(line_state(gen + 2) >> 12 >= T + H);
+        struct shm_publication p = test_publication(7, T, T + 1000, 0);
+        assert_int_equal(shm_pub_switch(pub, &p), 0);
+        assert_int_equal(snowid_next(cli, &id), 0); /* no wait allowed */
+        assert_int_equal(parts(id).worker, 7);
+        assert_int_equal(parts(id).time_ms, T);
+        assert_true(READ_ONCE(pub->ctl->gen) > gen + 2);
+}
+
 static void test_offset_lowered(void **state)
 {
         (void)state;
@@ -428,7 +459,8 @@ int main(void)
                 T_(test_switch_mid_call),
                 T_(test_sleeper_leaves_new_line_alone),
                 T_(test_follow_keeps_order),
-                T_(test_offset_lowered),
+                T_(test_switch_skips_lines_ahead),
+        T_(test_offset_lowered),
                 T_(test_odd_generation),
                 T_(test_damaged_control),
                 T_(test_status),
