@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Installs what snowid needs to build, test and run (Debian 12, as root).
-# Quiet when everything is already there.
+# Installs what snowid needs to build and run (Debian 12, as root); with
+# --test, also what the tests need beyond that (the fuzzers' clang, the chaos
+# test's numpy).  Quiet when everything is already there.
 set -euo pipefail
 
 packages=(
     meson ninja-build pkg-config gcc g++ python3
     libcmocka-dev liburcu-dev libsystemd-dev libcurl4-openssl-dev libjansson-dev libmicrohttpd-dev
     etcd-server etcd-client faketime libfaketime curl jq systemd iproute2 procps spin time
-    python3-numpy clang llvm libclang-rt-14-dev
 )
+if [ "${1:-}" = --test ]; then
+    packages+=(python3-numpy clang llvm libclang-rt-14-dev)
+fi
 # the HTTP tests run a JavaScript client: any Node.js with fetch (18 or later)
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
 missing=()

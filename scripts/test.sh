@@ -5,7 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/deps.sh || exit 1
+bash scripts/deps.sh --test || exit 1
 
 passed=0
 failed=0
