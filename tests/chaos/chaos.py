@@ -438,21 +438,23 @@ def longest_stretch(clients, t0, t1):
     return max(((b - a, a) for a, b in stretches(clients, t0, t1)), default=(0, t0))
 
 
-def slowest_recovery(healed, began, per_host, t0, t1):
+def recoveries(healed, began, per_host, t0, t1):
     """After each host fault ended: how long until that host took IDs again,
-    when that came before the host's next fault.  (ms, kind, host, heal time)
-    of the slowest, and how many recoveries were cut short by a next fault."""
-    worst, cut = (0, "none", "", t0), 0
+    when that came before the host's next fault.  Returns ([(ms, kind, host,
+    heal time)], how many were cut short by a next fault)."""
+    out, cut = [], 0
     for i, kind, at in healed:
         name = f"h{i}"
         nxt = min((b for j, b in began if j == i and b > at), default=t1)
+        back = 0
         for a, b in stretches(per_host[name], t0, t1):
             if a <= at < b:
-                if b > nxt:
-                    cut += 1
-                elif b - at > worst[0]:
-                    worst = (b - at, kind, name, at)
-    return worst, cut
+                back = b - at if b <= nxt else None
+        if back is None:
+            cut += 1
+        else:
+            out.append((back, kind, name, at))
+    return out, cut
 
 
 def main():
@@ -545,7 +547,10 @@ def main():
         start_ms = chaos.start_ns // 1000000
         any_host = longest_stretch(clients, t0, t1)
         worst = max(longest_stretch(c, t0, t1) + (n,) for n, c in per_host.items())
-        slow, cut = slowest_recovery(chaos.healed, chaos.began, per_host, t0, t1)
+        back, cut = recoveries(chaos.healed, chaos.began, per_host, t0, t1)
+        slow = max(back, default=(0, "none", "", t0))
+        stopped = sorted(b[0] for b in back if b[0] > 0)  # faults that stopped IDs
+        median = stopped[len(stopped) // 2] if stopped else 0
         faults = ", ".join(f"{k} {v}" for k, v in chaos.counts.items())
         errs = ", ".join(f"{k} {v}" for k, v in sorted(errors.items())) or "none"
         ok = dups == 0 and disorder == 0 and outside == 0
@@ -556,7 +561,9 @@ def main():
               f"+{(any_host[1] - start_ms) / 1000:.1f} s (one host alone: {worst[0]} ms, "
               f"{worst[2]} at +{(worst[1] - start_ms) / 1000:.1f} s); slowest return of IDs "
               f"after a fault ended: {slow[0]} ms ({slow[1]} on {slow[2]} at "
-              f"+{(slow[3] - start_ms) / 1000:.1f} s; {cut} cut short by the next fault)",
+              f"+{(slow[3] - start_ms) / 1000:.1f} s; median {median} ms over the {len(stopped)} "
+              f"that had stopped IDs; "
+              f"{cut} cut short by the next fault)",
               flush=True)
     except KeyboardInterrupt as e:
         log(f"chaos: interrupted ({e})")
