@@ -202,6 +202,10 @@ class Daemon:
         with open(self.logf, "ab") as lf:
             self.proc = subprocess.Popen(cmd, env=env, stdout=lf, stderr=lf)
         self.h.cleanup(lambda p=self.proc: kill_quietly(p))
+        # libfaketime's objects, left behind when the daemon is killed with -9
+        for name in (f"faketime_shm_{self.proc.pid}", f"sem.faketime_sem_{self.proc.pid}"):
+            self.h.cleanup(lambda f=os.path.join("/dev/shm", name):
+                           os.path.exists(f) and os.unlink(f))
         if wait_ready:
             self.wait_message("READY=1", timeout)
         return self
@@ -330,7 +334,8 @@ class Harness:
             with contextlib.suppress(Exception):
                 fn()
         for f in os.listdir("/dev/shm"):
-            if f.startswith("snowid.it-") and f"-{os.getpid()}." in f:
+            pid = os.getpid()
+            if f.startswith("snowid.it-") and (f"-{pid}." in f or f"-{pid}-" in f):
                 with contextlib.suppress(OSError):
                     os.unlink(os.path.join("/dev/shm", f))
         if self.failed:
