@@ -82,7 +82,7 @@ static void *taker(void *p)
                 }
         }
         uint64_t *ids = malloc(sizeof(uint64_t) * batch), last_ok = now_ms(), first = 0;
-        /* with a rate: per_ms IDs each millisecond, the remainder spread over a second */
+        /* with a rate: at most per_ms IDs each millisecond (rate / 1000, rounded up) */
         uint64_t tick = now_ms(), in_tick = 0, per_ms = rate / 1000 + (rate % 1000 != 0);
         while (!atomic_load(&stop) && res->ids < per_thread) {
                 if (rate && in_tick >= per_ms) {

@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import random
-import select
 import signal
 import subprocess
 import sys
@@ -296,30 +295,18 @@ def etcd_history(etcd, net):
     events = []
     last = 0
     try:
-        dec = json.JSONDecoder()
-        buf = ""
-        # the answer that creates the watch carries the current revision in
-        # its header: only the events' own revisions tell how far it has come
-        while last < head:
-            ready, _, _ = select.select([p.stdout], [], [], 10)
-            if not ready:
+        # one JSON answer a line; the answer that creates the watch carries the
+        # current revision in its header, so only the events' own revisions
+        # tell how far it has come (curl's --max-time bounds the wait)
+        for line in p.stdout:
+            for ev in json.loads(line).get("result", {}).get("events", []) if line.strip() else []:
+                kv = ev["kv"]
+                rev = int(kv.get("mod_revision", 0))
+                events.append((rev, ev.get("type", "PUT"), unb64(kv["key"]),
+                               unb64(kv["value"]) if kv.get("value") else ""))
+                last = max(last, rev)
+            if last >= head:
                 break
-            chunk = p.stdout.readline()
-            if not chunk:
-                break
-            buf += chunk
-            while buf.strip():
-                try:
-                    obj, n = dec.raw_decode(buf.lstrip())
-                except json.JSONDecodeError:
-                    break
-                buf = buf.lstrip()[n:]
-                for ev in obj.get("result", {}).get("events", []):
-                    kv = ev["kv"]
-                    rev = int(kv.get("mod_revision", 0))
-                    events.append((rev, ev.get("type", "PUT"), unb64(kv["key"]),
-                                   unb64(kv["value"]) if kv.get("value") else ""))
-                    last = max(last, rev)
     finally:
         kill_quietly(p)
     assert last >= head, f"etcd's history stopped at revision {last} of {head}"
