@@ -14,6 +14,7 @@
  * requests with other codes itself: 505 for an unknown HTTP version.)
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdint.h>
@@ -97,10 +98,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* closed with a reset: no TIME_WAIT piling up over many thousand runs,
          * and the server drops a connection still waiting for a body at once */
         struct linger lg = {.l_onoff = 1, .l_linger = 0};
-        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) < 0 ||
-            connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-                perror("fuzz-http: connect");
+        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) < 0)
                 abort();
+        /* a full accept queue refuses for a moment; a server that stopped
+         * accepting for good fails the run after a second */
+        int tries = 0;
+        while (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+                if ((errno != ECONNREFUSED && errno != EAGAIN) || ++tries > 100) {
+                        perror("fuzz-http: connect");
+                        abort();
+                }
+                usleep(10000);
         }
         static const char last[] = "\r\n\r\nGET /healthz HTTP/1.1\r\nHost: f\r\n"
                                    "Connection: close\r\n\r\n";

@@ -76,8 +76,11 @@ fuzz_one() { # fuzz_one TARGET
     local t="$1" dir="build-fuzz/run-$1" dict=()
     rm -rf "$dir" && mkdir -p "$dir/corpus"
     [ -f "fuzz/$t.dict" ] && dict=(-dict="fuzz/$t.dict")
+    # the targets' own stderr is kept only where it is quiet (fuzz-http)
+    local mask=3
+    [ "$t" = http ] && mask=1
     if build-fuzz/fuzz/fuzz-"$t" -max_total_time="${FUZZ_SECONDS:-30}" -timeout=10 \
-        -close_fd_mask=3 -artifact_prefix="$dir/" "${dict[@]}" "$dir/corpus" "fuzz/corpus/$t" \
+        -close_fd_mask="$mask" -artifact_prefix="$dir/" "${dict[@]}" "$dir/corpus" "fuzz/corpus/$t" \
         >"$dir/log" 2>&1; then
         grep -E "^#[0-9]+[[:space:]]+DONE" "$dir/log" | tail -1
     else
