@@ -10,6 +10,7 @@
 
 #include <curl/curl.h>
 
+#include "fence.h"
 #include "snowid.h"
 
 #define N_MAX 1000000
@@ -352,8 +353,9 @@ static int cmd_decode(int argc, char **argv)
 
 static const char *state_name(int state)
 {
-        static const char *const names[] = {"starting", "leased", "no-lease"};
-        return state >= 0 && state < 3 ? names[state] : "unknown";
+        static const char *const names[] = {"starting", "leased", "no-lease", "etcd-restored",
+                                            "layout-lost"};
+        return state >= 0 && state < 5 ? names[state] : "unknown";
 }
 
 static int cmd_status(int argc, char **argv)
@@ -425,7 +427,8 @@ int main(int argc, char **argv)
                 printf("Usage: snowid COMMAND [OPTIONS]\n\n"
                        "  next     take IDs from the host's snowidd\n"
                        "  decode   show the time, worker and sequence of IDs\n"
-                       "  status   show the daemon's segment\n\n"
+                       "  status   show the daemon's segment\n"
+                       "  fence    give a cluster a new history after etcd was restored\n\n"
                        "'snowid COMMAND --help' for each.\n");
                 return argc < 2 ? 2 : 0;
         }
@@ -439,5 +442,7 @@ int main(int argc, char **argv)
                 return cmd_decode(argc, argv);
         if (!strcmp(cmd, "status"))
                 return cmd_status(argc, argv);
+        if (!strcmp(cmd, "fence"))
+                return cmd_fence(argc, argv);
         return usage_error("unknown command '%s'", cmd);
 }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "segment.h"
 
 #define DEFAULT_CONFIG "/etc/snowid/snowidd.conf"
+#define SLEW_TICK_MS 100 /* the daemon applies slew in ticks of CLOCK_TICK_MS (holder.c) */
 
 enum {
         O_ETCD = 256, O_CLUSTER, O_INSTANCE, O_LEASE_TTL, O_RENEW, O_WINDOW, O_EPOCH, O_TIME_BITS,
@@ -342,6 +344,19 @@ static int check(struct settings *s)
         if (s->etcd_timeout_ms > s->window_s * 1000) {
                 fprintf(stderr, "snowidd: etcd-timeout %u ms must not exceed window %u s\n",
                         s->etcd_timeout_ms, s->window_s);
+                return EX_CONFIG_;
+        }
+        /* a tick of slew steps ID time back by slew * tick: a counter a ms
+         * ahead of the clock is then up to a + ceil(step) ms ahead, and
+         * clients wait past lead.  A step of at most half the lead keeps
+         * counters up to lead / 2 ms ahead (rounded down: load, bursts)
+         * from waiting on every tick */
+        uint64_t max_slew = (uint64_t)s->lead_ms * 1000 / 2 * 1000 / SLEW_TICK_MS;
+        if (s->slew_us_per_s > max_slew) {
+                fprintf(stderr, "snowidd: slew %u us/s is too fast for lead %u ms: its step "
+                                "back every %u ms must be at most half the lead, so slew at "
+                                "most %" PRIu64 " us/s\n",
+                        s->slew_us_per_s, s->lead_ms, SLEW_TICK_MS, max_slew);
                 return EX_CONFIG_;
         }
         if ((s->cert == NULL) != (s->key == NULL)) {

@@ -123,3 +123,24 @@ void etcd_reply_parse(struct etcd_reply *r, long http, const char *body, size_t 
                 r->error = "etcd's answer is not a JSON object";
         }
 }
+
+void etcd_history_note(struct etcd_history *hist, int64_t rev_at_send, struct etcd_reply *r)
+{
+        json_t *hdr = json_object_get(r->json, "header");
+        const char *cid = json_string_value(json_object_get(hdr, "cluster_id"));
+        char *end;
+        if (etcd_int64(hdr, "revision", &r->revision) < 0 || r->revision <= 0 || !cid)
+                return; /* no header to go by */
+        errno = 0;
+        r->cluster_id = strtoull(cid, &end, 10);
+        if (errno || end == cid || *end)
+                r->cluster_id = 0;
+        if ((hist->cluster_id && r->cluster_id && r->cluster_id != hist->cluster_id) ||
+            r->revision < rev_at_send)
+                hist->went_back = true;
+        if (!hist->cluster_id)
+                hist->cluster_id = r->cluster_id;
+        if (!hist->went_back && r->revision > hist->max_rev)
+                hist->max_rev = r->revision;
+        r->went_back = hist->went_back;
+}

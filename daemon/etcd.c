@@ -26,6 +26,8 @@ struct request {
         void *userdata;
         uint64_t tag;
         uint64_t started;
+        int64_t rev_at_send; /* the highest kv revision seen when it was sent */
+        bool is_kv;
         bool is_auth;
         struct request *prev, *next; /* the client's list of requests in flight */
 };
@@ -41,6 +43,7 @@ struct etcd {
         bool authenticating;
         struct request *requests;
         struct etcd_stats stats;
+        struct etcd_history hist; /* of kv answers */
 };
 
 static uint64_t now_usec(void)
@@ -236,6 +239,11 @@ static void account(struct etcd *e, uint64_t usec, bool ok)
 
 static void auth_done(struct etcd *e, const struct etcd_reply *r);
 
+void etcd_history_reset(struct etcd *e)
+{
+        e->hist = (struct etcd_history){0};
+}
+
 static void finish(struct request *q, CURLcode result)
 {
         struct etcd *e = q->etcd;
@@ -246,6 +254,10 @@ static void finish(struct request *q, CURLcode result)
                 long http = 0;
                 curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &http);
                 etcd_reply_parse(&r, http, q->answer, q->answer_len);
+                /* kv reads and transactions are linearizable: one sent after
+                 * an answer at revision R is answered at R or later */
+                if (q->is_kv && etcd_ok(&r))
+                        etcd_history_note(&e->hist, q->rev_at_send, &r);
         } else {
                 r.error = q->too_big ? "etcd's answer is too large" : curl_easy_strerror(result);
         }
@@ -409,6 +421,8 @@ int etcd_call(struct etcd *e, const char *path, json_t *body, etcd_cb cb, void *
         q->cb = cb;
         q->userdata = userdata;
         q->tag = tag;
+        q->is_kv = !strncmp(path, "/v3/kv/", 7);
+        q->rev_at_send = e->hist.max_rev;
         int r = send_request(e, q);
         if (r < 0) {
                 e->in_flight--;

@@ -22,6 +22,14 @@ struct etcd_reply {
         const char *error; /* a short description for logs when !ok */
         uint64_t tag;    /* what the caller passed to etcd_call() */
         uint64_t usec;   /* how long it took */
+        /* header.revision and header.cluster_id of a kv answer (0 if none) */
+        int64_t revision;
+        uint64_t cluster_id;
+        /* a kv answer whose revision is lower than one seen before this
+         * request was sent, or from another cluster: etcd was restored or
+         * replaced.  Stays set on every later kv answer until
+         * etcd_history_reset(). */
+        bool went_back;
 };
 
 static inline bool etcd_ok(const struct etcd_reply *r)
@@ -38,6 +46,19 @@ struct etcd *etcd_free(struct etcd *e);
 int etcd_call(struct etcd *e, const char *path, json_t *body, etcd_cb cb, void *userdata,
               uint64_t tag);
 unsigned etcd_in_flight(const struct etcd *e);
+/* Forgets the revisions and cluster seen: the next kv answer starts the
+ * history again (after a new fence has been adopted). */
+void etcd_history_reset(struct etcd *e);
+/* The revisions and cluster seen on kv answers. */
+struct etcd_history {
+        int64_t max_rev;     /* the highest header.revision */
+        uint64_t cluster_id; /* 0: none yet */
+        bool went_back;      /* sticky until reset */
+};
+/* Reads a kv answer's header into r->revision and r->cluster_id, and sets
+ * r->went_back if it is lower than rev_at_send (the history's max_rev when
+ * the request was sent) or from another cluster, or was already. */
+void etcd_history_note(struct etcd_history *hist, int64_t rev_at_send, struct etcd_reply *r);
 const char *etcd_endpoint(const struct etcd *e);
 
 /* Counters for STATUS= and /metrics. */

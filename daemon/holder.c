@@ -18,16 +18,26 @@
 #define RETRY_MAX_MS 1000
 #define FULL_RETRY_MAX_MS 30000
 #define FRESH_THROTTLE_MS 10000
+#define FLOOR_SLACK_MS 1000
 
-static void acquire(struct holder *h, bool fresh);
 static void step_grant(struct holder *h);
-static void update_status(struct holder *h);
 
 /* ---- time ---- */
 
 static uint64_t mono_ms(void)
 {
         return (uint64_t)shm_monotonic_ns() / 1000000;
+}
+
+static struct clock_reading clock_read(const struct holder *h)
+{
+        return (struct clock_reading){
+                .mono_ns = shm_monotonic_ns(),
+                .wall_ns = shm_realtime_ns() - (int64_t)h->layout.epoch_ms * 1000000,
+                .can_move = h->cur.state != H_NONE && h->next.state == H_NONE &&
+                            h->halted == HALT_NONE && mono_ms() >= h->fresh_not_before_ms,
+                .counter_ms = h->cur.state == H_HELD ? (int64_t)shm_pub_counter_ms(h->pub) : -1,
+        };
 }
 
 static int64_t wall_offset(const struct holder *h)
@@ -38,43 +48,16 @@ static int64_t wall_offset(const struct holder *h)
 /* ID time now, in ms; with the wall clock's offset when fresh. */
 static uint64_t id_now_ms(const struct holder *h, bool wall)
 {
-        int64_t t = shm_monotonic_ns() + (wall ? wall_offset(h) : h->offset_ns);
+        int64_t t = shm_monotonic_ns() + (wall ? wall_offset(h) : h->clock.offset_ns);
         return t > 0 ? (uint64_t)t / 1000000 : 0;
 }
 
 /* ---- etcd helpers ---- */
 
-static json_t *key_json(const struct holder *h, const char *what, int64_t n)
-{
-        return n < 0 ? etcd_b64("%s%s", h->prefix, what) : etcd_b64("%s%s%" PRId64, h->prefix, what, n);
-}
-
-static json_t *range_op(json_t *key, json_t *range_end, bool keys_only)
-{
-        json_t *r = json_pack("{s:{s:o}}", "request_range", "key", key);
-        json_t *in = json_object_get(r, "request_range");
-        if (range_end)
-                json_object_set_new(in, "range_end", range_end);
-        if (keys_only)
-                json_object_set_new(in, "keys_only", json_true());
-        return r;
-}
-
-static json_t *put_op(json_t *key, json_t *value, int64_t lease)
-{
-        json_t *r = json_pack("{s:{s:o, s:o}}", "request_put", "key", key, "value", value);
-        if (lease) {
-                char l[32];
-                snprintf(l, sizeof(l), "%" PRId64, lease);
-                json_object_set_new(json_object_get(r, "request_put"), "lease", json_string(l));
-        }
-        return r;
-}
-
-static json_t *mark_json(uint64_t v)
-{
-        return etcd_b64("%020" PRIu64, v);
-}
+#define key_json(h, what, n) txn_key((h)->prefix, what, n)
+#define range_op txn_range
+#define put_op txn_put
+#define mark_json txn_mark
 
 static char *i64(int64_t v, char buf[static 24])
 {
@@ -82,69 +65,16 @@ static char *i64(int64_t v, char buf[static 24])
         return buf;
 }
 
-/* The kvs of the i-th response of a txn (a response_range), or NULL. */
-static json_t *txn_kvs(const json_t *root, size_t i)
-{
-        json_t *rr = json_object_get(json_array_get(json_object_get(root, "responses"), i),
-                                     "response_range");
-        json_t *kvs = json_object_get(rr, "kvs");
-        return json_is_array(kvs) ? kvs : NULL;
-}
-
-struct kv {
-        char *key;
-        char *value;
-        size_t value_len;
-        int64_t lease, mod_revision;
-};
-
-static void kv_clear(struct kv *kv)
-{
-        free(kv->key);
-        free(kv->value);
-        *kv = (struct kv){0};
-}
-
-static int kv_parse(const json_t *j, struct kv *kv)
-{
-        size_t n;
-        *kv = (struct kv){0};
-        const char *k = json_string_value(json_object_get(j, "key"));
-        const char *v = json_string_value(json_object_get(j, "value"));
-        if (!k || !(kv->key = b64_decode(k, &n)))
-                return -EBADMSG;
-        kv->value = b64_decode(v ? v : "", &kv->value_len);
-        if (!kv->value || etcd_int64(j, "lease", &kv->lease) < 0 ||
-            etcd_int64(j, "mod_revision", &kv->mod_revision) < 0) {
-                kv_clear(kv);
-                return -EBADMSG;
-        }
-        return 0;
-}
-
-/* A stored mark: exactly 20 decimal digits. */
-static int parse_mark(const char *v, size_t len, uint64_t *ret)
-{
-        if (len != 20)
-                return -EBADMSG;
-        uint64_t x = 0;
-        for (size_t i = 0; i < 20; i++) {
-                if (v[i] < '0' || v[i] > '9' || x > (UINT64_MAX - 9) / 10)
-                        return -EBADMSG;
-                x = x * 10 + (uint64_t)(v[i] - '0');
-        }
-        *ret = x;
-        return 0;
-}
-
 /* Reads back the two ranges [workers/n, hwm/n] of a txn answer: whether
  * workers/n holds this holding (value and lease) and the stored mark. */
 static int read_back(const struct holding *g, const json_t *root, bool *ret_ours,
-                     uint64_t *ret_mark)
+                     uint64_t *ret_mark, int64_t *ret_modrev)
 {
         struct kv kv;
         *ret_ours = false;
         *ret_mark = 0;
+        if (ret_modrev)
+                *ret_modrev = 0;
         json_t *w = txn_kvs(root, 0), *m = txn_kvs(root, 1);
         if (w && json_array_size(w) > 0) {
                 if (kv_parse(json_array_get(w, 0), &kv) < 0)
@@ -156,6 +86,8 @@ static int read_back(const struct holding *g, const json_t *root, bool *ret_ours
                 if (kv_parse(json_array_get(m, 0), &kv) < 0)
                         return -EBADMSG;
                 int r = parse_mark(kv.value, kv.value_len, ret_mark);
+                if (ret_modrev)
+                        *ret_modrev = kv.mod_revision;
                 kv_clear(&kv);
                 if (r < 0)
                         return r;
@@ -180,7 +112,6 @@ static void note_etcd(struct holder *h, const struct etcd_reply *r)
         h->etcd_reachable = ok;
 }
 
-static void give_up_lease(struct holder *h, int64_t lease);
 
 /* The acquisition an answer is for, if it is still at that step; NULL for an
  * answer that arrives for an earlier holding or step (ignored). */
@@ -231,114 +162,86 @@ static void restart_acquisition(struct holder *h, unsigned delay_ms)
         retry_in(h, delay_ms);
 }
 
-/* ---- layout ---- */
+/* ---- the cluster (cluster.c reads it) ---- */
 
-static void step_layout(struct holder *h);
-
-static int on_layout_retry(sd_event_source *s, uint64_t usec, void *userdata)
-{
-        (void)s;
-        (void)usec;
-        step_layout(userdata);
-        return 0;
-}
-
-static void layout_retry(struct holder *h)
-{
-        unsigned ms = next_backoff(h, RETRY_MAX_MS);
-        sd_event_add_time_relative(h->event, NULL, CLOCK_MONOTONIC, (uint64_t)ms * 1000, 1000,
-                                   on_layout_retry, h);
-}
-
-static json_t *layout_value(const snowid_layout *l)
-{
-        char buf[160];
-        snprintf(buf, sizeof(buf),
-                 "{\"epoch_ms\":%" PRIu64 ",\"time_bits\":%u,\"worker_bits\":%u,\"seq_bits\":%u}",
-                 l->epoch_ms, l->time_bits, l->worker_bits, l->seq_bits);
-        return etcd_b64("%s", buf);
-}
-
-static void fatal(struct holder *h, int code)
+void holder_fatal(struct holder *h, int code)
 {
         h->exit_code = code;
         sd_event_exit(h->event, code);
 }
 
-static void on_layout(void *userdata, const struct etcd_reply *r)
+/* The layout and fence as read: the first time, start; after a halt, go on
+ * if the layout is the same one. */
+void holder_layout_read(struct holder *h, const snowid_layout *l, const struct cluster_ident *c)
 {
-        struct holder *h = userdata;
-        struct kv kv;
-        note_etcd(h, r);
-        if (!etcd_ok(r)) {
-                log_warning("Cannot read the cluster's layout from %s: %s", etcd_endpoint(h->etcd),
-                            r->error);
-                return layout_retry(h);
+        const snowid_layout *want = h->layout_ready ? &h->layout : &h->cfg->layout;
+        if ((h->layout_ready || h->cfg->layout_given) &&
+            (want->epoch_ms != l->epoch_ms || want->time_bits != l->time_bits ||
+             want->worker_bits != l->worker_bits || want->seq_bits != l->seq_bits)) {
+                log_error("The cluster's layout differs from the %s: stored epoch %" PRIu64
+                          " ms, %u/%u/%u bits; %s epoch %" PRIu64 " ms, %u/%u/%u bits",
+                          h->layout_ready ? "one in use" : "one given", l->epoch_ms, l->time_bits,
+                          l->worker_bits, l->seq_bits, h->layout_ready ? "in use" : "given",
+                          want->epoch_ms, want->time_bits, want->worker_bits, want->seq_bits);
+                return holder_fatal(h, EX_CONFIG_);
         }
-        /* created: [put, range]; already there: [range] */
-        bool created = json_is_true(json_object_get(r->json, "succeeded"));
-        json_t *kvs = txn_kvs(r->json, created ? 1 : 0);
-        if (!kvs || json_array_size(kvs) == 0) {
-                log_warning("etcd's answer about the layout holds no key; asking again");
-                return layout_retry(h);
-        }
-        if (created)
-                log_notice("Created the cluster's layout at %slayout", h->prefix);
-        if (kv_parse(json_array_get(kvs, 0), &kv) < 0) {
-                log_warning("etcd's answer about the layout is malformed; asking again");
-                return layout_retry(h);
-        }
-        json_error_t err;
-        json_t *v = json_loads(kv.value, 0, &err);
-        snowid_layout l = {0};
-        json_int_t e = -1, tb = -1, wb = -1, sb = -1;
-        int bad = !v || json_unpack(v, "{s:I, s:I, s:I, s:I}", "epoch_ms", &e, "time_bits", &tb,
-                                    "worker_bits", &wb, "seq_bits", &sb) < 0;
-        json_decref(v);
-        if (!bad && e >= 0 && tb >= 0 && tb < 64 && wb >= 0 && wb < 64 && sb >= 0 && sb < 64)
-                l = (snowid_layout){(uint64_t)e, (unsigned)tb, (unsigned)wb, (unsigned)sb};
-        if (bad || snowid_layout_check(&l) < 0) {
-                log_error("The layout stored at %slayout is not valid: '%.200s'", h->prefix,
-                          kv.value);
-                kv_clear(&kv);
-                return fatal(h, EX_CONFIG_);
-        }
-        kv_clear(&kv);
-        const snowid_layout *want = &h->cfg->layout;
-        if (h->cfg->layout_given &&
-            (want->epoch_ms != l.epoch_ms || want->time_bits != l.time_bits ||
-             want->worker_bits != l.worker_bits || want->seq_bits != l.seq_bits)) {
-                log_error("The cluster's layout differs from the one given: stored epoch %" PRIu64
-                          " ms, %u/%u/%u bits; given epoch %" PRIu64 " ms, %u/%u/%u bits",
-                          l.epoch_ms, l.time_bits, l.worker_bits, l.seq_bits, want->epoch_ms,
-                          want->time_bits, want->worker_bits, want->seq_bits);
-                return fatal(h, EX_CONFIG_);
-        }
-        h->layout = l;
-        h->layout_ready = true;
+        bool new_fence = h->layout_ready && (c->fence_len != h->cl.fence_len ||
+                                             memcmp(c->fence, h->cl.fence, c->fence_len) ||
+                                             c->layout_rev != h->cl.layout_rev);
+        bool was_halted = h->halted != HALT_NONE;
+        h->cl = *c;
+        h->halted = HALT_NONE;
         h->backoff_ms = 0;
-        log_info("Cluster layout: epoch %" PRIu64 " ms, %u time, %u worker, %u sequence bits",
-                 l.epoch_ms, l.time_bits, l.worker_bits, l.seq_bits);
+        if (h->layout_ready) {
+                if (new_fence) {
+                        log_notice("A new fence on the cluster (claims above %" PRIu64 "): raising "
+                                   "the marks this daemon published past it, then claiming again",
+                                   c->claims_above);
+                        etcd_history_reset(h->etcd);
+                        holder_fence_adopted(h);
+                        if (h->cur.state == H_HELD) {
+                                /* its workers/<n> belongs to the old history */
+                                h->cur.state = H_LOST;
+                                marks_retired(h, h->cur.worker, h->cur.mark);
+                        }
+                } else if (was_halted)
+                        log_notice("The cluster is as it was; going on");
+                if (h->cur.state == H_HELD)
+                        shm_pub_set_state(h->pub, SHM_STATE_LEASED);
+                else
+                        holder_acquire(h, false);
+                return holder_update_status(h);
+        }
+        h->layout = *l;
+        h->layout_ready = true;
+        log_info("Cluster layout: epoch %" PRIu64 " ms, %u time, %u worker, %u sequence bits; "
+                 "claims above %" PRIu64,
+                 l->epoch_ms, l->time_bits, l->worker_bits, l->seq_bits, c->claims_above);
         /* ID time starts on the wall clock; a restart over a segment of the
          * same epoch keeps it from going back (it may run ahead, slewing) */
-        h->offset_ns = wall_offset(h);
-        if (h->pub->reused && READ_ONCE(h->pub->ctl->epoch_ms) == l.epoch_ms &&
-            READ_ONCE(h->pub->ctl->offset_ns) > h->offset_ns)
-                h->offset_ns = READ_ONCE(h->pub->ctl->offset_ns);
-        acquire(h, false);
+        struct clock_reading now = clock_read(h);
+        clock_reset(&h->clock, &now);
+        if (h->pub->reused && READ_ONCE(h->pub->ctl->epoch_ms) == l->epoch_ms)
+                clock_raise(&h->clock, &now, READ_ONCE(h->pub->ctl->offset_ns));
+        holder_acquire(h, false);
 }
 
-static void step_layout(struct holder *h)
+/* Halted: nothing is extended or claimed; the segment runs out at its
+ * deadline. */
+void holder_halted(struct holder *h)
 {
-        const snowid_layout *l = &h->cfg->layout;
-        json_t *body = json_pack(
-                "{s:[{s:o, s:s, s:s, s:s}], s:[o, o], s:[o]}", "compare", "key",
-                key_json(h, "layout", -1), "target", "CREATE", "result", "EQUAL", "create_revision",
-                "0", "success", put_op(key_json(h, "layout", -1), layout_value(l), 0),
-                range_op(key_json(h, "layout", -1), NULL, false), "failure",
-                range_op(key_json(h, "layout", -1), NULL, false));
-        if (etcd_call(h->etcd, "/v3/kv/txn", body, on_layout, h, 0) < 0)
-                layout_retry(h);
+        if (h->next.state != H_NONE) {
+                give_up_lease(h, h->next.lease);
+                h->next = (struct holding){.state = H_NONE, .worker = -1};
+        }
+        if (h->cur.state != H_NONE && h->halted != HALT_CHECKING)
+                shm_pub_set_state(h->pub, h->halted == HALT_RESTORED ? SHM_STATE_RESTORED
+                                                                      : SHM_STATE_LAYOUT_LOST);
+}
+
+uint64_t holder_id_now_ms(const struct holder *h)
+{
+        return id_now_ms(h, false);
 }
 
 /* ---- acquiring a number: grant, scan, claim, settle ---- */
@@ -354,7 +257,7 @@ static void on_revoke(void *userdata, const struct etcd_reply *r)
 
 /* Revokes a lease that no holding uses any more; its claim (if etcd ever
  * applies it) dies with it.  Marks stay and fence its number. */
-static void give_up_lease(struct holder *h, int64_t lease)
+void give_up_lease(struct holder *h, int64_t lease)
 {
         char l[24];
         if (!lease)
@@ -397,7 +300,8 @@ static void step_grant(struct holder *h)
                 retry_in(h, next_backoff(h, RETRY_MAX_MS));
 }
 
-static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t modrev);
+static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t modrev,
+                       uint64_t floor);
 
 /* Parses "<prefix><what><n>" into n < workers; -1 if it is not such a key. */
 static int64_t key_number(const struct holder *h, const char *key, const char *what,
@@ -422,9 +326,23 @@ static void on_scan(void *userdata, const struct etcd_reply *r)
 {
         struct holder *h = userdata;
         struct holding *g = acquiring(h, r, H_SCAN);
-        if (!g)
+        struct kv kv;
+        if (!g || !cluster_ok(h, r, -1))
                 return;
-        if (!etcd_ok(r) || !json_is_true(json_object_get(r->json, "succeeded"))) {
+        /* [workers/, hwm/, floor, fence, layout] */
+        int same = etcd_ok(r) ? txn_cluster_same(r->json, 3, &h->cl) : -1;
+        uint64_t floor = 0;
+        int rf = etcd_ok(r) ? txn_kv(r->json, 2, &kv) : -1;
+        if (rf == 1 && parse_mark(kv.value, kv.value_len, &floor) < 0)
+                rf = -1;
+        kv_clear(&kv);
+        if (same == 0 || rf == 0) {
+                log_notice("The cluster's fence, layout or floor changed; reading them");
+                cluster_halt(h, HALT_CHECKING);
+                return cluster_read(h);
+        }
+        if (!etcd_ok(r) || !json_is_true(json_object_get(r->json, "succeeded")) || same < 0 ||
+            rf < 0) {
                 log_warning("Cannot read the worker numbers: %s",
                             r->error ? r->error : "malformed answer");
                 return restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
@@ -438,7 +356,6 @@ static void on_scan(void *userdata, const struct etcd_reply *r)
                 goto out;
         json_t *kvs, *j;
         size_t i;
-        struct kv kv;
         kvs = txn_kvs(r->json, 0);
         json_array_foreach(kvs, i, j)
         {
@@ -464,6 +381,11 @@ static void on_scan(void *userdata, const struct etcd_reply *r)
                         modrev[n] = kv.mod_revision;
                 kv_clear(&kv);
         }
+        /* a number without a mark starts above the floor (never trusted as 0) */
+        uint64_t unmarked = floor + 1 + FLOOR_SLACK_MS;
+        for (uint64_t n = 0; n < workers; n++)
+                if (!modrev[n])
+                        mark[n] = unmarked;
         /* free numbers whose mark is behind the clock: one at random, which
          * spreads daemons that start together; else the lowest mark */
         uint64_t now = id_now_ms(h, g->fresh), past = 0, lowest = UINT64_MAX;
@@ -495,7 +417,7 @@ static void on_scan(void *userdata, const struct etcd_reply *r)
                 restart_acquisition(h, next_backoff(h, FULL_RETRY_MAX_MS));
                 goto out;
         }
-        step_claim(h, (uint32_t)pick, mark[pick], modrev[pick]);
+        step_claim(h, (uint32_t)pick, mark[pick], modrev[pick], floor);
 out:
         free(taken);
         free(mark);
@@ -504,9 +426,11 @@ out:
 
 static void step_scan(struct holder *h)
 {
-        json_t *body = json_pack("{s:[o, o]}", "success",
+        json_t *body = json_pack("{s:[o, o, o]}", "success",
                                  range_op(key_json(h, "workers/", -1), key_json(h, "workers0", -1), true),
-                                 range_op(key_json(h, "hwm/", -1), key_json(h, "hwm0", -1), false));
+                                 range_op(key_json(h, "hwm/", -1), key_json(h, "hwm0", -1), false),
+                                 range_op(key_json(h, "floor", -1), NULL, false));
+        txn_cluster_reads(json_object_get(body, "success"), h->prefix);
         if (etcd_call(h->etcd, "/v3/kv/txn", body, on_scan, h, h->next.id) < 0)
                 restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
 }
@@ -527,7 +451,8 @@ static void on_claim(void *userdata, const struct etcd_reply *r)
 {
         struct holder *h = userdata;
         struct holding *g = acquiring(h, r, H_CLAIM);
-        if (!g)
+        /* failure: [workers/n, hwm/n, fence, layout] */
+        if (!g || !cluster_ok(h, r, 2))
                 return;
         if (!r->answered || r->http >= 500 || (r->http == 200 && !r->json)) {
                 /* the answer never came: the claim may or may not be applied */
@@ -544,13 +469,23 @@ static void on_claim(void *userdata, const struct etcd_reply *r)
         restart_acquisition(h, 10 + (unsigned)(random() % 50));
 }
 
-static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t modrev)
+static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
+{
+        return a > b ? (a > c ? a : c) : (b > c ? b : c);
+}
+
+/* hwm is the mark read, or (modrev 0: no mark) a value above the floor */
+static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t modrev,
+                       uint64_t floor)
 {
         struct holding *g = &h->next;
-        char rev[24];
         uint64_t now = id_now_ms(h, g->fresh);
+        (void)floor;
         g->worker = (int32_t)worker;
-        g->start_ms = now > hwm ? now : hwm + 1;
+        /* above the mark, above what a fence set, above what this daemon
+         * itself published for the number (which a restore may have lost) */
+        g->start_ms = max3(now, hwm + 1,
+                           max3(h->cl.claims_above, marks_own(h, (int32_t)worker), 0) + 1);
         g->mark = g->start_ms + (uint64_t)h->cfg->window_s * 1000;
         g->hwm_modrev = modrev;
         g->state = H_CLAIM;
@@ -560,17 +495,25 @@ static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t 
         if (g->mark >> h->layout.time_bits) {
                 log_error("ID time %" PRIu64 " ms has run past the layout's %u time bits",
                           g->mark, h->layout.time_bits);
-                return fatal(h, EX_CONFIG_);
+                return holder_fatal(h, EX_CONFIG_);
         }
         json_t *body = json_pack(
-                "{s:[{s:o, s:s, s:s, s:s}, {s:o, s:s, s:s, s:s}], s:[o, o], s:[o, o]}", "compare",
-                "key", key_json(h, "workers/", worker), "target", "CREATE", "result", "EQUAL",
-                "create_revision", "0", "key", key_json(h, "hwm/", worker), "target", "MOD", "result",
-                "EQUAL", "mod_revision", i64(modrev, rev), "success",
+                "{s:[o, o], s:[o, o, o], s:[o, o]}", "compare",
+                txn_cmp(key_json(h, "workers/", worker), "CREATE", "EQUAL", NULL, 0),
+                txn_cmp(key_json(h, "hwm/", worker), "MOD", "EQUAL", NULL, modrev), "success",
                 put_op(key_json(h, "workers/", worker), etcd_b64("%s", g->value), g->lease),
-                put_op(key_json(h, "hwm/", worker), mark_json(g->mark), 0), "failure",
+                put_op(key_json(h, "hwm/", worker), mark_json(g->mark), 0),
+                txn_raise_floor(h->prefix, g->mark), "failure",
                 range_op(key_json(h, "workers/", worker), NULL, false),
                 range_op(key_json(h, "hwm/", worker), NULL, false));
+        json_t *cmp = json_object_get(body, "compare");
+        txn_cluster_compares(cmp, h->prefix, &h->cl);
+        txn_cluster_reads(json_object_get(body, "failure"), h->prefix);
+        /* no mark: the floor, which is at or above every deadline ever
+         * published, must still be below the start */
+        if (!modrev)
+                json_array_append_new(cmp, txn_cmp(key_json(h, "floor", -1), "VALUE", "LESS",
+                                                   mark_json(g->start_ms), 0));
         if (etcd_call(h->etcd, "/v3/kv/txn", body, on_claim, h, g->id) < 0) {
                 g->state = H_SETTLE;
                 step_settle(h);
@@ -585,9 +528,15 @@ static void on_settle(void *userdata, const struct etcd_reply *r)
         struct holding *g = acquiring(h, r, H_SETTLE);
         bool ours;
         uint64_t stored;
-        if (!g)
+        if (!g || !cluster_ok(h, r, -1))
                 return;
-        if (!etcd_ok(r) || read_back(g, r->json, &ours, &stored) < 0) {
+        int same = etcd_ok(r) ? txn_cluster_same(r->json, 2, &h->cl) : -1;
+        if (same == 0) {
+                /* the claim compared the fence it knew: it was not applied */
+                cluster_halt(h, HALT_CHECKING);
+                return cluster_read(h);
+        }
+        if (!etcd_ok(r) || same < 0 || read_back(g, r->json, &ours, &stored, NULL) < 0) {
                 /* keep asking: the lease may expire meanwhile, which settles it too */
                 return on_settle_retry_timer(h);
         }
@@ -606,6 +555,7 @@ static void step_settle(struct holder *h)
         json_t *body = json_pack("{s:[o, o]}", "success",
                                  range_op(key_json(h, "workers/", g->worker), NULL, false),
                                  range_op(key_json(h, "hwm/", g->worker), NULL, false));
+        txn_cluster_reads(json_object_get(body, "success"), h->prefix);
         if (etcd_call(h->etcd, "/v3/kv/txn", body, on_settle, h, g->id) < 0)
                 on_settle_retry_timer(h);
 }
@@ -627,9 +577,9 @@ static void on_settle_retry_timer(struct holder *h)
                                    on_settle_timer, h);
 }
 
-static void acquire(struct holder *h, bool fresh)
+void holder_acquire(struct holder *h, bool fresh)
 {
-        if (h->next.state != H_NONE || h->stopping)
+        if (h->next.state != H_NONE || h->stopping || h->halted != HALT_NONE || !h->layout_ready)
                 return;
         h->next = (struct holding){.state = H_GRANT, .id = ++h->ids, .fresh = fresh, .worker = -1};
         step_grant(h);
@@ -640,32 +590,34 @@ static void acquire(struct holder *h, bool fresh)
 static void publish(struct holder *h)
 {
         struct holding *g = &h->next;
-        if (g->fresh)
-                h->offset_ns = wall_offset(h);
-        uint64_t now = id_now_ms(h, false);
-        if (g->start_ms > now + h->cfg->lead_ms) {
-                /* the number's mark is ahead of the clock: ID time jumps to its
-                 * start and is slewed back to the wall clock later */
-                h->offset_ns += (int64_t)(g->start_ms - now) * 1000000;
-        }
+        /* a fresh number: ID time back on the wall clock; else the counter
+         * follows, and a start ahead of the clock raises ID time to it (a
+         * lead the daemon chose: slewed back, never answered by a move) */
+        struct clock_reading now = clock_read(h);
+        struct clock_state c = h->clock;
+        bool follow = clock_chose(&c, &now, g->start_ms, h->cfg->lead_ms, g->fresh);
         struct shm_publication p = {
                 .layout = h->layout,
                 .worker = (uint32_t)g->worker,
                 .start_ms = g->start_ms,
                 .deadline = g->mark,
-                .offset_ns = h->offset_ns,
+                .offset_ns = c.offset_ns,
                 .lead_ms = (uint8_t)h->cfg->lead_ms,
-                .follow = !g->fresh,
+                .follow = follow,
         };
         int r = shm_pub_switch(h->pub, &p);
         if (r < 0) {
                 log_error_errno(r, "Cannot publish worker %" PRId32 ": %m", g->worker);
                 return restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
         }
+        h->clock = c;
         h->stats.switches++;
-        /* the old number is given up; its mark stays and fences it */
-        if (h->cur.state != H_NONE)
-                give_up_lease(h, h->cur.lease);
+        /* the old number is given up once etcd confirms its mark at or above
+         * the last deadline published for it; the mark then fences it */
+        if (h->cur.state != H_NONE) {
+                marks_retired(h, h->cur.worker, h->cur.mark);
+                marks_raise(h, h->cur.worker, h->cur.mark, h->cur.lease, 0);
+        }
         h->cur = *g;
         h->cur.keepalive_busy = h->cur.extend_busy = false;
         h->next = (struct holding){.state = H_NONE, .worker = -1};
@@ -675,7 +627,7 @@ static void publish(struct holder *h)
                 sd_notify(0, "READY=1");
                 h->ready_sent = true;
         }
-        update_status(h);
+        holder_update_status(h);
 }
 
 static void lost(struct holder *h, const char *why)
@@ -688,8 +640,9 @@ static void lost(struct holder *h, const char *why)
         h->cur.state = H_LOST;
         h->stats.leases_lost++;
         shm_pub_set_state(h->pub, SHM_STATE_NO_LEASE);
-        acquire(h, false);
-        update_status(h);
+        marks_raise(h, h->cur.worker, h->cur.mark, 0, 0);
+        holder_acquire(h, false);
+        holder_update_status(h);
 }
 
 /* ---- renewing: keepalive, and the guarded extension of the mark ---- */
@@ -723,7 +676,8 @@ static void on_extend(void *userdata, const struct etcd_reply *r)
         if (!g)
                 return;
         g->extend_busy = false;
-        if (g != &h->cur || g->state != H_HELD)
+        /* failure: [workers/n, hwm/n, fence, layout] */
+        if (g != &h->cur || g->state != H_HELD || !cluster_ok(h, r, 2))
                 return;
         uint64_t v = g->pending; /* the mark this request asked for */
         if (!etcd_ok(r)) {
@@ -735,8 +689,9 @@ static void on_extend(void *userdata, const struct etcd_reply *r)
         }
         bool ours = true;
         uint64_t stored = v;
+        int64_t modrev;
         if (!json_is_true(json_object_get(r->json, "succeeded"))) {
-                if (read_back(g, r->json, &ours, &stored) < 0) {
+                if (read_back(g, r->json, &ours, &stored, &modrev) < 0) {
                         h->stats.renewal_failures++;
                         log_warning("etcd's answer to a mark extension is malformed");
                         return;
@@ -744,9 +699,14 @@ static void on_extend(void *userdata, const struct etcd_reply *r)
                 if (!ours)
                         return lost(h, "another holder has it, or its lease is gone");
                 if (stored < v) {
-                        /* ours, yet the mark is lower and the guard failed: only
-                         * a damaged value can do that */
-                        return lost(h, "its mark does not read back");
+                        /* ours, yet the guard failed: the mark is absent (deleted,
+                         * or lost by etcd).  Raised again before anything else. */
+                        log_warning("The mark of worker %" PRId32 " reads %s; raising it "
+                                    "back to %" PRIu64, g->worker, modrev ? "low" : "absent",
+                                    g->mark);
+                        g->raising = true;
+                        marks_raise(h, g->worker, g->mark, 0, g->id);
+                        return;
                 }
         }
         h->stats.renewals++;
@@ -762,26 +722,29 @@ static void send_renewal(struct holder *h)
         char l[24];
         if (g->state != H_HELD)
                 return;
-        if (!g->keepalive_busy) {
+        if (!g->keepalive_busy && h->halted == HALT_NONE) {
                 g->keepalive_busy = etcd_call(h->etcd, "/v3/lease/keepalive",
                                               json_pack("{s:s}", "ID", i64(g->lease, l)),
                                               on_keepalive, h, g->id) == 0;
         }
         uint64_t v = id_now_ms(h, false) + (uint64_t)h->cfg->window_s * 1000;
-        if (g->extend_busy || v <= g->mark || v >> h->layout.time_bits)
+        if (g->extend_busy || g->raising || h->halted != HALT_NONE || v <= g->mark ||
+            v >> h->layout.time_bits)
                 return;
         /* one extension is in flight at a time, so its mark is known */
         g->pending = v;
         json_t *body = json_pack(
-                "{s:[{s:o, s:s, s:s, s:s}, {s:o, s:s, s:s, s:o}, {s:o, s:s, s:s, s:o}], s:[o], "
-                "s:[o, o]}",
-                "compare", "key", key_json(h, "workers/", g->worker), "target", "LEASE", "result",
-                "EQUAL", "lease", i64(g->lease, l), "key", key_json(h, "workers/", g->worker),
-                "target", "VALUE", "result", "EQUAL", "value", etcd_b64("%s", g->value), "key",
-                key_json(h, "hwm/", g->worker), "target", "VALUE", "result", "LESS", "value",
-                mark_json(v), "success", put_op(key_json(h, "hwm/", g->worker), mark_json(v), 0),
-                "failure", range_op(key_json(h, "workers/", g->worker), NULL, false),
+                "{s:[o, o, o], s:[o, o], s:[o, o]}", "compare",
+                txn_cmp(key_json(h, "workers/", g->worker), "LEASE", "EQUAL", NULL, g->lease),
+                txn_cmp(key_json(h, "workers/", g->worker), "VALUE", "EQUAL",
+                        etcd_b64("%s", g->value), 0),
+                txn_cmp(key_json(h, "hwm/", g->worker), "VALUE", "LESS", mark_json(v), 0),
+                "success", put_op(key_json(h, "hwm/", g->worker), mark_json(v), 0),
+                txn_raise_floor(h->prefix, v), "failure",
+                range_op(key_json(h, "workers/", g->worker), NULL, false),
                 range_op(key_json(h, "hwm/", g->worker), NULL, false));
+        txn_cluster_compares(json_object_get(body, "compare"), h->prefix, &h->cl);
+        txn_cluster_reads(json_object_get(body, "failure"), h->prefix);
         g->extend_busy = etcd_call(h->etcd, "/v3/kv/txn", body, on_extend, h, g->id) == 0;
 }
 
@@ -789,7 +752,7 @@ static int on_renew_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct holder *h = userdata;
         send_renewal(h);
-        update_status(h);
+        holder_update_status(h);
         sd_event_source_set_time(s, usec + (uint64_t)h->cfg->renew_ms * 1000);
         return 0;
 }
@@ -800,52 +763,35 @@ static void check_clock(struct holder *h)
 {
         if (!h->layout_ready)
                 return;
-        int64_t mono = shm_monotonic_ns();
-        int64_t wall = shm_realtime_ns() - (int64_t)h->layout.epoch_ms * 1000000;
-        int64_t idt = mono + h->offset_ns;
-        int64_t diff = wall - idt;
-        int64_t step_back = (int64_t)h->cfg->step_back_ms * 1000000;
-
-        if (diff > 0) {
-                /* the wall clock is ahead: ID time follows at once */
-                if (diff > 1000000) {
-                        h->stats.steps_forward++;
-                        log_notice("The wall clock is %" PRId64 " ms ahead of ID time; ID time "
-                                   "follows it", diff / 1000000);
-                }
-                h->offset_ns += diff;
-                shm_pub_set_offset(h->pub, h->offset_ns);
-                if (diff > 1000000)
-                        send_renewal(h); /* the deadline catches up at once */
-        } else if (-diff > step_back) {
-                if (h->next.state == H_NONE && mono_ms() >= h->fresh_not_before_ms &&
-                    h->cur.state != H_NONE) {
-                        h->stats.steps_back++;
-                        log_notice("The wall clock is %" PRId64 " ms behind ID time; moving to a "
-                                   "fresh worker number", -diff / 1000000);
-                        acquire(h, true);
-                }
-                /* meanwhile ID time slows, as for a small step */
-                int64_t slew = (int64_t)h->cfg->slew_us_per_s * CLOCK_TICK_MS;
-                h->offset_ns -= slew;
-                shm_pub_set_offset(h->pub, h->offset_ns);
-        } else if (diff < 0) {
-                /* a little behind: slow ID time by at most slew per second */
-                int64_t slew = (int64_t)h->cfg->slew_us_per_s * CLOCK_TICK_MS;
-                h->offset_ns -= -diff < slew ? -diff : slew;
-                shm_pub_set_offset(h->pub, h->offset_ns);
+        const struct clock_policy pol = {
+                .step_back_ns = (int64_t)h->cfg->step_back_ms * 1000000,
+                .slew_ns_per_tick = (int64_t)h->cfg->slew_us_per_s * CLOCK_TICK_MS,
+        };
+        struct clock_reading r = clock_read(h);
+        struct clock_decision d = clock_decide(&pol, &h->clock, &r);
+        if (d.next.offset_ns != h->clock.offset_ns)
+                shm_pub_set_offset(h->pub, d.next.offset_ns);
+        h->clock = d.next;
+        if (d.step_forward) {
+                h->stats.steps_forward++;
+                log_notice("The wall clock is %" PRId64 " ms ahead of ID time; ID time follows it",
+                           -d.ahead_ns / 1000000);
+                send_renewal(h); /* the deadline catches up at once */
         }
-
-        /* the backstop: a live counter far ahead of ID time moves the host on */
-        if (h->cur.state == H_HELD && h->next.state == H_NONE) {
-                uint64_t ctr = shm_pub_counter_ms(h->pub), now = id_now_ms(h, false);
-                if (ctr > now + h->cfg->step_back_ms && mono_ms() >= h->fresh_not_before_ms) {
-                        h->stats.backstops++;
-                        log_warning("The live counter is %" PRIu64 " ms ahead of ID time; moving "
-                                    "to a fresh worker number", ctr - now);
-                        acquire(h, true);
-                }
+        if (d.action != CLOCK_MOVE)
+                return;
+        if (d.step_back) {
+                h->stats.steps_back++;
+                log_notice("The wall clock moved %" PRId64 " ms back against CLOCK_MONOTONIC; "
+                           "moving to a fresh worker number",
+                           d.unchosen_ns / 1000000);
+        } else {
+                h->stats.backstops++;
+                log_warning("The live counter is %" PRId64 " ms ahead of ID time; moving to a "
+                            "fresh worker number",
+                            d.counter_ahead_ns / 1000000);
         }
+        holder_acquire(h, true);
 }
 
 static int on_clock_timer(sd_event_source *s, uint64_t usec, void *userdata)
@@ -857,8 +803,11 @@ static int on_clock_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 static int arm_setclock(int fd)
 {
-        /* fires (ECANCELED) whenever CLOCK_REALTIME is set */
-        struct itimerspec its = {.it_value = {.tv_sec = INT32_MAX}};
+        /* fires (ECANCELED) whenever CLOCK_REALTIME is set; else expires a
+         * year from now and is armed again (never at a fixed date) */
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        struct itimerspec its = {.it_value = {.tv_sec = now.tv_sec + 365 * 86400}};
         return timerfd_settime(fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its, NULL);
 }
 
@@ -877,7 +826,7 @@ static int on_setclock(sd_event_source *s, int fd, uint32_t revents, void *userd
 
 /* ---- status ---- */
 
-static void update_status(struct holder *h)
+void holder_update_status(struct holder *h)
 {
         char buf[256];
         if (h->on_change)
@@ -945,8 +894,8 @@ int holder_start(struct holder *h, sd_event *event, const struct settings *cfg,
         if (r < 0)
                 return r;
         sd_event_source_set_io_fd_own(h->setclock_io, 1);
-        update_status(h);
-        step_layout(h);
+        holder_update_status(h);
+        cluster_read(h);
         return 0;
 }
 

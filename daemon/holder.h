@@ -15,9 +15,11 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "clock.h"
 #include "config.h"
 #include "etcd.h"
 #include "publish.h"
+#include "txn.h"
 
 enum hstate {
         H_NONE,   /* no holding */
@@ -41,11 +43,44 @@ struct holding {
         int64_t hwm_modrev;  /* hwm/<n>'s mod revision when scanned; 0 if absent */
         bool fresh;          /* a clock reset: ID time back to the wall clock */
         bool keepalive_busy, extend_busy;
+        bool raising;        /* its mark read back low: raised before anything else */
 };
+
+/* Why the daemon extends nothing on this cluster (docs/fences.md). */
+enum halt {
+        HALT_NONE,
+        HALT_CHECKING,    /* an answer named another fence or layout: reading them */
+        HALT_RESTORED,    /* revisions went back or the cluster ID changed */
+        HALT_LAYOUT_LOST, /* the layout key is gone */
+        HALT_FENCE_LOST,  /* the fence or floor key is gone (or never made) */
+};
+
+/* A mark being raised to at least `mark` (rule 4): read, then compare its
+ * mod revision and put. */
+struct mark_raise {
+        uint64_t id;
+        int32_t worker;
+        uint64_t mark;
+        int64_t lease;        /* revoked once the mark is confirmed; 0: none */
+        uint64_t for_holding; /* the holding whose renewal waits for it; 0: none */
+        unsigned tries;
+        bool active, waiting;
+};
+
+/* A number this daemon published, with the last deadline it published. */
+struct published {
+        int32_t worker;
+        uint64_t mark;
+        uint64_t mono_ms; /* when it was retired */
+};
+
+#define PUBLISHED_MAX 32
+#define RAISES_MAX 8
 
 struct holder_stats {
         uint64_t renewals, renewal_failures, switches, leases_lost;
         uint64_t steps_forward, steps_back, backstops;
+        uint64_t marks_raised, fences_adopted, restores_seen;
 };
 
 struct holder {
@@ -60,11 +95,17 @@ struct holder {
         char token[17];
         uint64_t ids;
         struct holding cur, next;
-        int64_t offset_ns;    /* ID time minus CLOCK_MONOTONIC, as published */
+        struct clock_state clock; /* offset_ns: ID time minus CLOCK_MONOTONIC, as published */
         unsigned backoff_ms;
         uint64_t fresh_not_before_ms; /* monotonic ms: throttles fresh-number attempts */
         sd_event_source *renew_timer, *clock_timer, *retry_timer, *setclock_io, *stop_timer;
         bool ready_sent, stopping, etcd_reachable;
+        struct cluster_ident cl;
+        enum halt halted;
+        struct published published[PUBLISHED_MAX];
+        unsigned n_published;
+        struct mark_raise raises[RAISES_MAX];
+        sd_event_source *reread_timer;
         int exit_code;
         struct holder_stats stats;
         /* called on every state change and renewal tick (the HTTP snapshot) */
@@ -78,3 +119,22 @@ int holder_start(struct holder *h, sd_event *event, const struct settings *cfg,
  * loop exits when etcd has answered or after a second. */
 void holder_stop(struct holder *h);
 void holder_free(struct holder *h);
+const char *holder_halt_name(enum halt why);
+
+/* Inside the daemon: holder.c and cluster.c. */
+void holder_acquire(struct holder *h, bool fresh);
+void holder_update_status(struct holder *h);
+void holder_layout_read(struct holder *h, const snowid_layout *l, const struct cluster_ident *c);
+void holder_fence_adopted(struct holder *h);
+void holder_halted(struct holder *h);
+void holder_fatal(struct holder *h, int code);
+void give_up_lease(struct holder *h, int64_t lease);
+uint64_t holder_id_now_ms(const struct holder *h);
+/* cluster.c: the layout, the fence, halts, raising marks */
+void cluster_read(struct holder *h);
+bool cluster_ok(struct holder *h, const struct etcd_reply *r, int fence_op);
+void cluster_halt(struct holder *h, enum halt why);
+void marks_raise(struct holder *h, int32_t worker, uint64_t mark, int64_t lease,
+                 uint64_t for_holding);
+void marks_retired(struct holder *h, int32_t worker, uint64_t mark);
+uint64_t marks_own(const struct holder *h, int32_t worker);

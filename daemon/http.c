@@ -282,8 +282,9 @@ static enum MHD_Result decode_id(struct http_server *srv, struct MHD_Connection 
 
 static const char *state_name(int state)
 {
-        static const char *const names[] = {"starting", "leased", "no-lease"};
-        return state >= 0 && state < 3 ? names[state] : "unknown";
+        static const char *const names[] = {"starting", "leased", "no-lease", "etcd-restored",
+                                            "layout-lost"};
+        return state >= 0 && state < 5 ? names[state] : "unknown";
 }
 
 static enum MHD_Result status(struct http_server *srv, struct MHD_Connection *c)
@@ -296,14 +297,14 @@ static enum MHD_Result status(struct http_server *srv, struct MHD_Connection *c)
         rcu_read_lock();
         const struct http_snapshot *s = rcu_dereference(srv->snap);
         json_t *j = json_pack(
-                "{s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:s, s:s, s:s, s:I, s:b, s:I}",
+                "{s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:s, s:s, s:s, s:I, s:b, s:s, s:I}",
                 "cluster", srv->cfg->cluster, "instance", srv->cfg->instance, "layout", "epoch_ms",
                 (json_int_t)s->layout.epoch_ms, "time_bits", (json_int_t)s->layout.time_bits,
                 "worker_bits", (json_int_t)s->layout.worker_bits, "seq_bits",
                 (json_int_t)s->layout.seq_bits, "worker", (json_int_t)s->worker, "generation",
                 (json_int_t)st.generation, "state", state_name(st.state), "lease", s->lease,
                 "deadline", deadline, "headroom_ms", (json_int_t)st.headroom_ms,
-                "etcd_reachable", s->etcd_reachable, "uptime_s",
+                "etcd_reachable", s->etcd_reachable, "halted", s->halted ? s->halted : "no", "uptime_s",
                 (json_int_t)((mono_ms() - s->mono_started_ms) / 1000));
         rcu_read_unlock();
         return reply_json(srv, c, 200, j, NULL, NULL);
@@ -312,9 +313,22 @@ static enum MHD_Result status(struct http_server *srv, struct MHD_Connection *c)
 static enum MHD_Result healthz(struct http_server *srv, struct MHD_Connection *c)
 {
         snowid_status st;
-        char why[128];
+        char why[256];
         if (snowid_get_status(srv->ids, &st) < 0)
                 return fail(srv, c, 503, "cannot read the segment");
+        rcu_read_lock();
+        const char *halted = rcu_dereference(srv->snap)->halted;
+        rcu_read_unlock();
+        if (halted && strcmp(halted, "checking")) {
+                /* a static string: safe past the read-side section */
+                snprintf(why, sizeof(why),
+                         "%s: %s; run `snowid fence` against the cluster (IDs stop at the deadline)",
+                         halted,
+                         !strcmp(halted, "etcd-restored")
+                                 ? "etcd was restored from a snapshot or replaced"
+                                 : "the cluster's layout or fence key is gone");
+                return fail(srv, c, 503, why);
+        }
         if (st.generation & 1)
                 return fail(srv, c, 503, "no worker number published yet, or a switch is under way");
         if (st.headroom_ms < 1000) {
@@ -376,6 +390,21 @@ static enum MHD_Result metrics(struct http_server *srv, struct MHD_Connection *c
                 s->holder.renewals, s->holder.renewal_failures, s->holder.leases_lost,
                 s->holder.switches, s->holder.steps_forward, s->holder.steps_back,
                 s->holder.backstops, (double)s->offset_ns / 1e9, s->etcd_reachable, s->worker);
+        fprintf(f, "# HELP snowid_cluster_halted Whether the daemon extends nothing on the cluster, "
+                   "and why (run `snowid fence`).\n# TYPE snowid_cluster_halted gauge\n");
+        static const char *const reasons[] = {"etcd-restored", "layout-lost", "fence-lost"};
+        for (size_t i = 0; i < 3; i++)
+                fprintf(f, "snowid_cluster_halted{reason=\"%s\"} %d\n", reasons[i],
+                        s->halted && !strcmp(s->halted, reasons[i]));
+        fprintf(f,
+                "# HELP snowid_marks_raised_total Marks found absent or low and written back.\n"
+                "# TYPE snowid_marks_raised_total counter\nsnowid_marks_raised_total %" PRIu64 "\n"
+                "# HELP snowid_fences_adopted_total New fences (snowid fence) adopted.\n"
+                "# TYPE snowid_fences_adopted_total counter\nsnowid_fences_adopted_total %" PRIu64
+                "\n# HELP snowid_etcd_restores_seen_total Times etcd's history went back.\n"
+                "# TYPE snowid_etcd_restores_seen_total counter\n"
+                "snowid_etcd_restores_seen_total %" PRIu64 "\n",
+                s->holder.marks_raised, s->holder.fences_adopted, s->holder.restores_seen);
         static const char *const le[] = {"0.001", "0.002", "0.005", "0.01", "0.05", "0.1", "1",
                                          "+Inf"};
         fprintf(f, "# HELP snowid_etcd_request_duration_seconds etcd request latency.\n"

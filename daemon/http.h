@@ -21,6 +21,7 @@ struct http_snapshot {
         int32_t worker;         /* -1: none */
         const char *lease;      /* "held", "lost", "claiming" */
         bool etcd_reachable;
+        const char *halted;     /* NULL, or why nothing is extended (holder_halt_name) */
         int64_t offset_ns;
         uint64_t mono_started_ms;
         struct holder_stats holder;

@@ -34,7 +34,8 @@ static void on_holder_change(struct holder *h, void *userdata)
                                  : h->cur.state == H_LOST ? "lost"
                                                           : "claiming",
                         .etcd_reachable = h->etcd_reachable,
-                        .offset_ns = h->offset_ns,
+                        .halted = holder_halt_name(h->halted),
+                        .offset_ns = h->clock.offset_ns,
                         .mono_started_ms = app->started_ms,
                         .holder = h->stats,
                         .etcd = *etcd_stats(h->etcd),

@@ -27,6 +27,8 @@ struct call {
         etcd_cb cb;
         void *userdata;
         uint64_t tag;
+        int64_t rev_at_send;
+        bool is_kv;
         struct call *next;
 };
 
@@ -34,6 +36,7 @@ struct etcd {
         struct call *head, **tail;
         unsigned in_flight;
         struct etcd_stats stats;
+        struct etcd_history hist;
 };
 
 int etcd_new(sd_event *event, const struct settings *cfg, struct etcd **ret)
@@ -64,7 +67,6 @@ struct etcd *etcd_free(struct etcd *e)
 int etcd_call(struct etcd *e, const char *path, json_t *body, etcd_cb cb, void *userdata,
               uint64_t tag)
 {
-        (void)path;
         /* what the real client sends: the body must be JSON it can print */
         char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
         if (!text)
@@ -74,11 +76,17 @@ int etcd_call(struct etcd *e, const char *path, json_t *body, etcd_cb cb, void *
         struct call *c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
-        *c = (struct call){.cb = cb, .userdata = userdata, .tag = tag};
+        *c = (struct call){.cb = cb, .userdata = userdata, .tag = tag,
+                           .rev_at_send = e->hist.max_rev, .is_kv = !strncmp(path, "/v3/kv/", 7)};
         *e->tail = c;
         e->tail = &c->next;
         e->in_flight++;
         return 0;
+}
+
+void etcd_history_reset(struct etcd *e)
+{
+        e->hist = (struct etcd_history){0};
 }
 
 unsigned etcd_in_flight(const struct etcd *e)
@@ -143,6 +151,8 @@ static bool answer(struct etcd *e, const char *part, size_t len)
                         len -= 5;
                 }
                 etcd_reply_parse(&r, http, part, len);
+                if (c->is_kv && etcd_ok(&r))
+                        etcd_history_note(&e->hist, c->rev_at_send, &r);
         }
         c->cb(c->userdata, &r);
         json_decref(r.json);

@@ -30,8 +30,9 @@ static void count(_Atomic uint64_t *counter)
 static int budget_spent(snowid *s, int64_t *until)
 {
         int64_t now = monotonic_ns();
-        if (*until == 0)
-                *until = now + (int64_t)READ_ONCE(s->max_wait_ns);
+        /* a budget past INT64_MAX ns from now saturates: it never runs out */
+        if (*until == 0 && __builtin_add_overflow(now, (int64_t)READ_ONCE(s->max_wait_ns), until))
+                *until = INT64_MAX;
         return now >= *until;
 }
 

@@ -105,9 +105,12 @@ SNOWID_EXPORT snowid *snowid_close(snowid *s)
 
 SNOWID_EXPORT int snowid_set_max_wait(snowid *s, uint64_t usec)
 {
-        if (!s || usec > UINT64_MAX / 1000)
+        if (!s)
                 return -EINVAL;
-        WRITE_ONCE(s->max_wait_ns, usec * 1000);
+        /* budget_spent() reads the budget as an int64_t: a longer one (about
+         * 292 years and up) saturates to INT64_MAX, "wait as long as it takes" */
+        uint64_t ns = usec > (uint64_t)INT64_MAX / 1000 ? (uint64_t)INT64_MAX : usec * 1000;
+        WRITE_ONCE(s->max_wait_ns, ns);
         return 0;
 }
 

@@ -56,6 +56,8 @@ enum shm_state {
         SHM_STATE_STARTING = 0, /* no worker published yet */
         SHM_STATE_LEASED = 1,   /* holding a lease, deadline being extended */
         SHM_STATE_NO_LEASE = 2, /* lease lost or etcd unreachable: runs out at deadline */
+        SHM_STATE_RESTORED = 3, /* etcd restored: nothing extended until it is fenced */
+        SHM_STATE_LAYOUT_LOST = 4, /* the cluster's layout or fence key is gone */
 };
 
 struct shm_ctl {

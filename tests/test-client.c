@@ -179,7 +179,6 @@ static void test_batch_bounds(void **state)
         assert_int_equal(snowid_next(NULL, ids), -EINVAL);
         assert_int_equal(snowid_next(cli, NULL), -EINVAL);
         assert_int_equal(snowid_set_max_wait(NULL, 1), -EINVAL);
-        assert_int_equal(snowid_set_max_wait(cli, UINT64_MAX), -EINVAL);
         assert_int_equal(snowid_get_layout(cli, NULL), -EINVAL);
         assert_int_equal(snowid_get_status(NULL, NULL), -EINVAL);
         assert_int_equal(ids[0], 1);
@@ -264,6 +263,44 @@ static void test_waits_for_the_deadline(void **state)
         assert_int_equal(snowid_next(cli, &id), 0);
         assert_true(parts(id).time_ms >= T + 20000);
         assert_true(parts(id).time_ms <= T + 30000);
+}
+
+static uint64_t extend_to;
+
+static void extend_deadline_to(void)
+{
+        assert_int_equal(shm_pub_extend(pub, extend_to), 0);
+}
+
+/* A budget too long to count in ns waits as long as it takes: it must not
+ * wrap to a negative budget (set_max_wait's usec * 1000), nor to a deadline
+ * in the past (now + budget), and give up at once. */
+static void test_huge_wait_budget(void **state)
+{
+        (void)state;
+        static const uint64_t budgets[] = {
+                UINT64_MAX,
+                UINT64_MAX / 1000,              /* the largest that once fitted in u64 ns */
+                (uint64_t)INT64_MAX / 1000 + 1, /* just past INT64_MAX ns: was negative */
+                (uint64_t)INT64_MAX / 1000,     /* fits, but now + budget overflows */
+                (uint64_t)INT64_MAX / 1000 - 1000 * 1000 * 1000, /* likewise */
+        };
+        fake_step = MS / 100;
+        for (unsigned i = 0; i < sizeof(budgets) / sizeof(budgets[0]); i++) {
+                uint64_t id, waits = READ_ONCE(pub->ctr->stats.waits_deadline);
+                uint64_t eagain = READ_ONCE(pub->ctr->stats.eagain);
+                uint64_t t = T + 20000 * (i + 1); /* past the deadline */
+                assert_int_equal(snowid_set_max_wait(cli, budgets[i]), 0);
+                atomic_store(&fake_ns, (int64_t)t * MS);
+                extend_to = t + 10000;
+                arm(extend_deadline_to, 50); /* snowidd extends, 0.5 ms into the wait */
+                assert_int_equal(snowid_next(cli, &id), 0);
+                assert_true(parts(id).time_ms >= t);
+                assert_true(parts(id).time_ms <= t + 1);
+                assert_int_equal(READ_ONCE(pub->ctr->stats.waits_deadline), waits + 1);
+                assert_int_equal(READ_ONCE(pub->ctr->stats.eagain), eagain);
+                assert_true(atomic_load(&fake_ns) >= (int64_t)t * MS + MS / 2);
+        }
 }
 
 static void switch_to_9(void)
@@ -456,6 +493,7 @@ int main(void)
                 T_(test_wait_budget),
                 T_(test_deadline),
                 T_(test_waits_for_the_deadline),
+                T_(test_huge_wait_budget),
                 T_(test_switch_mid_call),
                 T_(test_sleeper_leaves_new_line_alone),
                 T_(test_follow_keeps_order),

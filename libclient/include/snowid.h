@@ -83,7 +83,9 @@ SNOWID_EXPORT snowid *snowid_close(snowid *s);
 SNOWID_EXPORT int snowid_next(snowid *s, uint64_t *ret_id);
 /* n IDs from one atomic operation, increasing.  1 <= n <= 2^seq_bits. */
 SNOWID_EXPORT int snowid_next_batch(snowid *s, uint64_t *ret_ids, size_t n);
-/* How long a call may wait (clock, deadline, a switch); 0 never waits. */
+/* How long a call may wait (clock, deadline, a switch); 0 never waits.  A
+ * budget too long to count in ns (about 292 years and up, e.g. UINT64_MAX)
+ * waits as long as it takes. */
 SNOWID_EXPORT int snowid_set_max_wait(snowid *s, uint64_t usec);
 
 SNOWID_EXPORT int snowid_get_layout(snowid *s, snowid_layout *ret);

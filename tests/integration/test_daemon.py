@@ -85,7 +85,7 @@ def test_bad_input(h):
     for args in (["--lease-ttl", "1"], ["--window", "zero"], ["--etcd", "ftp://x"],
                  ["--instance", "a/b"], ["--time-bits", "40"], ["--bogus"],
                  ["--renew-interval", "9000"], ["--log-level", "loud"], ["--group", "nogroup-x"],
-                 ["--etcd-user", "u"], ["extra"]):
+                 ["--etcd-user", "u"], ["extra"], ["--check-config", "--slew", "5001"]):
         r = run_d(*args)
         assert r.returncode == 78, f"{args}: exit {r.returncode}"
         lines = r.stderr.strip().splitlines()
@@ -97,6 +97,7 @@ def test_bad_input(h):
     assert r.returncode == 78 and "bad.conf:3" in r.stderr, r.stderr
     r = run_d("--check-config", "--lease-ttl", "20", "--renew-interval", "500")
     assert r.returncode == 0, r.stderr
+    assert run_d("--check-config", "--slew", "5000").returncode == 0  # half of lead 1 ms
 
     etcd = Etcd(h)
     # a different layout from the stored one

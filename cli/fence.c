@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * snowid fence: a new history for a cluster (docs/fences.md).  Run after
+ * etcd was restored from a snapshot, or when the cluster's layout, fence or
+ * floor key was lost.  Writes a new fence token and claims_above, raises
+ * the floor to it, and re-creates a lost layout from the configuration.
+ * Daemons see the new fence at their next request and go on by themselves.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "etcd.h"
+#include "fence.h"
+#include "log.h"
+#include "txn.h"
+
+#define AHEAD_DEFAULT_MS 60000
+
+struct fence_run {
+        const struct settings *cfg;
+        sd_event *event;
+        struct etcd *etcd;
+        char prefix[96];
+        uint64_t ahead_ms;
+        unsigned tries;
+        int result;
+};
+
+static void send_read(struct fence_run *f);
+
+static json_t *layout_value(const snowid_layout *l)
+{
+        return etcd_b64("{\"epoch_ms\":%" PRIu64 ",\"time_bits\":%u,\"worker_bits\":%u,"
+                        "\"seq_bits\":%u}",
+                        l->epoch_ms, l->time_bits, l->worker_bits, l->seq_bits);
+}
+
+static void done(struct fence_run *f, int result)
+{
+        f->result = result;
+        sd_event_exit(f->event, 0);
+}
+
+static void on_write(void *userdata, const struct etcd_reply *r)
+{
+        struct fence_run *f = userdata;
+        if (!etcd_ok(r)) {
+                fprintf(stderr, "snowid fence: etcd did not take the fence: %s\n",
+                        r->error ? r->error : "malformed answer");
+                return done(f, 1);
+        }
+        if (!json_is_true(json_object_get(r->json, "succeeded"))) {
+                fprintf(stderr, "snowid fence: the cluster's keys changed while it was being "
+                                "fenced; run it again\n");
+                return done(f, 1);
+        }
+        done(f, 0);
+}
+
+static uint64_t wall_id_ms(const snowid_layout *l)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t unix_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+        return unix_ms > l->epoch_ms ? unix_ms - l->epoch_ms : 0;
+}
+
+static void on_read(void *userdata, const struct etcd_reply *r)
+{
+        struct fence_run *f = userdata;
+        struct kv lk, fk, flk, kv;
+        struct cluster_ident old = {0}, c;
+        uint64_t floor = 0, highest = 0, m;
+        const char *p = f->prefix;
+        if (!etcd_ok(r)) {
+                fprintf(stderr, "snowid fence: cannot read the cluster from etcd: %s\n",
+                        r->error ? r->error : "malformed answer");
+                /* the client moves on to the next endpoint after a failure */
+                if ((!r->answered || r->http >= 500) && ++f->tries < 3 * f->cfg->n_etcd)
+                        return send_read(f);
+                return done(f, 1);
+        }
+        /* [layout, fence, floor, hwm/...] */
+        int rl = txn_kv(r->json, 0, &lk), rf = txn_kv(r->json, 1, &fk), rfl = txn_kv(r->json, 2, &flk);
+        if (rl < 0 || rf < 0 || rfl < 0) {
+                fprintf(stderr, "snowid fence: etcd's answer is malformed\n");
+                goto out;
+        }
+        if (rf == 1 && fence_parse(fk.value, fk.value_len, &old) < 0)
+                fprintf(stderr, "snowid fence: the stored fence is not valid; replacing it\n");
+        if (rfl == 1 && parse_mark(flk.value, flk.value_len, &floor) < 0)
+                fprintf(stderr, "snowid fence: the stored floor is not valid; replacing it\n");
+        json_t *kvs = txn_kvs(r->json, 3), *j;
+        size_t i, marks = 0;
+        json_array_foreach(kvs, i, j)
+        {
+                if (kv_parse(j, &kv) < 0)
+                        continue;
+                if (parse_mark(kv.value, kv.value_len, &m) == 0) {
+                        marks++;
+                        highest = m > highest ? m : highest;
+                }
+                kv_clear(&kv);
+        }
+        const snowid_layout *l = &f->cfg->layout;
+        uint64_t bound = wall_id_ms(l) + f->ahead_ms + (uint64_t)f->cfg->window_s * 1000;
+        uint64_t above = bound;
+        above = old.claims_above > above ? old.claims_above : above;
+        above = floor > above ? floor : above;
+        above = highest > above ? highest : above;
+        if (fence_make(above, &c) < 0) {
+                fprintf(stderr, "snowid fence: no random token\n");
+                goto out;
+        }
+        /* compare exactly what was read, so nothing changed in between */
+        json_t *cmp = json_pack(
+                "[o, o, o]",
+                txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, rl ? lk.create_revision : 0),
+                txn_cmp(txn_key(p, "fence", -1), "MOD", "EQUAL", NULL, rf ? fk.mod_revision : 0),
+                txn_cmp(txn_key(p, "floor", -1), "MOD", "EQUAL", NULL, rfl ? flk.mod_revision : 0));
+        json_t *ops = json_pack("[o, o]", txn_put(txn_key(p, "fence", -1), etcd_b64("%s", c.fence), 0),
+                                txn_put(txn_key(p, "floor", -1), txn_mark(above), 0));
+        if (rl == 0)
+                json_array_append_new(ops, txn_put(txn_key(p, "layout", -1), layout_value(l), 0));
+        if (etcd_call(f->etcd, "/v3/kv/txn", json_pack("{s:o, s:o}", "compare", cmp, "success", ops),
+                      on_write, f, 0) < 0) {
+                fprintf(stderr, "snowid fence: cannot send to etcd\n");
+                goto out;
+        }
+        printf("snowid fence: cluster %s fenced: token %s, claims above %" PRIu64
+               " (%+.1f s from this host's clock; %zu marks, the highest %" PRIu64
+               ", floor was %" PRIu64 ")%s\n",
+               f->cfg->cluster, c.token, above, ((double)above - (double)wall_id_ms(l)) / 1000, marks,
+               highest, floor, rl == 0 ? "; layout re-created from the configuration" : "");
+        if (rl == 0)
+                printf("snowid fence: layout: epoch %" PRIu64 " ms, %u time, %u worker, %u sequence "
+                       "bits\n",
+                       l->epoch_ms, l->time_bits, l->worker_bits, l->seq_bits);
+        kv_clear(&lk);
+        kv_clear(&fk);
+        kv_clear(&flk);
+        return;
+out:
+        kv_clear(&lk);
+        kv_clear(&fk);
+        kv_clear(&flk);
+        done(f, 1);
+}
+
+static void send_read(struct fence_run *f)
+{
+        const char *p = f->prefix;
+        json_t *body = json_pack("{s:[o, o, o, o]}", "success",
+                                 txn_range(txn_key(p, "layout", -1), NULL, false),
+                                 txn_range(txn_key(p, "fence", -1), NULL, false),
+                                 txn_range(txn_key(p, "floor", -1), NULL, false),
+                                 txn_range(txn_key(p, "hwm/", -1), txn_key(p, "hwm0", -1), false));
+        if (etcd_call(f->etcd, "/v3/kv/txn", body, on_read, f, 0) < 0) {
+                fprintf(stderr, "snowid fence: cannot send to etcd\n");
+                done(f, 1);
+        }
+}
+
+int cmd_fence(int argc, char **argv)
+{
+        struct fence_run f = {.ahead_ms = AHEAD_DEFAULT_MS, .result = 1};
+        struct settings cfg;
+        /* --ahead is ours; everything else is snowidd's settings */
+        char **args = calloc((size_t)argc + 1, sizeof(char *));
+        int n = 0;
+        if (!args)
+                return 1;
+        for (int i = 0; i < argc; i++) {
+                const char *v = NULL;
+                if (!strcmp(argv[i], "--ahead") && i + 1 < argc)
+                        v = argv[++i];
+                else if (!strncmp(argv[i], "--ahead=", 8))
+                        v = argv[i] + 8;
+                else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+                        printf("Usage: snowid fence [--ahead MS] [snowidd's settings: --config FILE, "
+                               "--etcd URLS, --cluster NAME, --window S, TLS, user, layout]\n\n"
+                               "After etcd was restored from a snapshot, or the cluster's layout, "
+                               "fence or floor\nkey was lost: a new fence token, claims above "
+                               "max(every mark, the floor, this\nhost's clock + ahead + window); "
+                               "a lost layout re-created from the settings.\n"
+                               "--ahead MS: how far any host's ID time may be ahead of this "
+                               "host's clock (60000)\n");
+                        free(args);
+                        return 0;
+                }
+                if (v) {
+                        char *end;
+                        errno = 0;
+                        unsigned long long a = strtoull(v, &end, 10);
+                        if (errno || end == v || *end || *v == '-' || a > 86400000ULL * 365) {
+                                fprintf(stderr, "snowid fence: bad --ahead '%s' (ms, at most a year)\n",
+                                        v);
+                                free(args);
+                                return 2;
+                        }
+                        f.ahead_ms = a;
+                } else
+                        args[n++] = argv[i];
+        }
+        log_setup();
+        int r = settings_load(&cfg, n, args);
+        free(args);
+        if (r != 0)
+                return r == 1 ? 0 : r;
+        f.cfg = &cfg;
+        snprintf(f.prefix, sizeof(f.prefix), "/snowid/%s/", cfg.cluster);
+        if (sd_event_new(&f.event) < 0 || etcd_new(f.event, &cfg, &f.etcd) < 0) {
+                fprintf(stderr, "snowid fence: cannot set up the etcd client\n");
+                goto out;
+        }
+        send_read(&f);
+        sd_event_loop(f.event);
+out:
+        f.etcd = etcd_free(f.etcd);
+        sd_event_unref(f.event);
+        settings_free(&cfg);
+        return f.result;
+}

@@ -1,0 +1,404 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the daemon does when etcd forgets (docs/fences.md): the cluster's
+ * layout, fence and floor; halting on a restored cluster or a lost key;
+ * adopting a new fence; raising marks that read back low.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "holder.h"
+#include "log.h"
+
+#define REREAD_MS 1000
+#define RAISE_TRIES_MAX 60
+#define PUBLISHED_KEEP_MS (3600 * 1000)
+
+static uint64_t mono_ms(void)
+{
+        return (uint64_t)shm_monotonic_ns() / 1000000;
+}
+
+const char *holder_halt_name(enum halt why)
+{
+        switch (why) {
+        case HALT_NONE:
+                return NULL;
+        case HALT_CHECKING:
+                return "checking";
+        case HALT_RESTORED:
+                return "etcd-restored";
+        case HALT_LAYOUT_LOST:
+                return "layout-lost";
+        case HALT_FENCE_LOST:
+                return "fence-lost";
+        }
+        return "unknown";
+}
+
+/* ---- reading (and, on a cluster never used, creating) layout, fence, floor ---- */
+
+static int on_reread_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        (void)s;
+        (void)usec;
+        cluster_read(userdata);
+        return 0;
+}
+
+static void reread_in(struct holder *h, unsigned ms)
+{
+        uint64_t when = (uint64_t)shm_monotonic_ns() / 1000 + (uint64_t)ms * 1000;
+        if (!h->reread_timer)
+                sd_event_add_time(h->event, &h->reread_timer, CLOCK_MONOTONIC, when, 1000,
+                                  on_reread_timer, h);
+        else {
+                sd_event_source_set_time(h->reread_timer, when);
+                sd_event_source_set_enabled(h->reread_timer, SD_EVENT_ONESHOT);
+        }
+}
+
+static json_t *layout_value(const snowid_layout *l)
+{
+        char buf[160];
+        snprintf(buf, sizeof(buf),
+                 "{\"epoch_ms\":%" PRIu64 ",\"time_bits\":%u,\"worker_bits\":%u,\"seq_bits\":%u}",
+                 l->epoch_ms, l->time_bits, l->worker_bits, l->seq_bits);
+        return etcd_b64("%s", buf);
+}
+
+static int layout_parse(const struct kv *kv, snowid_layout *ret)
+{
+        json_error_t err;
+        json_t *v = json_loadb(kv->value, kv->value_len, 0, &err);
+        json_int_t e = -1, tb = -1, wb = -1, sb = -1;
+        int bad = !v || json_unpack(v, "{s:I, s:I, s:I, s:I}", "epoch_ms", &e, "time_bits", &tb,
+                                    "worker_bits", &wb, "seq_bits", &sb) < 0;
+        json_decref(v);
+        if (bad || e < 0 || tb < 0 || tb >= 64 || wb < 0 || wb >= 64 || sb < 0 || sb >= 64)
+                return -EBADMSG;
+        *ret = (snowid_layout){(uint64_t)e, (unsigned)tb, (unsigned)wb, (unsigned)sb};
+        return snowid_layout_check(ret) < 0 ? -EBADMSG : 0;
+}
+
+static void on_cluster(void *userdata, const struct etcd_reply *r)
+{
+        struct holder *h = userdata;
+        struct kv lk = {0}, fk = {0}, flk = {0};
+        struct cluster_ident c = {0};
+        snowid_layout l;
+        if (!etcd_ok(r)) {
+                log_warning("Cannot read the cluster's layout from %s: %s", etcd_endpoint(h->etcd),
+                            r->error);
+                return reread_in(h, REREAD_MS);
+        }
+        /* created: [put x3, range layout, range fence]; else [layout, fence, floor] */
+        bool created = !h->layout_ready && json_is_true(json_object_get(r->json, "succeeded"));
+        int rl = txn_kv(r->json, created ? 3 : 0, &lk), rf = txn_kv(r->json, created ? 4 : 1, &fk);
+        int rfl = created ? 1 : txn_kv(r->json, 2, &flk);
+        if (rl < 0 || rf < 0 || rfl < 0) {
+                log_warning("etcd's answer about the layout is malformed; asking again");
+                goto retry;
+        }
+        if (created)
+                log_notice("Created the cluster's layout, fence and floor at %s", h->prefix);
+        if (rl == 0) {
+                if (h->halted != HALT_LAYOUT_LOST)
+                        log_error("The cluster's layout key is gone (%slayout), but the cluster has "
+                                  "been used: not re-creating it, and extending nothing. Run "
+                                  "`snowid fence` with this cluster's layout to restore it",
+                                  h->prefix);
+                cluster_halt(h, HALT_LAYOUT_LOST);
+                goto retry;
+        }
+        if (layout_parse(&lk, &l) < 0) {
+                log_error("The layout stored at %slayout is not valid: '%.200s'", h->prefix,
+                          lk.value);
+                holder_fatal(h, EX_CONFIG_);
+                goto out;
+        }
+        if (rf == 0 || rfl == 0 || fence_parse(fk.value, fk.value_len, &c) < 0) {
+                if (h->halted != HALT_FENCE_LOST)
+                        log_error("The cluster's %s key is %s (%s): the cluster was made by an "
+                                  "earlier snowid, or keys were deleted. Extending nothing until "
+                                  "`snowid fence` has run",
+                                  rf == 0 || fence_parse(fk.value, fk.value_len, &c) < 0 ? "fence"
+                                                                                        : "floor",
+                                  rf == 0 || rfl == 0 ? "missing" : "not valid", h->prefix);
+                cluster_halt(h, HALT_FENCE_LOST);
+                goto retry;
+        }
+        c.layout_rev = lk.create_revision;
+        if (r->went_back && h->layout_ready && c.fence_len == h->cl.fence_len &&
+            !memcmp(c.fence, h->cl.fence, c.fence_len)) {
+                /* restored, and not fenced yet */
+                cluster_halt(h, HALT_RESTORED);
+                goto retry;
+        }
+        holder_layout_read(h, &l, &c);
+        goto out;
+retry:
+        reread_in(h, REREAD_MS);
+out:
+        kv_clear(&lk);
+        kv_clear(&fk);
+        kv_clear(&flk);
+}
+
+void cluster_read(struct holder *h)
+{
+        const char *p = h->prefix;
+        json_t *body;
+        if (!h->layout_ready) {
+                /* creates all three only on a cluster that was never used */
+                struct cluster_ident c;
+                if (fence_make(0, &c) < 0)
+                        return reread_in(h, REREAD_MS);
+                body = json_pack(
+                        "{s:[o, o, o, o, o], s:[o, o, o, o, o], s:[o, o, o]}", "compare",
+                        txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0),
+                        txn_cmp(txn_key(p, "fence", -1), "CREATE", "EQUAL", NULL, 0),
+                        txn_cmp(txn_key(p, "floor", -1), "CREATE", "EQUAL", NULL, 0),
+                        txn_cmp(txn_key(p, "hwm/", -1), "CREATE", "EQUAL", NULL, 0),
+                        txn_cmp(txn_key(p, "workers/", -1), "CREATE", "EQUAL", NULL, 0), "success",
+                        txn_put(txn_key(p, "layout", -1), layout_value(&h->cfg->layout), 0),
+                        txn_put(txn_key(p, "fence", -1), etcd_b64("%s", c.fence), 0),
+                        txn_put(txn_key(p, "floor", -1), txn_mark(0), 0),
+                        txn_range(txn_key(p, "layout", -1), NULL, false),
+                        txn_range(txn_key(p, "fence", -1), NULL, false), "failure",
+                        txn_range(txn_key(p, "layout", -1), NULL, false),
+                        txn_range(txn_key(p, "fence", -1), NULL, false),
+                        txn_range(txn_key(p, "floor", -1), NULL, false));
+                /* the two range compares cover every key under hwm/ and workers/ */
+                json_t *cmp = json_object_get(body, "compare");
+                json_object_set_new(json_array_get(cmp, 3), "range_end", txn_key(p, "hwm0", -1));
+                json_object_set_new(json_array_get(cmp, 4), "range_end",
+                                    txn_key(p, "workers0", -1));
+        } else {
+                /* a running daemon never creates: it reads */
+                body = json_pack("{s:[o, o, o]}", "success",
+                                 txn_range(txn_key(p, "layout", -1), NULL, false),
+                                 txn_range(txn_key(p, "fence", -1), NULL, false),
+                                 txn_range(txn_key(p, "floor", -1), NULL, false));
+        }
+        if (etcd_call(h->etcd, "/v3/kv/txn", body, on_cluster, h, 0) < 0)
+                reread_in(h, REREAD_MS);
+}
+
+/* ---- halting, and acting only on answers from the cluster we know ---- */
+
+void cluster_halt(struct holder *h, enum halt why)
+{
+        if (h->halted == why)
+                return;
+        if (why == HALT_RESTORED) {
+                h->stats.restores_seen++;
+                log_error("etcd was restored from a snapshot or replaced (its revision went back or "
+                          "its cluster ID changed): extending nothing and claiming nothing on it. "
+                          "Run `snowid fence` against the cluster (docs/fences.md); this daemon "
+                          "goes on by itself once the fence has changed");
+        }
+        h->halted = why;
+        holder_halted(h);
+        holder_update_status(h);
+}
+
+/* Whether to act on an answer: not from a restored cluster, and (for a
+ * transaction that failed, with the fence and layout read at fence_op and
+ * fence_op + 1) not failed because the fence or layout changed.  Otherwise
+ * it halts or reads the cluster again, and the answer is ignored. */
+bool cluster_ok(struct holder *h, const struct etcd_reply *r, int fence_op)
+{
+        if (h->halted != HALT_NONE)
+                return false;
+        if (r->went_back) {
+                cluster_halt(h, HALT_RESTORED);
+                reread_in(h, REREAD_MS);
+                return false;
+        }
+        if (fence_op < 0 || !etcd_ok(r) || json_is_true(json_object_get(r->json, "succeeded")))
+                return true;
+        int same = txn_cluster_same(r->json, (size_t)fence_op, &h->cl);
+        if (same == 1)
+                return true;
+        if (same == 0) {
+                log_notice("etcd's answer names another fence or layout; reading them");
+                cluster_halt(h, HALT_CHECKING);
+                cluster_read(h);
+        }
+        return false;
+}
+
+/* ---- marks this daemon published ---- */
+
+void marks_retired(struct holder *h, int32_t worker, uint64_t mark)
+{
+        unsigned i = h->n_published++ % PUBLISHED_MAX;
+        h->published[i] = (struct published){.worker = worker, .mark = mark, .mono_ms = mono_ms()};
+}
+
+uint64_t marks_own(const struct holder *h, int32_t worker)
+{
+        uint64_t m = 0;
+        unsigned n = h->n_published < PUBLISHED_MAX ? h->n_published : PUBLISHED_MAX;
+        for (unsigned i = 0; i < n; i++)
+                if (h->published[i].worker == worker && h->published[i].mark > m)
+                        m = h->published[i].mark;
+        if (h->cur.state != H_NONE && h->cur.worker == worker && h->cur.mark > m)
+                m = h->cur.mark;
+        return m;
+}
+
+/* A new fence: every mark this daemon published above claims_above is
+ * raised again (claims start above claims_above anyway). */
+void holder_fence_adopted(struct holder *h)
+{
+        unsigned n = h->n_published < PUBLISHED_MAX ? h->n_published : PUBLISHED_MAX;
+        uint64_t now = mono_ms();
+        h->stats.fences_adopted++;
+        for (unsigned i = 0; i < n; i++) {
+                struct published *p = &h->published[i];
+                if (p->mark > h->cl.claims_above && now - p->mono_ms < PUBLISHED_KEEP_MS) {
+                        log_warning("Worker %" PRId32 "'s last deadline %" PRIu64 " is past the new "
+                                    "fence's claims_above %" PRIu64 ": raising its mark",
+                                    p->worker, p->mark, h->cl.claims_above);
+                        marks_raise(h, p->worker, p->mark, 0, 0);
+                }
+        }
+}
+
+/* ---- raising a mark: read it, then compare its mod revision and put ---- */
+
+static void raise_send(struct holder *h, struct mark_raise *m, bool cas, int64_t modrev);
+
+static void raise_done(struct holder *h, struct mark_raise *m, bool ok)
+{
+        if (ok && m->lease)
+                give_up_lease(h, m->lease);
+        if (m->for_holding && h->cur.id == m->for_holding)
+                h->cur.raising = false;
+        m->active = false;
+}
+
+static struct mark_raise *raise_by_tag(struct holder *h, uint64_t tag)
+{
+        for (unsigned i = 0; i < RAISES_MAX; i++)
+                if (h->raises[i].active && h->raises[i].id == tag)
+                        return &h->raises[i];
+        return NULL;
+}
+
+static int on_raise_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct holder *h = userdata;
+        (void)s;
+        (void)usec;
+        for (unsigned i = 0; i < RAISES_MAX; i++)
+                if (h->raises[i].active && h->raises[i].waiting) {
+                        h->raises[i].waiting = false;
+                        raise_send(h, &h->raises[i], false, 0);
+                }
+        return 0;
+}
+
+static void on_raise(void *userdata, const struct etcd_reply *r)
+{
+        struct holder *h = userdata;
+        struct mark_raise *m = raise_by_tag(h, r->tag);
+        struct kv kv = {0};
+        uint64_t stored = 0;
+        if (!m)
+                return;
+        /* [hwm, fence, layout] read in either branch */
+        if (!cluster_ok(h, r, 1)) {
+                if (h->halted != HALT_NONE)
+                        raise_done(h, m, false); /* a new fence re-raises what it must */
+                return;
+        }
+        bool put = etcd_ok(r) && json_is_true(json_object_get(r->json, "succeeded")) &&
+                   json_object_get(json_array_get(json_object_get(r->json, "responses"), 0),
+                                   "response_put");
+        if (!put && (!etcd_ok(r) || txn_kv(r->json, 0, &kv) < 0)) {
+                if (++m->tries > RAISE_TRIES_MAX) {
+                        log_warning("Giving up raising the mark of worker %" PRId32
+                                    ": etcd did not answer",
+                                    m->worker);
+                        return raise_done(h, m, false);
+                }
+                m->waiting = true;
+                sd_event_add_time_relative(h->event, NULL, CLOCK_MONOTONIC, 500000, 1000,
+                                           on_raise_timer, h);
+                return;
+        }
+        bool present = kv.key != NULL;
+        bool valid = present && parse_mark(kv.value, kv.value_len, &stored) == 0;
+        int64_t modrev = kv.mod_revision;
+        kv_clear(&kv);
+        if (put || (valid && stored >= m->mark)) {
+                if (put) {
+                        h->stats.marks_raised++;
+                        log_notice("Raised the mark of worker %" PRId32 " back to %" PRIu64,
+                                   m->worker, m->mark);
+                }
+                return raise_done(h, m, true);
+        }
+        if (++m->tries > RAISE_TRIES_MAX)
+                return raise_done(h, m, false);
+        log_warning("The mark of worker %" PRId32 " reads %s, below the %" PRIu64
+                    " published: raising it",
+                    m->worker, !present ? "absent" : valid ? "lower" : "damaged", m->mark);
+        raise_send(h, m, true, present ? modrev : 0);
+}
+
+static void raise_send(struct holder *h, struct mark_raise *m, bool cas, int64_t modrev)
+{
+        const char *p = h->prefix;
+        json_t *cmp = json_array(), *success = json_array();
+        txn_cluster_compares(cmp, p, &h->cl);
+        if (cas) {
+                json_array_append_new(cmp, txn_cmp(txn_key(p, "hwm/", m->worker), "MOD", "EQUAL",
+                                                   NULL, modrev));
+                json_array_append_new(success, txn_put(txn_key(p, "hwm/", m->worker),
+                                                       txn_mark(m->mark), 0));
+                json_array_append_new(success, txn_raise_floor(p, m->mark));
+        } else {
+                json_array_append_new(success, txn_range(txn_key(p, "hwm/", m->worker), NULL, false));
+                txn_cluster_reads(success, p);
+        }
+        json_t *failure = json_array();
+        json_array_append_new(failure, txn_range(txn_key(p, "hwm/", m->worker), NULL, false));
+        txn_cluster_reads(failure, p);
+        json_t *body = json_pack("{s:o, s:o, s:o}", "compare", cmp, "success", success, "failure",
+                                 failure);
+        if (etcd_call(h->etcd, "/v3/kv/txn", body, on_raise, h, m->id) < 0) {
+                m->tries++;
+                m->waiting = true;
+                sd_event_add_time_relative(h->event, NULL, CLOCK_MONOTONIC, 500000, 1000,
+                                           on_raise_timer, h);
+        }
+}
+
+void marks_raise(struct holder *h, int32_t worker, uint64_t mark, int64_t lease,
+                 uint64_t for_holding)
+{
+        struct mark_raise *m = NULL;
+        for (unsigned i = 0; i < RAISES_MAX && !m; i++)
+                if (!h->raises[i].active)
+                        m = &h->raises[i];
+        if (!m) {
+                /* every slot busy: the floor still fences an absent mark */
+                log_warning("Too many marks being raised; worker %" PRId32 "'s is not checked",
+                            worker);
+                if (lease)
+                        give_up_lease(h, lease);
+                if (for_holding && h->cur.id == for_holding)
+                        h->cur.raising = false;
+                return;
+        }
+        *m = (struct mark_raise){.id = ++h->ids, .worker = worker, .mark = mark, .lease = lease,
+                                 .for_holding = for_holding, .active = true};
+        raise_send(h, m, false, 0);
+}
