@@ -113,7 +113,7 @@ static void on_read(void *userdata, const struct etcd_reply *r)
         above = old.claims_above > above ? old.claims_above : above;
         above = floor > above ? floor : above;
         above = highest > above ? highest : above;
-        if (fence_make(above, &c) < 0) {
+        if (fence_make(above, old.era, &c) < 0) {
                 fprintf(stderr, "snowid fence: no random token\n");
                 goto out;
         }

@@ -16,6 +16,8 @@
 #define REREAD_MS 1000
 #define RAISE_TRIES_MAX 60
 #define PUBLISHED_KEEP_MS (3600 * 1000)
+#define INIT_BATCH 100         /* marks made per transaction (etcd allows 128 ops) */
+#define INIT_MAX (1u << 14)    /* more numbers than this: none made; absent means unmarked */
 
 static uint64_t mono_ms(void)
 {
@@ -84,6 +86,99 @@ static int layout_parse(const struct kv *kv, snowid_layout *ret)
         return snowid_layout_check(ret) < 0 ? -EBADMSG : 0;
 }
 
+/* A cluster never used: no layout, fence, floor or holder, every mark 0. */
+static bool never_used(const json_t *root, int rf, int rfl)
+{
+        json_t *kvs = txn_kvs(root, 4), *j;
+        size_t i;
+        struct kv kv;
+        uint64_t m;
+        if (rf != 0 || rfl != 0 || json_array_size(txn_kvs(root, 3)) > 0)
+                return false;
+        json_array_foreach(kvs, i, j)
+        {
+                bool zero = kv_parse(j, &kv) == 0 && parse_mark(kv.value, kv.value_len, &m) == 0 &&
+                            m == 0;
+                kv_clear(&kv);
+                if (!zero)
+                        return false;
+        }
+        return true;
+}
+
+static void create_cluster(struct holder *h);
+static void init_marks(struct holder *h, uint64_t from);
+
+static void on_init(void *userdata, const struct etcd_reply *r)
+{
+        struct holder *h = userdata;
+        if (!etcd_ok(r) || !json_is_true(json_object_get(r->json, "succeeded")))
+                return reread_in(h, etcd_ok(r) ? 0 : REREAD_MS); /* created meanwhile, or no answer */
+        if (r->tag >= (UINT64_C(1) << h->cfg->layout.worker_bits))
+                return create_cluster(h);
+        init_marks(h, r->tag);
+}
+
+/* Before the cluster exists: every number's mark, 0, where it is absent, so
+ * that later an absent mark means a deleted one (rule 3).  Only while there
+ * is no layout and no floor, so never over a mark deleted after use. */
+static void init_marks(struct holder *h, uint64_t from)
+{
+        const char *p = h->prefix;
+        uint64_t workers = UINT64_C(1) << h->cfg->layout.worker_bits, to = from + INIT_BATCH;
+        to = to < workers ? to : workers;
+        json_t *ops = json_array();
+        for (uint64_t n = from; n < to; n++)
+                json_array_append_new(
+                        ops, json_pack("{s:{s:[o], s:[o]}}", "request_txn", "compare",
+                                       txn_cmp(txn_key(p, "hwm/", (int64_t)n), "CREATE", "EQUAL",
+                                               NULL, 0),
+                                       "success",
+                                       txn_put(txn_key(p, "hwm/", (int64_t)n), txn_mark(0), 0)));
+        json_t *body = json_pack("{s:[o, o], s:o}", "compare",
+                                 txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0),
+                                 txn_cmp(txn_key(p, "floor", -1), "CREATE", "EQUAL", NULL, 0),
+                                 "success", ops);
+        if (etcd_call(h->etcd, "/v3/kv/txn", body, on_init, h, to) < 0)
+                reread_in(h, REREAD_MS);
+}
+
+static void on_create(void *userdata, const struct etcd_reply *r)
+{
+        struct holder *h = userdata;
+        if (etcd_ok(r) && json_is_true(json_object_get(r->json, "succeeded")))
+                log_notice("Created the cluster's layout, fence, floor and marks at %s", h->prefix);
+        reread_in(h, etcd_ok(r) ? 0 : REREAD_MS);
+}
+
+/* Layout, fence and floor together, only if the cluster is still unused */
+static void create_cluster(struct holder *h)
+{
+        const char *p = h->prefix;
+        bool marked = (UINT64_C(1) << h->cfg->layout.worker_bits) <= INIT_MAX;
+        struct cluster_ident c;
+        if (fence_make(0, 0, &c) < 0)
+                return reread_in(h, REREAD_MS);
+        json_t *body = json_pack(
+                "{s:[o, o, o, o, o], s:[o, o, o]}", "compare",
+                txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0),
+                txn_cmp(txn_key(p, "fence", -1), "CREATE", "EQUAL", NULL, 0),
+                txn_cmp(txn_key(p, "floor", -1), "CREATE", "EQUAL", NULL, 0),
+                txn_cmp(txn_key(p, "workers/", -1), "CREATE", "EQUAL", NULL, 0),
+                marked ? txn_cmp(txn_key(p, "hwm/", -1), "VALUE", "EQUAL", txn_mark(0), 0)
+                       : txn_cmp(txn_key(p, "hwm/", -1), "CREATE", "EQUAL", NULL, 0),
+                "success",
+                txn_put(txn_key(p, "layout", -1), layout_value(&h->cfg->layout), 0),
+                txn_put(txn_key(p, "fence", -1), etcd_b64("%s", c.fence), 0),
+                txn_put(txn_key(p, "floor", -1), txn_mark(0), 0));
+        /* range compares: no holder at all; every mark 0 */
+        json_t *cmp = json_object_get(body, "compare");
+        json_object_set_new(json_array_get(cmp, 3), "range_end", txn_key(p, "workers0", -1));
+        json_object_set_new(json_array_get(cmp, 4), "range_end", txn_key(p, "hwm0", -1));
+        if (etcd_call(h->etcd, "/v3/kv/txn", body, on_create, h, 0) < 0)
+                reread_in(h, REREAD_MS);
+}
+
 static void on_cluster(void *userdata, const struct etcd_reply *r)
 {
         struct holder *h = userdata;
@@ -95,16 +190,19 @@ static void on_cluster(void *userdata, const struct etcd_reply *r)
                             r->error);
                 return reread_in(h, REREAD_MS);
         }
-        /* created: [put x3, range layout, range fence]; else [layout, fence, floor] */
-        bool created = !h->layout_ready && json_is_true(json_object_get(r->json, "succeeded"));
-        int rl = txn_kv(r->json, created ? 3 : 0, &lk), rf = txn_kv(r->json, created ? 4 : 1, &fk);
-        int rfl = created ? 1 : txn_kv(r->json, 2, &flk);
+        /* [layout, fence, floor, workers/, hwm/] */
+        int rl = txn_kv(r->json, 0, &lk), rf = txn_kv(r->json, 1, &fk), rfl = txn_kv(r->json, 2, &flk);
         if (rl < 0 || rf < 0 || rfl < 0) {
                 log_warning("etcd's answer about the layout is malformed; asking again");
                 goto retry;
         }
-        if (created)
-                log_notice("Created the cluster's layout, fence and floor at %s", h->prefix);
+        if (rl == 0 && !h->layout_ready && never_used(r->json, rf, rfl)) {
+                if ((UINT64_C(1) << h->cfg->layout.worker_bits) <= INIT_MAX)
+                        init_marks(h, 0);
+                else
+                        create_cluster(h); /* too many numbers: unmarked ones start above the floor */
+                goto out;
+        }
         if (rl == 0) {
                 if (h->halted != HALT_LAYOUT_LOST)
                         log_error("The cluster's layout key is gone (%slayout), but the cluster has "
@@ -132,9 +230,16 @@ static void on_cluster(void *userdata, const struct etcd_reply *r)
                 goto retry;
         }
         c.layout_rev = lk.create_revision;
-        if (r->went_back && h->layout_ready && c.fence_len == h->cl.fence_len &&
-            !memcmp(c.fence, h->cl.fence, c.fence_len)) {
-                /* restored, and not fenced yet */
+        bool same = c.fence_len == h->cl.fence_len && !memcmp(c.fence, h->cl.fence, c.fence_len);
+        /* a fence made later (or, after a restore, at the same era with
+         * another token) is adopted; the one known with revisions gone back,
+         * or an older one, is a restore not yet fenced */
+        bool newer = c.era > h->cl.era || (c.era == h->cl.era && strcmp(c.token, h->cl.token));
+        if (h->layout_ready && ((same && r->went_back) || (!same && !newer))) {
+                if (!same && h->halted != HALT_RESTORED)
+                        log_error("An older fence is back in etcd (era %" PRIu64 ", this daemon "
+                                  "knows era %" PRIu64 ")",
+                                  c.era, h->cl.era);
                 cluster_halt(h, HALT_RESTORED);
                 goto retry;
         }
@@ -151,39 +256,12 @@ out:
 void cluster_read(struct holder *h)
 {
         const char *p = h->prefix;
-        json_t *body;
-        if (!h->layout_ready) {
-                /* creates all three only on a cluster that was never used */
-                struct cluster_ident c;
-                if (fence_make(0, &c) < 0)
-                        return reread_in(h, REREAD_MS);
-                body = json_pack(
-                        "{s:[o, o, o, o, o], s:[o, o, o, o, o], s:[o, o, o]}", "compare",
-                        txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0),
-                        txn_cmp(txn_key(p, "fence", -1), "CREATE", "EQUAL", NULL, 0),
-                        txn_cmp(txn_key(p, "floor", -1), "CREATE", "EQUAL", NULL, 0),
-                        txn_cmp(txn_key(p, "hwm/", -1), "CREATE", "EQUAL", NULL, 0),
-                        txn_cmp(txn_key(p, "workers/", -1), "CREATE", "EQUAL", NULL, 0), "success",
-                        txn_put(txn_key(p, "layout", -1), layout_value(&h->cfg->layout), 0),
-                        txn_put(txn_key(p, "fence", -1), etcd_b64("%s", c.fence), 0),
-                        txn_put(txn_key(p, "floor", -1), txn_mark(0), 0),
-                        txn_range(txn_key(p, "layout", -1), NULL, false),
-                        txn_range(txn_key(p, "fence", -1), NULL, false), "failure",
-                        txn_range(txn_key(p, "layout", -1), NULL, false),
-                        txn_range(txn_key(p, "fence", -1), NULL, false),
-                        txn_range(txn_key(p, "floor", -1), NULL, false));
-                /* the two range compares cover every key under hwm/ and workers/ */
-                json_t *cmp = json_object_get(body, "compare");
-                json_object_set_new(json_array_get(cmp, 3), "range_end", txn_key(p, "hwm0", -1));
-                json_object_set_new(json_array_get(cmp, 4), "range_end",
-                                    txn_key(p, "workers0", -1));
-        } else {
-                /* a running daemon never creates: it reads */
-                body = json_pack("{s:[o, o, o]}", "success",
+        json_t *body = json_pack("{s:[o, o, o, o, o]}", "success",
                                  txn_range(txn_key(p, "layout", -1), NULL, false),
                                  txn_range(txn_key(p, "fence", -1), NULL, false),
-                                 txn_range(txn_key(p, "floor", -1), NULL, false));
-        }
+                                 txn_range(txn_key(p, "floor", -1), NULL, false),
+                                 txn_range(txn_key(p, "workers/", -1), txn_key(p, "workers0", -1), true),
+                                 txn_range(txn_key(p, "hwm/", -1), txn_key(p, "hwm0", -1), false));
         if (etcd_call(h->etcd, "/v3/kv/txn", body, on_cluster, h, 0) < 0)
                 reread_in(h, REREAD_MS);
 }

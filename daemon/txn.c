@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "etcd.h"
 #include "txn.h"
@@ -149,30 +150,41 @@ int fence_parse(const char *v, size_t len, struct cluster_ident *c)
 {
         json_error_t err;
         const char *token = NULL;
-        json_int_t above = -1;
+        json_int_t above = -1, era = -1;
         if (len >= FENCE_MAX)
                 return -EBADMSG;
         json_t *j = json_loadb(v, len, 0, &err);
-        int bad = !j || json_unpack(j, "{s:s, s:I}", "token", &token, "claims_above", &above) < 0 ||
-                  above < 0 || strlen(token) != 32 || strspn(token, "0123456789abcdef") != 32;
+        int bad = !j ||
+                  json_unpack(j, "{s:s, s:I, s:I}", "token", &token, "era", &era, "claims_above",
+                              &above) < 0 ||
+                  above < 0 || era < 0 || strlen(token) != 32 || strspn(token, "0123456789abcdef") != 32;
         if (!bad) {
                 memcpy(c->fence, v, len);
                 c->fence_len = len;
                 memcpy(c->token, token, 33);
                 c->claims_above = (uint64_t)above;
+                c->era = (uint64_t)era;
         }
         json_decref(j);
         return bad ? -EBADMSG : 0;
 }
 
-int fence_make(uint64_t claims_above, struct cluster_ident *c)
+int fence_make(uint64_t claims_above, uint64_t after, struct cluster_ident *c)
 {
         uint64_t t[2];
+        struct timespec ts;
         if (getrandom(t, sizeof(t), 0) != sizeof(t))
                 return -errno;
+        /* eras only grow, as long as the clocks of the hosts that fence
+         * roughly agree; a daemon that sees an older era halts (safe) */
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t era = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+        if (era <= after)
+                era = after + 1;
         int n = snprintf(c->fence, sizeof(c->fence),
-                         "{\"token\":\"%016" PRIx64 "%016" PRIx64 "\",\"claims_above\":%" PRIu64 "}",
-                         t[0], t[1], claims_above);
+                         "{\"token\":\"%016" PRIx64 "%016" PRIx64 "\",\"era\":%" PRIu64
+                         ",\"claims_above\":%" PRIu64 "}",
+                         t[0], t[1], era, claims_above);
         c->fence_len = (size_t)n;
         return fence_parse(c->fence, c->fence_len, c);
 }

@@ -20,6 +20,7 @@ struct cluster_ident {
         char fence[FENCE_MAX];
         size_t fence_len;
         char token[33];
+        uint64_t era;          /* unix ms when the fence was made; only grows */
         uint64_t claims_above;
         int64_t layout_rev;
 };
@@ -56,10 +57,10 @@ int kv_parse(const json_t *j, struct kv *kv);
 void kv_clear(struct kv *kv);
 /* A stored mark: exactly 20 decimal digits. */
 int parse_mark(const char *v, size_t len, uint64_t *ret);
-/* A fence value: {"token": 32 hex digits, "claims_above": ms}. */
+/* A fence value: {"token": 32 hex digits, "era": unix ms, "claims_above": ms}. */
 int fence_parse(const char *v, size_t len, struct cluster_ident *c);
-/* A new fence value with a random token. */
-int fence_make(uint64_t claims_above, struct cluster_ident *c);
+/* A new fence value with a random token, after the era `after` (0: none). */
+int fence_make(uint64_t claims_above, uint64_t after, struct cluster_ident *c);
 /* Whether the fence and layout read at ops i (fence) and i + 1 (layout) of
  * an answer are the ones in c: 1 same, 0 changed or absent, -EBADMSG. */
 int txn_cluster_same(const json_t *root, size_t i, const struct cluster_ident *c);
