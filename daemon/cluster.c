@@ -19,11 +19,6 @@
 #define INIT_BATCH 100         /* marks made per transaction (etcd allows 128 ops) */
 #define INIT_MAX (1u << 14)    /* more numbers than this: none made; absent means unmarked */
 
-static uint64_t mono_ms(void)
-{
-        return (uint64_t)shm_monotonic_ns() / 1000000;
-}
-
 const char *holder_halt_name(enum halt why)
 {
         switch (why) {
@@ -315,7 +310,7 @@ bool cluster_ok(struct holder *h, const struct etcd_reply *r, int fence_op)
 void marks_retired(struct holder *h, int32_t worker, uint64_t mark)
 {
         unsigned i = h->n_published++ % PUBLISHED_MAX;
-        h->published[i] = (struct published){.worker = worker, .mark = mark, .mono_ms = mono_ms()};
+        h->published[i] = (struct published){.worker = worker, .mark = mark, .mono_ms = holder_mono_ms()};
 }
 
 uint64_t marks_own(const struct holder *h, int32_t worker)
@@ -335,7 +330,7 @@ uint64_t marks_own(const struct holder *h, int32_t worker)
 void holder_fence_adopted(struct holder *h)
 {
         unsigned n = h->n_published < PUBLISHED_MAX ? h->n_published : PUBLISHED_MAX;
-        uint64_t now = mono_ms();
+        uint64_t now = holder_mono_ms();
         h->stats.fences_adopted++;
         for (unsigned i = 0; i < n; i++) {
                 struct published *p = &h->published[i];

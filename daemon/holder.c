@@ -14,17 +14,12 @@
 #include "log.h"
 
 #define CLOCK_TICK_MS 100
-#define RETRY_MIN_MS 100
 #define RETRY_MAX_MS 1000
-#define FULL_RETRY_MAX_MS 30000
-#define FRESH_THROTTLE_MS 10000
-#define FLOOR_SLACK_MS 1000
 
-static void step_grant(struct holder *h);
 
 /* ---- time ---- */
 
-static uint64_t mono_ms(void)
+uint64_t holder_mono_ms(void)
 {
         return (uint64_t)shm_monotonic_ns() / 1000000;
 }
@@ -35,7 +30,7 @@ static struct clock_reading clock_read(const struct holder *h)
                 .mono_ns = shm_monotonic_ns(),
                 .wall_ns = shm_realtime_ns() - (int64_t)h->layout.epoch_ms * 1000000,
                 .can_move = h->cur.state != H_NONE && h->next.state == H_NONE &&
-                            h->halted == HALT_NONE && mono_ms() >= h->fresh_not_before_ms,
+                            h->halted == HALT_NONE && holder_mono_ms() >= h->fresh_not_before_ms,
                 .counter_ms = h->cur.state == H_HELD ? (int64_t)shm_pub_counter_ms(h->pub) : -1,
         };
 }
@@ -46,7 +41,7 @@ static int64_t wall_offset(const struct holder *h)
 }
 
 /* ID time now, in ms; with the wall clock's offset when fresh. */
-static uint64_t id_now_ms(const struct holder *h, bool wall)
+uint64_t id_now_ms(const struct holder *h, bool wall)
 {
         int64_t t = shm_monotonic_ns() + (wall ? wall_offset(h) : h->clock.offset_ns);
         return t > 0 ? (uint64_t)t / 1000000 : 0;
@@ -59,7 +54,7 @@ static uint64_t id_now_ms(const struct holder *h, bool wall)
 #define put_op txn_put
 #define mark_json txn_mark
 
-static char *i64(int64_t v, char buf[static 24])
+char *i64(int64_t v, char buf[static 24])
 {
         snprintf(buf, 24, "%" PRId64, v);
         return buf;
@@ -67,7 +62,7 @@ static char *i64(int64_t v, char buf[static 24])
 
 /* Reads back the two ranges [workers/n, hwm/n] of a txn answer: whether
  * workers/n holds this holding (value and lease) and the stored mark. */
-static int read_back(const struct holding *g, const json_t *root, bool *ret_ours,
+int read_back(const struct holding *g, const json_t *root, bool *ret_ours,
                      uint64_t *ret_mark, int64_t *ret_modrev)
 {
         struct kv kv;
@@ -95,7 +90,7 @@ static int read_back(const struct holding *g, const json_t *root, bool *ret_ours
         return 0;
 }
 
-static struct holding *by_tag(struct holder *h, uint64_t tag)
+struct holding *by_tag(struct holder *h, uint64_t tag)
 {
         if (h->cur.state != H_NONE && h->cur.id == tag)
                 return &h->cur;
@@ -104,7 +99,7 @@ static struct holding *by_tag(struct holder *h, uint64_t tag)
         return NULL; /* an answer for a holding that is gone: ignored */
 }
 
-static void note_etcd(struct holder *h, const struct etcd_reply *r)
+void note_etcd(struct holder *h, const struct etcd_reply *r)
 {
         bool ok = r->answered && r->http < 500;
         if (ok != h->etcd_reachable)
@@ -115,51 +110,11 @@ static void note_etcd(struct holder *h, const struct etcd_reply *r)
 
 /* The acquisition an answer is for, if it is still at that step; NULL for an
  * answer that arrives for an earlier holding or step (ignored). */
-static struct holding *acquiring(struct holder *h, const struct etcd_reply *r, enum hstate want)
+struct holding *acquiring(struct holder *h, const struct etcd_reply *r, enum hstate want)
 {
         struct holding *g = by_tag(h, r->tag);
         note_etcd(h, r);
         return g == &h->next && g->state == want ? g : NULL;
-}
-
-/* ---- retries ---- */
-
-static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
-{
-        struct holder *h = userdata;
-        (void)s;
-        (void)usec;
-        if (h->next.state == H_GRANT)
-                step_grant(h);
-        return 0;
-}
-
-static void retry_in(struct holder *h, unsigned ms)
-{
-        uint64_t when = (uint64_t)shm_monotonic_ns() / 1000 + (uint64_t)ms * 1000;
-        if (!h->retry_timer)
-                sd_event_add_time(h->event, &h->retry_timer, CLOCK_MONOTONIC, when, 1000, on_retry, h);
-        else {
-                sd_event_source_set_time(h->retry_timer, when);
-                sd_event_source_set_enabled(h->retry_timer, SD_EVENT_ONESHOT);
-        }
-}
-
-static unsigned next_backoff(struct holder *h, unsigned max)
-{
-        unsigned ms = h->backoff_ms ? h->backoff_ms : RETRY_MIN_MS;
-        h->backoff_ms = ms * 2 > max ? max : ms * 2;
-        /* jitter, so that many daemons do not retry in step */
-        return ms / 2 + (unsigned)(random() % (ms / 2 + 1));
-}
-
-/* This holding's attempt is over: abandon its lease, start again. */
-static void restart_acquisition(struct holder *h, unsigned delay_ms)
-{
-        bool fresh = h->next.fresh;
-        give_up_lease(h, h->next.lease);
-        h->next = (struct holding){.state = H_GRANT, .id = ++h->ids, .fresh = fresh, .worker = -1};
-        retry_in(h, delay_ms);
 }
 
 /* ---- the cluster (cluster.c reads it) ---- */
@@ -266,328 +221,9 @@ void give_up_lease(struct holder *h, int64_t lease)
                   h, 0);
 }
 
-static void publish(struct holder *h);
-static void step_scan(struct holder *h);
-
-static void on_grant(void *userdata, const struct etcd_reply *r)
-{
-        struct holder *h = userdata;
-        struct holding *g = by_tag(h, r->tag);
-        int64_t id = 0, ttl = 0;
-        note_etcd(h, r);
-        if (!g || g != &h->next || g->state != H_GRANT) {
-                if (etcd_ok(r) && etcd_int64(r->json, "ID", &id) == 0)
-                        give_up_lease(h, id); /* granted for nobody */
-                return;
-        }
-        if (!etcd_ok(r) || etcd_int64(r->json, "ID", &id) < 0 ||
-            etcd_int64(r->json, "TTL", &ttl) < 0 || id == 0 || ttl <= 0) {
-                log_warning("Cannot get a lease from %s: %s", etcd_endpoint(h->etcd),
-                            r->error ? r->error : "malformed answer");
-                return retry_in(h, next_backoff(h, RETRY_MAX_MS));
-        }
-        g->lease = id;
-        g->state = H_SCAN;
-        step_scan(h);
-}
-
-static void step_grant(struct holder *h)
-{
-        struct holding *g = &h->next;
-        g->state = H_GRANT;
-        json_t *body = json_pack("{s:I}", "TTL", (json_int_t)h->cfg->lease_ttl_s);
-        if (etcd_call(h->etcd, "/v3/lease/grant", body, on_grant, h, g->id) < 0)
-                retry_in(h, next_backoff(h, RETRY_MAX_MS));
-}
-
-static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t modrev,
-                       uint64_t floor);
-
-/* Parses "<prefix><what><n>" into n < workers; -1 if it is not such a key. */
-static int64_t key_number(const struct holder *h, const char *key, const char *what,
-                          uint64_t workers)
-{
-        size_t pl = strlen(h->prefix), wl = strlen(what);
-        if (strncmp(key, h->prefix, pl) || strncmp(key + pl, what, wl))
-                return -1;
-        const char *d = key + pl + wl;
-        uint64_t n = 0;
-        if (!*d || (*d == '0' && d[1]))
-                return -1;
-        for (; *d; d++) {
-                if (*d < '0' || *d > '9' || n >= workers)
-                        return -1;
-                n = n * 10 + (uint64_t)(*d - '0');
-        }
-        return n < workers ? (int64_t)n : -1;
-}
-
-static void on_scan(void *userdata, const struct etcd_reply *r)
-{
-        struct holder *h = userdata;
-        struct holding *g = acquiring(h, r, H_SCAN);
-        struct kv kv;
-        if (!g || !cluster_ok(h, r, -1))
-                return;
-        /* [workers/, hwm/, floor, fence, layout] */
-        int same = etcd_ok(r) ? txn_cluster_same(r->json, 3, &h->cl) : -1;
-        uint64_t floor = 0;
-        int rf = etcd_ok(r) ? txn_kv(r->json, 2, &kv) : -1;
-        if (rf == 1 && parse_mark(kv.value, kv.value_len, &floor) < 0)
-                rf = -1;
-        kv_clear(&kv);
-        if (same == 0 || rf == 0) {
-                log_notice("The cluster's fence, layout or floor changed; reading them");
-                cluster_halt(h, HALT_CHECKING);
-                return cluster_read(h);
-        }
-        if (!etcd_ok(r) || !json_is_true(json_object_get(r->json, "succeeded")) || same < 0 ||
-            rf < 0) {
-                log_warning("Cannot read the worker numbers: %s",
-                            r->error ? r->error : "malformed answer");
-                return restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
-        }
-        uint64_t workers = UINT64_C(1) << h->layout.worker_bits;
-        /* per number: 0 free, 1 taken (held, or its mark unreadable) */
-        uint8_t *taken = calloc(workers, 1);
-        uint64_t *mark = calloc(workers, sizeof(uint64_t));
-        int64_t *modrev = calloc(workers, sizeof(int64_t));
-        if (!taken || !mark || !modrev)
-                goto out;
-        json_t *kvs, *j;
-        size_t i;
-        kvs = txn_kvs(r->json, 0);
-        json_array_foreach(kvs, i, j)
-        {
-                if (kv_parse(j, &kv) < 0)
-                        continue;
-                int64_t n = key_number(h, kv.key, "workers/", workers);
-                if (n >= 0)
-                        taken[n] = 1;
-                kv_clear(&kv);
-        }
-        kvs = txn_kvs(r->json, 1);
-        json_array_foreach(kvs, i, j)
-        {
-                if (kv_parse(j, &kv) < 0)
-                        continue;
-                int64_t n = key_number(h, kv.key, "hwm/", workers);
-                if (n >= 0 && parse_mark(kv.value, kv.value_len, &mark[n]) < 0) {
-                        log_warning("The mark of worker %" PRId64 " is not 20 digits; skipping it",
-                                    n);
-                        taken[n] = 1;
-                }
-                if (n >= 0)
-                        modrev[n] = kv.mod_revision;
-                kv_clear(&kv);
-        }
-        /* a number without a mark starts above the floor (never trusted as 0) */
-        uint64_t unmarked = floor + 1 + FLOOR_SLACK_MS;
-        for (uint64_t n = 0; n < workers; n++)
-                if (!modrev[n])
-                        mark[n] = unmarked;
-        /* free numbers whose mark is behind the clock: one at random, which
-         * spreads daemons that start together; else the lowest mark */
-        uint64_t now = id_now_ms(h, g->fresh), past = 0, lowest = UINT64_MAX;
-        int64_t pick = -1, low = -1;
-        for (uint64_t n = 0; n < workers; n++) {
-                if (taken[n])
-                        continue;
-                if (mark[n] < now && (uint64_t)random() % ++past == 0)
-                        pick = (int64_t)n;
-                if (mark[n] < lowest)
-                        lowest = mark[n], low = (int64_t)n;
-        }
-        if (pick < 0 && low >= 0 && g->fresh) {
-                log_warning("No free worker number has its mark behind the wall clock; ID time "
-                            "stays ahead of it and is brought back gradually");
-                h->fresh_not_before_ms = mono_ms() + FRESH_THROTTLE_MS;
-                give_up_lease(h, g->lease);
-                h->next = (struct holding){.state = H_NONE, .worker = -1};
-                goto out;
-        }
-        if (pick < 0 && low >= 0) {
-                log_notice("Every free worker number's mark is ahead of the clock; taking %" PRId64
-                           ", %" PRIu64 " ms ahead",
-                           low, lowest - now);
-                pick = low;
-        }
-        if (pick < 0) {
-                log_warning("All %" PRIu64 " worker numbers are taken; retrying", workers);
-                restart_acquisition(h, next_backoff(h, FULL_RETRY_MAX_MS));
-                goto out;
-        }
-        step_claim(h, (uint32_t)pick, mark[pick], modrev[pick], floor);
-out:
-        free(taken);
-        free(mark);
-        free(modrev);
-}
-
-static void step_scan(struct holder *h)
-{
-        json_t *body = json_pack("{s:[o, o, o]}", "success",
-                                 range_op(key_json(h, "workers/", -1), key_json(h, "workers0", -1), true),
-                                 range_op(key_json(h, "hwm/", -1), key_json(h, "hwm0", -1), false),
-                                 range_op(key_json(h, "floor", -1), NULL, false));
-        txn_cluster_reads(json_object_get(body, "success"), h->prefix);
-        if (etcd_call(h->etcd, "/v3/kv/txn", body, on_scan, h, h->next.id) < 0)
-                restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
-}
-
-static void step_settle(struct holder *h);
-
-static void claimed(struct holder *h)
-{
-        struct holding *g = &h->next;
-        log_info("Claimed worker number %" PRId32 " (lease %" PRIx64 ", mark %" PRIu64 ")",
-                 g->worker, (uint64_t)g->lease, g->mark);
-        g->state = H_HELD;
-        h->backoff_ms = 0;
-        publish(h);
-}
-
-static void on_claim(void *userdata, const struct etcd_reply *r)
-{
-        struct holder *h = userdata;
-        struct holding *g = acquiring(h, r, H_CLAIM);
-        /* failure: [workers/n, hwm/n, fence, layout] */
-        if (!g || !cluster_ok(h, r, 2))
-                return;
-        if (!r->answered || r->http >= 500 || (r->http == 200 && !r->json)) {
-                /* the answer never came: the claim may or may not be applied */
-                log_warning("The claim of worker %" PRId32 " got no answer (%s); reading back",
-                            g->worker, r->error);
-                g->state = H_SETTLE;
-                return step_settle(h);
-        }
-        if (etcd_ok(r) && json_is_true(json_object_get(r->json, "succeeded")))
-                return claimed(h);
-        /* taken by another daemon, the mark moved, or the lease died */
-        log_debug("Worker %" PRId32 " could not be claimed (%s)", g->worker,
-                  r->http == 200 ? "taken" : r->error);
-        restart_acquisition(h, 10 + (unsigned)(random() % 50));
-}
-
-static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
-{
-        return a > b ? (a > c ? a : c) : (b > c ? b : c);
-}
-
-/* hwm is the mark read, or (modrev 0: no mark) a value above the floor */
-static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t modrev,
-                       uint64_t floor)
-{
-        struct holding *g = &h->next;
-        uint64_t now = id_now_ms(h, g->fresh);
-        (void)floor;
-        g->worker = (int32_t)worker;
-        /* above the mark, above what a fence set, above what this daemon
-         * itself published for the number (which a restore may have lost) */
-        g->start_ms = max3(now, hwm + 1,
-                           max3(h->cl.claims_above, marks_own(h, (int32_t)worker), 0) + 1);
-        g->mark = g->start_ms + (uint64_t)h->cfg->window_s * 1000;
-        g->hwm_modrev = modrev;
-        g->state = H_CLAIM;
-        snprintf(g->value, sizeof(g->value),
-                 "{\"host\":\"%s\",\"instance\":\"%s\",\"pid\":%d,\"token\":\"%s-%" PRIu64 "\"}",
-                 h->host, h->cfg->instance, (int)getpid(), h->token, g->id);
-        if (g->mark >> h->layout.time_bits) {
-                log_error("ID time %" PRIu64 " ms has run past the layout's %u time bits",
-                          g->mark, h->layout.time_bits);
-                return holder_fatal(h, EX_CONFIG_);
-        }
-        json_t *body = json_pack(
-                "{s:[o, o], s:[o, o, o], s:[o, o]}", "compare",
-                txn_cmp(key_json(h, "workers/", worker), "CREATE", "EQUAL", NULL, 0),
-                txn_cmp(key_json(h, "hwm/", worker), "MOD", "EQUAL", NULL, modrev), "success",
-                put_op(key_json(h, "workers/", worker), etcd_b64("%s", g->value), g->lease),
-                put_op(key_json(h, "hwm/", worker), mark_json(g->mark), 0),
-                txn_raise_floor(h->prefix, g->mark), "failure",
-                range_op(key_json(h, "workers/", worker), NULL, false),
-                range_op(key_json(h, "hwm/", worker), NULL, false));
-        json_t *cmp = json_object_get(body, "compare");
-        txn_cluster_compares(cmp, h->prefix, &h->cl);
-        txn_cluster_reads(json_object_get(body, "failure"), h->prefix);
-        /* no mark: the floor, which is at or above every deadline ever
-         * published, must still be below the start */
-        if (!modrev)
-                json_array_append_new(cmp, txn_cmp(key_json(h, "floor", -1), "VALUE", "LESS",
-                                                   mark_json(g->start_ms), 0));
-        if (etcd_call(h->etcd, "/v3/kv/txn", body, on_claim, h, g->id) < 0) {
-                g->state = H_SETTLE;
-                step_settle(h);
-        }
-}
-
-static void on_settle_retry_timer(struct holder *h);
-
-static void on_settle(void *userdata, const struct etcd_reply *r)
-{
-        struct holder *h = userdata;
-        struct holding *g = acquiring(h, r, H_SETTLE);
-        bool ours;
-        uint64_t stored;
-        if (!g || !cluster_ok(h, r, -1))
-                return;
-        int same = etcd_ok(r) ? txn_cluster_same(r->json, 2, &h->cl) : -1;
-        if (same == 0) {
-                /* the claim compared the fence it knew: it was not applied */
-                cluster_halt(h, HALT_CHECKING);
-                return cluster_read(h);
-        }
-        if (!etcd_ok(r) || same < 0 || read_back(g, r->json, &ours, &stored, NULL) < 0) {
-                /* keep asking: the lease may expire meanwhile, which settles it too */
-                return on_settle_retry_timer(h);
-        }
-        if (ours && stored == g->mark) {
-                log_info("The claim of worker %" PRId32 " was applied", g->worker);
-                return claimed(h);
-        }
-        log_info("The claim of worker %" PRId32 " was not applied; claiming again under a new "
-                 "lease", g->worker);
-        restart_acquisition(h, 10);
-}
-
-static void step_settle(struct holder *h)
-{
-        struct holding *g = &h->next;
-        json_t *body = json_pack("{s:[o, o]}", "success",
-                                 range_op(key_json(h, "workers/", g->worker), NULL, false),
-                                 range_op(key_json(h, "hwm/", g->worker), NULL, false));
-        txn_cluster_reads(json_object_get(body, "success"), h->prefix);
-        if (etcd_call(h->etcd, "/v3/kv/txn", body, on_settle, h, g->id) < 0)
-                on_settle_retry_timer(h);
-}
-
-static int on_settle_timer(sd_event_source *s, uint64_t usec, void *userdata)
-{
-        struct holder *h = userdata;
-        (void)s;
-        (void)usec;
-        if (h->next.state == H_SETTLE)
-                step_settle(h);
-        return 0;
-}
-
-static void on_settle_retry_timer(struct holder *h)
-{
-        sd_event_add_time_relative(h->event, NULL, CLOCK_MONOTONIC,
-                                   (uint64_t)next_backoff(h, RETRY_MAX_MS) * 1000, 1000,
-                                   on_settle_timer, h);
-}
-
-void holder_acquire(struct holder *h, bool fresh)
-{
-        if (h->next.state != H_NONE || h->stopping || h->halted != HALT_NONE || !h->layout_ready)
-                return;
-        h->next = (struct holding){.state = H_GRANT, .id = ++h->ids, .fresh = fresh, .worker = -1};
-        step_grant(h);
-}
-
 /* ---- publishing ---- */
 
-static void publish(struct holder *h)
+void publish(struct holder *h)
 {
         struct holding *g = &h->next;
         /* a fresh number: ID time back on the wall clock; else the counter

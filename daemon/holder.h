@@ -121,7 +121,18 @@ void holder_stop(struct holder *h);
 void holder_free(struct holder *h);
 const char *holder_halt_name(enum halt why);
 
-/* Inside the daemon: holder.c and cluster.c. */
+/* Inside the daemon: holder.c, claim.c and cluster.c. */
+uint64_t holder_mono_ms(void);
+uint64_t id_now_ms(const struct holder *h, bool wall);
+char *i64(int64_t v, char buf[static 24]);
+struct holding *by_tag(struct holder *h, uint64_t tag);
+void note_etcd(struct holder *h, const struct etcd_reply *r);
+struct holding *acquiring(struct holder *h, const struct etcd_reply *r, enum hstate want);
+int read_back(const struct holding *g, const json_t *root, bool *ret_ours, uint64_t *ret_mark,
+              int64_t *ret_modrev);
+void publish(struct holder *h);
+unsigned next_backoff(struct holder *h, unsigned max);
+void restart_acquisition(struct holder *h, unsigned delay_ms);
 void holder_acquire(struct holder *h, bool fresh);
 void holder_update_status(struct holder *h);
 void holder_layout_read(struct holder *h, const snowid_layout *l, const struct cluster_ident *c);
