@@ -377,6 +377,18 @@ static int on_raise_timer(sd_event_source *s, uint64_t usec, void *userdata)
         return 0;
 }
 
+static void raise_later(struct holder *h)
+{
+        uint64_t when = (uint64_t)shm_monotonic_ns() / 1000 + 500000;
+        if (!h->raise_timer)
+                sd_event_add_time(h->event, &h->raise_timer, CLOCK_MONOTONIC, when, 1000,
+                                  on_raise_timer, h);
+        else {
+                sd_event_source_set_time(h->raise_timer, when);
+                sd_event_source_set_enabled(h->raise_timer, SD_EVENT_ONESHOT);
+        }
+}
+
 static void on_raise(void *userdata, const struct etcd_reply *r)
 {
         struct holder *h = userdata;
@@ -402,8 +414,7 @@ static void on_raise(void *userdata, const struct etcd_reply *r)
                         return raise_done(h, m, false);
                 }
                 m->waiting = true;
-                sd_event_add_time_relative(h->event, NULL, CLOCK_MONOTONIC, 500000, 1000,
-                                           on_raise_timer, h);
+                raise_later(h);
                 return;
         }
         bool present = kv.key != NULL;
@@ -449,8 +460,7 @@ static void raise_send(struct holder *h, struct mark_raise *m, bool cas, int64_t
         if (etcd_call(h->etcd, "/v3/kv/txn", body, on_raise, h, m->id) < 0) {
                 m->tries++;
                 m->waiting = true;
-                sd_event_add_time_relative(h->event, NULL, CLOCK_MONOTONIC, 500000, 1000,
-                                           on_raise_timer, h);
+                raise_later(h);
         }
 }
 

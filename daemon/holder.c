@@ -574,5 +574,7 @@ void holder_free(struct holder *h)
         sd_event_source_disable_unref(h->retry_timer);
         sd_event_source_disable_unref(h->setclock_io);
         sd_event_source_disable_unref(h->stop_timer);
+        sd_event_source_disable_unref(h->reread_timer);
+        sd_event_source_disable_unref(h->raise_timer);
         h->etcd = etcd_free(h->etcd);
 }

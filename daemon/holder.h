@@ -105,7 +105,7 @@ struct holder {
         struct published published[PUBLISHED_MAX];
         unsigned n_published;
         struct mark_raise raises[RAISES_MAX];
-        sd_event_source *reread_timer;
+        sd_event_source *reread_timer, *raise_timer;
         int exit_code;
         struct holder_stats stats;
         /* called on every state change and renewal tick (the HTTP snapshot) */

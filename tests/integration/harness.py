@@ -74,22 +74,25 @@ class Etcd:
             self.peer = [free_port() for _ in range(members)]
         self.procs = [None] * members
         self.urls = [f"http://{hosts[i]}:{self.client[i]}" for i in range(members)]
-        peers = [f"http://{hosts[i]}:{self.peer[i]}" for i in range(members)]
-        cluster = ",".join(f"m{i}={peers[i]}" for i in range(members))
-        self.cmds = []
-        for i in range(members):
-            self.cmds.append(self.wrap + [
-                "etcd", "--name", f"m{i}", "--data-dir", h.path(f"etcd-m{i}"),
-                "--listen-client-urls", self.urls[i],
-                "--advertise-client-urls", self.urls[i],
-                "--listen-peer-urls", peers[i],
-                "--initial-advertise-peer-urls", peers[i],
-                "--initial-cluster", cluster, "--initial-cluster-token",
-                f"t{os.getpid()}", "--initial-cluster-state", "new",
-                "--log-level", "error"])
+        self.peers = [f"http://{hosts[i]}:{self.peer[i]}" for i in range(members)]
+        self.initial_cluster = ",".join(f"m{i}={self.peers[i]}" for i in range(members))
+        self.token = f"t{os.getpid()}"
+        self.restores = 0
+        self.cmds = [self._cmd(i, h.path(f"etcd-m{i}")) for i in range(members)]
         for i in range(members):
             self.start(i)
         self.wait_healthy()
+
+    def _cmd(self, i, data_dir):
+        return self.wrap + [
+            "etcd", "--name", f"m{i}", "--data-dir", data_dir,
+            "--listen-client-urls", self.urls[i],
+            "--advertise-client-urls", self.urls[i],
+            "--listen-peer-urls", self.peers[i],
+            "--initial-advertise-peer-urls", self.peers[i],
+            "--initial-cluster", self.initial_cluster, "--initial-cluster-token",
+            self.token, "--initial-cluster-state", "new",
+            "--log-level", "error"]
 
     def _post(self, url, body, timeout):
         if not self.wrap:
@@ -149,6 +152,74 @@ class Etcd:
         end = p[:-1] + chr(ord(p[-1]) + 1)
         r = self.call("/v3/kv/range", {"key": b64(p), "range_end": b64(end)})
         return {unb64(kv["key"]): (unb64(kv.get("value", "")), kv) for kv in r.get("kvs", [])}
+
+    def put(self, key, value, lease=None):
+        body = {"key": b64(key), "value": b64(value)}
+        if lease:
+            body["lease"] = str(lease)
+        return self.call("/v3/kv/put", body)
+
+    def delete(self, key):
+        """Deletes one key; its value before, or None if it was absent."""
+        r = self.call("/v3/kv/deleterange", {"key": b64(key), "prev_kv": True})
+        prev = r.get("prev_kvs", [])
+        return unb64(prev[0].get("value", "")) if prev else None
+
+    def header(self):
+        """The header of an answer (cluster_id, member_id, revision, raft_term)."""
+        return self.call("/v3/kv/range", {"key": b64("/"), "count_only": True})["header"]
+
+    def revision(self):
+        return int(self.header()["revision"])
+
+    def grant(self, ttl):
+        return self.call("/v3/lease/grant", {"TTL": ttl})["ID"]
+
+    def etcdctl(self, *args, timeout=60):
+        r = subprocess.run(self.wrap + ["etcdctl", *args], capture_output=True, text=True,
+                           timeout=timeout, env=dict(os.environ, ETCDCTL_API="3"))
+        if r.returncode != 0:
+            raise AssertionError(f"etcdctl {' '.join(args)}: exit {r.returncode}: {r.stderr}")
+        return r.stdout
+
+    def snapshot_save(self, path, member=0):
+        """etcdctl snapshot save from one member; the snapshot's revision."""
+        self.etcdctl("--endpoints", self.urls[member], "snapshot", "save", path)
+        st = json.loads(self.etcdctl("snapshot", "status", path, "-w", "json"))
+        log(f"etcd snapshot saved at revision {st['revision']}")
+        return int(st["revision"])
+
+    def stop_members(self):
+        """Stops every member (SIGTERM, then waits), leaving its data."""
+        for i in range(self.n):
+            p = self.procs[i]
+            if p:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+                self.procs[i] = None
+
+    def restore(self, path, start=True):
+        """etcd's restore procedure: every member stopped, every member
+        restored from the same snapshot into a new data dir (same name, peer
+        URLs and cluster token), then started again."""
+        self.stop_members()
+        self.restores += 1
+        for i in range(self.n):
+            data = self.h.path(f"etcd-m{i}.restore{self.restores}")
+            self.etcdctl("snapshot", "restore", path, "--name", f"m{i}", "--data-dir", data,
+                         "--initial-cluster", self.initial_cluster,
+                         "--initial-cluster-token", self.token,
+                         "--initial-advertise-peer-urls", self.peers[i])
+            self.cmds[i] = self._cmd(i, data)
+        log(f"etcd restored from {os.path.basename(path)}")
+        if start:
+            for i in range(self.n):
+                self.start(i)
+            self.wait_healthy()
 
     def leader(self):
         """The leader's index + 1, or None."""
@@ -295,6 +366,73 @@ def take(instance, n=1, wait_ms=1000):
     if r.returncode != 0:
         raise AssertionError(f"snowid next failed: {r.stderr}")
     return [int(x) for x in r.stdout.split()]
+
+
+def try_take(instance, n=1, wait_ms=1000):
+    """IDs, or None if snowid next failed (EAGAIN past the deadline...)."""
+    r = subprocess.run([CLI, "next", "-n", str(n), "--instance", instance, "--wait",
+                        str(wait_ms)], capture_output=True, text=True)
+    return [int(x) for x in r.stdout.split()] if r.returncode == 0 else None
+
+
+def cli(*args, timeout=30):
+    """Runs build/cli/snowid; the CompletedProcess (text)."""
+    return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def fence(etcd, cluster, *args):
+    """snowid fence on the cluster; asserts success; its one line."""
+    urls = ",".join(etcd.urls) if hasattr(etcd, "urls") else etcd
+    r = cli("fence", "--etcd", urls, "--cluster", cluster, *args)
+    assert r.returncode == 0, f"snowid fence: exit {r.returncode}: {r.stdout} {r.stderr}"
+    line = r.stdout.strip()
+    assert line.startswith("snowid fence:"), f"snowid fence printed {r.stdout!r}"
+    log(line)
+    return line
+
+
+def cli_status(instance):
+    """snowid status --instance: {field: value} of its 'field: value' lines."""
+    r = cli("status", "--instance", instance)
+    if r.returncode != 0:
+        return {}
+    out = {}
+    for line in r.stdout.splitlines():
+        k, _, v = line.partition(":")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def http_get(port, path, timeout=5):
+    """(status, body text) of GET http://127.0.0.1:port/path; (None, error) if unreachable."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as r:
+            return r.status, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+    except OSError as e:
+        return None, str(e)
+
+
+def metric(port, name):
+    """The value of one sample of /metrics (name with its labels, exactly), or None."""
+    st, body = http_get(port, "/metrics")
+    if st != 200:
+        return None
+    for line in body.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return None
+
+
+def mark(ms):
+    """A mark as stored: 20-digit zero-padded decimal ms of ID time."""
+    return f"{ms:020d}"
+
+
+def id_time_now():
+    """The wall clock in ID time (ms since EPOCH_MS)."""
+    return int(time.time() * 1000) - EPOCH_MS
 
 
 def decode(i, worker_bits=10, seq_bits=12):
