@@ -336,7 +336,7 @@ static void on_settle(void *userdata, const struct etcd_reply *r)
                 cluster_halt(h, HALT_CHECKING);
                 return cluster_read(h);
         }
-        if (!etcd_ok(r) || same < 0 || read_back(g, r->json, &ours, &stored, NULL) < 0) {
+        if (!etcd_ok(r) || same < 0 || read_back(g, r->json, &ours, &stored) < 0) {
                 /* keep asking: the lease may expire meanwhile, which settles it too */
                 return on_settle_retry_timer(h);
         }

@@ -62,14 +62,11 @@ char *i64(int64_t v, char buf[static 24])
 
 /* Reads back the two ranges [workers/n, hwm/n] of a txn answer: whether
  * workers/n holds this holding (value and lease) and the stored mark. */
-int read_back(const struct holding *g, const json_t *root, bool *ret_ours,
-                     uint64_t *ret_mark, int64_t *ret_modrev)
+int read_back(const struct holding *g, const json_t *root, bool *ret_ours, uint64_t *ret_mark)
 {
         struct kv kv;
         *ret_ours = false;
         *ret_mark = 0;
-        if (ret_modrev)
-                *ret_modrev = 0;
         json_t *w = txn_kvs(root, 0), *m = txn_kvs(root, 1);
         if (w && json_array_size(w) > 0) {
                 if (kv_parse(json_array_get(w, 0), &kv) < 0)
@@ -81,8 +78,6 @@ int read_back(const struct holding *g, const json_t *root, bool *ret_ours,
                 if (kv_parse(json_array_get(m, 0), &kv) < 0)
                         return -EBADMSG;
                 int r = parse_mark(kv.value, kv.value_len, ret_mark);
-                if (ret_modrev)
-                        *ret_modrev = kv.mod_revision;
                 kv_clear(&kv);
                 if (r < 0)
                         return r;
@@ -270,9 +265,15 @@ static void lost(struct holder *h, const char *why)
 {
         if (h->cur.state != H_HELD)
                 return;
-        log_warning("Lost worker number %" PRId32 ": %s; IDs continue until the deadline, %" PRId64
-                    " ms from now",
-                    h->cur.worker, why, (int64_t)h->cur.mark - (int64_t)id_now_ms(h, false));
+        int64_t left = (int64_t)h->cur.mark - (int64_t)id_now_ms(h, false);
+        if (left > 0)
+                log_warning("Lost worker number %" PRId32 ": %s; IDs continue until the deadline, "
+                            "%" PRId64 " ms from now",
+                            h->cur.worker, why, left);
+        else
+                log_warning("Lost worker number %" PRId32 ": %s; its deadline passed %" PRId64
+                            " ms ago",
+                            h->cur.worker, why, -left);
         h->cur.state = H_LOST;
         h->stats.leases_lost++;
         shm_pub_set_state(h->pub, SHM_STATE_NO_LEASE);
@@ -325,9 +326,8 @@ static void on_extend(void *userdata, const struct etcd_reply *r)
         }
         bool ours = true;
         uint64_t stored = v;
-        int64_t modrev;
         if (!json_is_true(json_object_get(r->json, "succeeded"))) {
-                if (read_back(g, r->json, &ours, &stored, &modrev) < 0) {
+                if (read_back(g, r->json, &ours, &stored) < 0) {
                         h->stats.renewal_failures++;
                         log_warning("etcd's answer to a mark extension is malformed");
                         return;
@@ -337,9 +337,6 @@ static void on_extend(void *userdata, const struct etcd_reply *r)
                 if (stored < v) {
                         /* ours, yet the guard failed: the mark is absent (deleted,
                          * or lost by etcd).  Raised again before anything else. */
-                        log_warning("The mark of worker %" PRId32 " reads %s; raising it "
-                                    "back to %" PRIu64, g->worker, modrev ? "low" : "absent",
-                                    g->mark);
                         g->raising = true;
                         marks_raise(h, g->worker, g->mark, 0, g->id);
                         return;

@@ -128,8 +128,7 @@ char *i64(int64_t v, char buf[static 24]);
 struct holding *by_tag(struct holder *h, uint64_t tag);
 void note_etcd(struct holder *h, const struct etcd_reply *r);
 struct holding *acquiring(struct holder *h, const struct etcd_reply *r, enum hstate want);
-int read_back(const struct holding *g, const json_t *root, bool *ret_ours, uint64_t *ret_mark,
-              int64_t *ret_modrev);
+int read_back(const struct holding *g, const json_t *root, bool *ret_ours, uint64_t *ret_mark);
 void publish(struct holder *h);
 unsigned next_backoff(struct holder *h, unsigned max);
 void restart_acquisition(struct holder *h, unsigned delay_ms);
