@@ -27,8 +27,9 @@ struct fence_run {
         struct etcd *etcd;
         char prefix[96];
         uint64_t ahead_ms;
-        unsigned tries;
+        unsigned tries, races;
         int result;
+        char said[512]; /* printed once etcd took the fence */
 };
 
 static void send_read(struct fence_run *f);
@@ -55,10 +56,14 @@ static void on_write(void *userdata, const struct etcd_reply *r)
                 return done(f, 1);
         }
         if (!json_is_true(json_object_get(r->json, "succeeded"))) {
-                fprintf(stderr, "snowid fence: the cluster's keys changed while it was being "
-                                "fenced; run it again\n");
+                /* a daemon raised the floor past it, or another fence won: again */
+                if (++f->races < 10)
+                        return send_read(f);
+                fprintf(stderr, "snowid fence: the cluster's keys kept changing while it was "
+                                "being fenced; run it again\n");
                 return done(f, 1);
         }
+        fputs(f->said, stdout);
         done(f, 0);
 }
 
@@ -117,12 +122,14 @@ static void on_read(void *userdata, const struct etcd_reply *r)
                 fprintf(stderr, "snowid fence: no random token\n");
                 goto out;
         }
-        /* compare exactly what was read, so nothing changed in between */
+        /* the layout and fence as read; the floor still at or below what
+         * is put (daemons raise it meanwhile: then read again) */
         json_t *cmp = json_pack(
                 "[o, o, o]",
                 txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, rl ? lk.create_revision : 0),
                 txn_cmp(txn_key(p, "fence", -1), "MOD", "EQUAL", NULL, rf ? fk.mod_revision : 0),
-                txn_cmp(txn_key(p, "floor", -1), "MOD", "EQUAL", NULL, rfl ? flk.mod_revision : 0));
+                rfl ? txn_cmp(txn_key(p, "floor", -1), "VALUE", "LESS", txn_mark(above + 1), 0)
+                    : txn_cmp(txn_key(p, "floor", -1), "CREATE", "EQUAL", NULL, 0));
         json_t *ops = json_pack("[o, o]", txn_put(txn_key(p, "fence", -1), etcd_b64("%s", c.fence), 0),
                                 txn_put(txn_key(p, "floor", -1), txn_mark(above), 0));
         if (rl == 0)
@@ -132,15 +139,18 @@ static void on_read(void *userdata, const struct etcd_reply *r)
                 fprintf(stderr, "snowid fence: cannot send to etcd\n");
                 goto out;
         }
-        printf("snowid fence: cluster %s fenced: token %s, claims above %" PRIu64
-               " (%+.1f s from this host's clock; %zu marks, the highest %" PRIu64
-               ", floor was %" PRIu64 ")%s\n",
-               f->cfg->cluster, c.token, above, ((double)above - (double)wall_id_ms(l)) / 1000, marks,
-               highest, floor, rl == 0 ? "; layout re-created from the configuration" : "");
-        if (rl == 0)
-                printf("snowid fence: layout: epoch %" PRIu64 " ms, %u time, %u worker, %u sequence "
-                       "bits\n",
-                       l->epoch_ms, l->time_bits, l->worker_bits, l->seq_bits);
+        int n = snprintf(f->said, sizeof(f->said),
+                         "snowid fence: cluster %s fenced: token %s, claims above %" PRIu64
+                         " (%+.1f s from this host's clock; %zu marks, the highest %" PRIu64
+                         ", floor was %" PRIu64 ")%s\n",
+                         f->cfg->cluster, c.token, above,
+                         ((double)above - (double)wall_id_ms(l)) / 1000, marks, highest, floor,
+                         rl == 0 ? "; layout re-created from the configuration" : "");
+        if (rl == 0 && n > 0 && (size_t)n < sizeof(f->said))
+                snprintf(f->said + n, sizeof(f->said) - (size_t)n,
+                         "snowid fence: layout: epoch %" PRIu64 " ms, %u time, %u worker, %u "
+                         "sequence bits\n",
+                         l->epoch_ms, l->time_bits, l->worker_bits, l->seq_bits);
         kv_clear(&lk);
         kv_clear(&fk);
         kv_clear(&flk);

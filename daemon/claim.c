@@ -382,6 +382,9 @@ void holder_acquire(struct holder *h, bool fresh)
         if (h->next.state != H_NONE || h->stopping || h->halted != HALT_NONE || !h->layout_ready)
                 return;
         h->next = (struct holding){.state = H_GRANT, .id = ++h->ids, .fresh = fresh, .worker = -1};
+        uint64_t now = holder_mono_ms();
+        if (now < h->claims_not_before_ms)
+                return retry_in(h, (unsigned)(h->claims_not_before_ms - now));
         step_grant(h);
 }
 

@@ -15,6 +15,7 @@
 
 #define CLOCK_TICK_MS 100
 #define RETRY_MAX_MS 1000
+#define FENCE_SETTLE_MS 1000
 
 
 /* ---- time ---- */
@@ -148,12 +149,16 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                                    "the marks this daemon published past it, then claiming again",
                                    c->claims_above);
                         etcd_history_reset(h->etcd);
-                        holder_fence_adopted(h);
-                        if (h->cur.state == H_HELD) {
+                        if (h->cur.state != H_NONE) {
                                 /* its workers/<n> belongs to the old history */
                                 h->cur.state = H_LOST;
                                 marks_retired(h, h->cur.worker, h->cur.mark);
                         }
+                        holder_fence_adopted(h);
+                        /* other live daemons see the fence within a renewal
+                         * and raise their marks: no claim before they can */
+                        h->claims_not_before_ms = holder_mono_ms() + h->cfg->renew_ms +
+                                                  h->cfg->etcd_timeout_ms + FENCE_SETTLE_MS;
                 } else if (was_halted)
                         log_notice("The cluster is as it was; going on");
                 if (h->cur.state == H_HELD)
@@ -277,6 +282,7 @@ static void lost(struct holder *h, const char *why)
         h->cur.state = H_LOST;
         h->stats.leases_lost++;
         shm_pub_set_state(h->pub, SHM_STATE_NO_LEASE);
+        marks_retired(h, h->cur.worker, h->cur.mark);
         marks_raise(h, h->cur.worker, h->cur.mark, 0, 0);
         holder_acquire(h, false);
         holder_update_status(h);
@@ -385,6 +391,10 @@ static int on_renew_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct holder *h = userdata;
         send_renewal(h);
+        /* a backstop: nothing held and nothing under way is never a state
+         * to stay in */
+        if (h->cur.state != H_HELD && h->next.state == H_NONE)
+                holder_acquire(h, false);
         holder_update_status(h);
         sd_event_source_set_time(s, usec + (uint64_t)h->cfg->renew_ms * 1000);
         return 0;

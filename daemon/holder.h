@@ -98,6 +98,7 @@ struct holder {
         struct clock_state clock; /* offset_ns: ID time minus CLOCK_MONOTONIC, as published */
         unsigned backoff_ms;
         uint64_t fresh_not_before_ms; /* monotonic ms: throttles fresh-number attempts */
+        uint64_t claims_not_before_ms; /* monotonic ms: after a new fence */
         sd_event_source *renew_timer, *clock_timer, *retry_timer, *setclock_io, *stop_timer;
         bool ready_sent, stopping, etcd_reachable;
         struct cluster_ident cl;
