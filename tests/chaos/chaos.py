@@ -3,7 +3,9 @@
 network namespace of its own running snowidd and clients, while faults are
 injected at random moments drawn from a seed.  At the end every ID taken is
 checked: none twice, each client thread's IDs increasing, and each ID made
-by a worker number its host held for that ID's time, by etcd's own history.
+by a worker number its host held for that ID's time, by etcd's own history
+(the history of every era: a restore from a snapshot loses what came after
+the snapshot, so each era's history is read just before it ends).
 
     chaos.py [--duration SEC] [--seed N] [--hosts N] [--build DIR] [--keep]
 
@@ -119,7 +121,7 @@ class Net:
 
 
 class Host:
-    def __init__(self, h, net, etcd, i, faketime_lib):
+    def __init__(self, h, net, etcd, i, faketime_lib, log_level="info"):
         self.i = i
         self.name = f"h{i}"
         self.ns = net.hosts[i]
@@ -135,7 +137,7 @@ class Host:
                              wrap=net.wrap(self.ns),
                              args=["--cluster", CLUSTER, "--lease-ttl", str(LEASE_TTL_S),
                                    "--window", str(WINDOW_S), "--http", "127.0.0.1:7723",
-                                   "--log-level", "info"])
+                                   "--log-level", log_level])
         self.h = h
         self.net = net
         self.taker = None
@@ -165,18 +167,47 @@ class Host:
                 + [(f"h{self.i}-http", self.h.path(f"ids-h{self.i}-http.0"))])
 
 
+def mono_ms():
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000000
+
+
+def flag_value(cmd, name):
+    return cmd[cmd.index(name) + 1]
+
+
 class Chaos:
     KINDS = ["daemon-kill9", "daemon-sigstop", "link-down-short", "link-down-long",
-             "drop-short", "drop-long", "etcd-kill", "etcd-kill-leader", "clock-step"]
+             "drop-short", "drop-long", "etcd-kill", "etcd-kill-leader", "clock-step",
+             "etcd-restore", "mark-delete", "layout-delete"]
+    ETCD_MEMBER = ("etcd-kill", "etcd-kill-leader")  # one member down at a time
+    CLUSTER_WIDE = ("clock-step", "etcd-restore", "mark-delete", "layout-delete")
+    SNAPSHOT_EVERY = (20, 40)  # seconds between etcdctl snapshot saves
+    SNAPSHOT_MIN_AGE = 5  # a restore uses a snapshot at least this old
 
-    def __init__(self, h, net, etcd, hosts, rng, kinds=None):
+    def __init__(self, h, net, etcd, hosts, rng, kinds=None, seed=0):
         self.h, self.net, self.etcd, self.hosts, self.rng = h, net, etcd, hosts, rng
         self.kinds = kinds or self.KINDS
         self.heals = []  # (at, what, fn, host index or None, kind)
         self.healed = []  # (host index, kind, CLOCK_MONOTONIC ms): a host fault ended
         self.began = []  # (host index, CLOCK_MONOTONIC ms): a fault that stops a host began
         self.counts = {k: 0 for k in self.KINDS}
-        self.etcd_busy = False
+        self.failed = {}  # kind: faults that could not be made (a request etcd refused)
+        self.etcd_busy = False  # a member is down
+        self.fence_pending = False  # the layout is deleted; snowid fence is yet to run
+        self.holding_starts = False  # a restore is under way: daemons are started after it
+        # etcd's history, one entry per era that a restore ended: (base, events),
+        # base the revision of the snapshot the era was restored from (0: none)
+        self.eras = []
+        self.base = 0
+        self.restores = []  # (seconds kill to healthy, seconds kill to fenced)
+        self.fences = []  # snowid fence's output lines
+        # snapshots: a second generator, so that taking them draws nothing from rng
+        self.snap_rng = random.Random(seed ^ 0x5eed)
+        self.snaps = []  # (monotonic time taken, path, revision), newest last
+        self.snap_proc = None
+        self.snap_seq = 0
+        self.next_snap = (time.monotonic() + self.snap_rng.uniform(1, 10)
+                          if "etcd-restore" in self.kinds else float("inf"))
         self.start = time.monotonic()
         self.start_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
 
@@ -191,7 +222,11 @@ class Chaos:
         keep = []
         for heal in self.heals:
             at, what, fn, host, kind = heal
-            if everything or at <= now:
+            if kind == "daemon-kill9" and self.holding_starts:
+                # the restore procedure: no daemon starts between the restore
+                # and the fence (a daemon that starts then sees nothing odd)
+                keep.append(heal)
+            elif everything or at <= now:
                 self.note(f"heal: {what}")
                 fn()
                 if host is not None:
@@ -207,14 +242,30 @@ class Chaos:
         rng = self.rng
         now = time.monotonic()
         free = [h for h in self.hosts if h.busy_until <= now]
-        kinds = [k for k in self.kinds
-                 if k == "clock-step" or (k.startswith("etcd") and not self.etcd_busy)
-                 or (not k.startswith("etcd") and free)]
+
+        def can(k):
+            if k in self.ETCD_MEMBER:
+                return not self.etcd_busy
+            if k == "etcd-restore":  # every member up, the layout there, a snapshot old enough
+                return not self.etcd_busy and not self.fence_pending and self.snapshot() is not None
+            if k == "layout-delete":
+                return not self.fence_pending
+            return k in self.CLUSTER_WIDE or bool(free)
+        kinds = [k for k in self.kinds if can(k)]
         if not kinds:
             return
         kind = rng.choice(kinds)
-        host = rng.choice(self.hosts if kind == "clock-step" else free or self.hosts)
-        if kind.startswith("etcd"):
+        host = rng.choice(self.hosts if kind in self.CLUSTER_WIDE else free or self.hosts)
+        if kind == "etcd-restore":
+            if not self.restore(kind):
+                return
+        elif kind == "mark-delete":
+            if not self.mark_delete(kind, rng.random(), rng.random()):
+                return
+        elif kind == "layout-delete":
+            if not self.layout_delete(kind, rng.uniform(1, 5)):
+                return
+        elif kind in self.ETCD_MEMBER:
             if kind == "etcd-kill-leader":
                 lead = self.etcd.leader()
                 if not lead:
@@ -273,11 +324,225 @@ class Chaos:
         next_at = time.monotonic() + self.rng.expovariate(1 / mean_interval)
         while time.monotonic() < end:
             self.heal_due()
+            self.snapshot_step()
             if time.monotonic() >= next_at:
                 self.inject()
                 next_at = time.monotonic() + self.rng.expovariate(1 / mean_interval)
             time.sleep(0.02)
         self.heal_due(everything=True)
+        self.snapshot_stop()
+
+    # ---- the faults of etcd's contents
+
+    def fail(self, kind, why):
+        self.note(f"{kind}: not made: {why}")
+        self.failed[kind] = self.failed.get(kind, 0) + 1
+        return False
+
+    def all_hosts_stop(self):
+        t = mono_ms()
+        self.began += [(host.i, t) for host in self.hosts]
+
+    def all_hosts_healed(self, kind):
+        t = mono_ms()
+        self.healed += [(host.i, kind, t) for host in self.hosts]
+
+    def mark_delete(self, kind, r1, r2):
+        """Deletes one hwm/<n>: half the time one whose number is held now."""
+        p = f"/snowid/{CLUSTER}/"
+        try:
+            keys = self.etcd.prefix(p)
+        except Exception as e:
+            return self.fail(kind, f"cannot read the keys: {e}")
+        marks = sorted(k for k in keys if k.startswith(p + "hwm/"))
+        held = [k for k in marks if p + "workers/" + k[len(p + "hwm/"):] in keys]
+        pool = held if held and r1 < 0.5 else marks
+        if not pool:
+            return self.fail(kind, "no mark yet")
+        key = pool[int(r2 * len(pool))]
+        try:
+            r = self.etcd.call("/v3/kv/deleterange", {"key": b64(key), "prev_kv": True})
+        except Exception as e:
+            return self.fail(kind, f"{key}: {e}")
+        prev = [unb64(kv.get("value", "")) for kv in r.get("prev_kvs", [])]
+        self.note(f"{kind}: {key[len(p):]} ({'held' if key in held else 'free'}, "
+                  f"was {prev[0] if prev else 'already gone'}; revision {r['header']['revision']})")
+        return True
+
+    def fence(self, why, tries=5):
+        """snowid fence, in the namespace of the etcd members, run again (as
+        an operator would) while it fails.  True if it succeeded."""
+        for _ in range(tries):
+            if self.fence_once(why):
+                return True
+            time.sleep(1)  # not wait_healing(): a fence may run from heal_due()
+        self.note(f"snowid fence ({why}): failed {tries} times; the daemons wait for a fence")
+        return False
+
+    def fence_once(self, why):
+        cmd = self.net.wrap(self.net.core) + [
+            harness.CLI, "fence", "--config", "/dev/null", "--etcd", ",".join(self.etcd.urls),
+            "--cluster", CLUSTER, "--window", str(WINDOW_S)]
+        t = time.monotonic()
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        except subprocess.TimeoutExpired:
+            self.note(f"snowid fence ({why}): no answer in 30 s")
+            self.fences.append(f"{why}: timed out")
+            return False
+        out = " | ".join(x for x in (r.stdout.strip() + "\n" + r.stderr.strip()).splitlines() if x)
+        self.note(f"snowid fence ({why}): exit {r.returncode} in {time.monotonic() - t:.2f} s: "
+                  f"{out}")
+        self.fences.append(f"{why}: exit {r.returncode}: {out}")
+        if r.returncode != 0:
+            self.failed["fence"] = self.failed.get("fence", 0) + 1
+        return r.returncode == 0
+
+    def layout_delete(self, kind, after):
+        key = f"/snowid/{CLUSTER}/layout"
+        try:
+            r = self.etcd.call("/v3/kv/deleterange", {"key": b64(key)})
+        except Exception as e:
+            return self.fail(kind, str(e))
+        self.note(f"{kind}: deleted ({r.get('deleted', 0)} key, revision "
+                  f"{r['header']['revision']}); snowid fence after {after:.1f} s")
+        self.all_hosts_stop()
+        self.fence_pending = True
+
+        def fence():
+            self.fence("layout deleted")
+            self.fence_pending = False
+            self.all_hosts_healed(kind)
+        self.later(after, "snowid fence (layout deleted)", fence)
+        return True
+
+    # snapshots: one every SNAPSHOT_EVERY seconds, the newest two kept
+
+    def snapshot_step(self):
+        now = time.monotonic()
+        if self.snap_proc is not None:
+            if self.snap_proc.poll() is None:
+                if now - self.snap_started > 20:
+                    kill_quietly(self.snap_proc)
+                    self.snap_proc = None
+                    self.note("etcd snapshot: no answer in 20 s")
+                return
+            p, path, self.snap_proc = self.snap_proc, self.snap_path, None
+            if p.returncode != 0:
+                self.note(f"etcd snapshot: etcdctl exit {p.returncode}")
+                return
+            st = subprocess.run(["etcdctl", "snapshot", "status", path, "-w", "json"],
+                                capture_output=True, text=True)
+            try:
+                rev = int(json.loads(st.stdout)["revision"])
+            except (ValueError, KeyError):
+                self.note(f"etcd snapshot: cannot read {path}: {st.stderr.strip()}")
+                return
+            self.snaps.append((self.snap_started, path, rev))
+            for _, old, _ in self.snaps[:-2]:
+                os.unlink(old)
+            self.snaps = self.snaps[-2:]
+            self.note(f"etcd snapshot at revision {rev} "
+                      f"({time.monotonic() - self.snap_started:.2f} s)")
+        if now < self.next_snap:
+            return
+        self.next_snap = now + self.snap_rng.uniform(*self.SNAPSHOT_EVERY)
+        up = [m for m in range(self.etcd.n) if self.etcd.procs[m]]
+        if not up:
+            return
+        self.snap_seq += 1
+        self.snap_path = self.h.path(f"etcd-snapshot-{self.snap_seq}.db")
+        self.snap_started = now
+        self.snap_proc = subprocess.Popen(
+            self.net.wrap(self.net.core) + ["etcdctl", "--endpoints", self.etcd.urls[up[0]],
+                                            "--command-timeout", "15s", "snapshot", "save",
+                                            self.snap_path],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def snapshot_stop(self):
+        if self.snap_proc is not None:
+            kill_quietly(self.snap_proc)
+            self.snap_proc = None
+
+    def snapshot(self):
+        """The newest snapshot at least SNAPSHOT_MIN_AGE old: (taken, path, revision)."""
+        now = time.monotonic()
+        old = [s for s in self.snaps if now - s[0] >= self.SNAPSHOT_MIN_AGE]
+        return old[-1] if old else None
+
+    def cut_all(self, cut):
+        """Every host's veth, at the bridge's end: no packet either way."""
+        for i in range(len(self.hosts)):
+            ip("-n", self.net.core, "link", "set", f"h{i}", "down" if cut else "up")
+
+    def wait_healing(self, seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.heal_due()
+            time.sleep(0.02)
+
+    def restore(self, kind):
+        """etcd restored from a snapshot on every member, then fenced."""
+        taken, path, rev = self.snapshot()
+        age = time.monotonic() - taken
+        delay = self.rng.uniform(0, 3)
+        self.note(f"{kind}: from the snapshot at revision {rev} ({age:.1f} s old); "
+                  f"snowid fence {delay:.1f} s after etcd is back")
+        self.snapshot_stop()
+        # The history of the era that ends: every write any daemon saw
+        # acknowledged must be in it.  Cut the hosts off, let what etcd
+        # already has be applied, read the history, and kill the members
+        # only if no revision came after it.
+        self.holding_starts = True
+        self.all_hosts_stop()
+        self.cut_all(True)
+        try:
+            time.sleep(0.3)
+            for attempt in range(5):
+                events, _ = etcd_history(self.etcd, self.net)
+                head = int(self.etcd.call("/v3/kv/range", {"key": b64("\0"), "limit": 1})
+                           ["header"]["revision"])
+                if head <= max((e[0] for e in events), default=0):
+                    break
+                self.note(f"{kind}: revision {head} came after the history was read; again")
+            else:
+                self.note(f"{kind}: etcd's revision kept moving with every host cut off; "
+                          f"a write acknowledged after the history was read may be missed")
+            t0 = time.monotonic()
+            self.etcd.stop_all()
+        finally:
+            self.cut_all(False)
+        self.eras.append((self.base, events))
+        self.base = rev
+        self.note(f"{kind}: era {len(self.eras)} ended at revision "
+                  f"{max((e[0] for e in events), default=0)} ({len(events)} events); "
+                  f"members killed; restoring")
+        for m in range(self.etcd.n):
+            cmd = self.etcd.cmds[m]
+            data = flag_value(cmd, "--data-dir")
+            subprocess.run(["rm", "-rf", data], check=True)
+            r = subprocess.run(
+                ["etcdctl", "snapshot", "restore", path, "--name", flag_value(cmd, "--name"),
+                 "--data-dir", data,
+                 "--initial-cluster", flag_value(cmd, "--initial-cluster"),
+                 "--initial-cluster-token", flag_value(cmd, "--initial-cluster-token"),
+                 "--initial-advertise-peer-urls", flag_value(cmd, "--initial-advertise-peer-urls")],
+                capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"etcdctl snapshot restore m{m}: {r.stderr.strip()}")
+        for m in range(self.etcd.n):
+            self.etcd.start(m)
+        self.etcd.wait_healthy(60)
+        healthy = time.monotonic() - t0
+        self.note(f"{kind}: etcd healthy again {healthy:.1f} s after the kill")
+        self.snaps = []  # the next restore: from a snapshot of this era
+        self.next_snap = time.monotonic() + self.snap_rng.uniform(*self.SNAPSHOT_EVERY)
+        self.wait_healing(delay)
+        self.fence("etcd restored")
+        self.restores.append((healthy, time.monotonic() - t0))
+        self.holding_starts = False
+        self.all_hosts_healed(kind)
+        return True
 
 
 def etcd_history(etcd, net):
@@ -313,29 +578,72 @@ def etcd_history(etcd, net):
     return events, prefix
 
 
-def holdings(events, prefix, instances):
+def timeline(eras):
+    """etcd's history across restores, in the order things happened.  eras:
+    [(base, events)], one per era in order, events as etcd_history() gives
+    them; base is the revision of the snapshot the era was restored from (0
+    for the first).  An era's history repeats, up to its base, the history
+    of the era the snapshot was taken in, and goes on with revisions of its
+    own; what the era before it had after that revision was acknowledged and
+    then lost, and came before.  Returns (the eras' own events, each list in
+    revision order with claims first within a revision, [mismatches]): a
+    mismatch is an era whose repeated part differs from the era before's."""
+    out, bad = [], []
+    for k, (base, events) in enumerate(eras):
+        # the claim writes workers/n and the mark in one transaction (one
+        # revision): the claim first, whatever order the transaction puts them in
+        order = sorted(events, key=lambda e: (e[0], 0 if "/workers/" in e[2] else 1))
+        if k > 0:
+            before = [e for e in eras[k - 1][1] if e[0] <= base]
+            again = [e for e in events if e[0] <= base]
+            if before != again:
+                bad.append(f"era {k}: its history up to the snapshot's revision {base} "
+                           f"({len(again)} events) differs from era {k - 1}'s ({len(before)})")
+        out.append([e for e in order if e[0] > base])
+    return out, bad
+
+
+def holdings(eras, prefix, instances):
     """For each host, its holdings as (worker, low, high): IDs of that worker
-    whose time t has low < t <= high.  A claim writes workers/n and the mark in
-    one transaction, guarded on the mark not having moved since it was read;
-    renewals are guarded on the claim's lease, so every mark written between
-    two claims belongs to the first of them."""
+    whose time t has low < t <= high.  eras: [(base, events)] (see timeline()),
+    or one era's events.
+
+    A claim writes workers/n and the mark in one transaction, guarded on the
+    mark not having moved since it was read; renewals are guarded on the
+    claim's lease, so every mark written between two claims belongs to the
+    first of them.  A holding runs from the highest mark n ever had before
+    its claim (a mark deleted, or lost in a restore, still fences n: its
+    holder may have used IDs up to it) to the highest mark written for n
+    before the next claim of n, in any era: the marks a holder wrote after
+    the snapshot were acknowledged, and its clients used them, even though
+    the restored etcd forgot them.  Any write of the mark fences n up to its
+    value, whoever made it, so each raises the open holding's high; a write
+    that is no claim and no renewal (a daemon raising a deleted or lost mark
+    again) writes a value it had acknowledged, so it raises nothing beyond a
+    mark already seen.  DELETEs, and the keys that are neither workers/ nor
+    hwm/ (layout, fence, floor), change no holding."""
+    if eras and not isinstance(eras[0][1], list):
+        eras = [(0, eras)]
     host_of = {inst: i for i, inst in enumerate(instances)}
-    mark = {}
+    mark = {}  # n: the highest mark ever written
     open_ = {}
     out = {i: [] for i in range(len(instances))}
-    for rev, typ, key, value in events:
-        rest = key[len(prefix):]
-        if rest.startswith("workers/") and typ == "PUT":
-            n = int(rest.split("/")[1])
-            owner = json.loads(value)["instance"]
-            if n in open_:
-                out[open_[n][0]].append(tuple(open_[n][1:]))
-            open_[n] = [host_of.get(owner, -1), n, mark.get(n, 0), mark.get(n, 0)]
-        elif rest.startswith("hwm/") and typ == "PUT":
-            n = int(rest.split("/")[1])
-            mark[n] = int(value)
-            if n in open_:
-                open_[n][3] = mark[n]
+    for events in timeline(eras)[0]:
+        for rev, typ, key, value in events:
+            rest = key[len(prefix):]
+            if typ != "PUT":
+                continue
+            if rest.startswith("workers/"):
+                n = int(rest.split("/")[1])
+                owner = json.loads(value)["instance"]
+                if n in open_:
+                    out.setdefault(open_[n][0], []).append(tuple(open_[n][1:]))
+                open_[n] = [host_of.get(owner, -1), n, mark.get(n, 0), mark.get(n, 0)]
+            elif rest.startswith("hwm/"):
+                n = int(rest.split("/")[1])
+                mark[n] = max(mark.get(n, 0), int(value))
+                if n in open_:
+                    open_[n][3] = max(open_[n][3], int(value))
     for n, (host, w, lo, hi) in open_.items():
         out.setdefault(host, []).append((w, lo, hi))
     return out
@@ -456,6 +764,7 @@ def main():
                     help="the kinds of fault to draw from, comma-separated")
     ap.add_argument("--build", default=None)
     ap.add_argument("--keep", action="store_true", help="keep the files of a passing run")
+    ap.add_argument("--daemon-log-level", default="info", help="snowidd's --log-level")
     a = ap.parse_args()
     kinds = [k for k in a.faults.split(",") if k]
     unknown = set(kinds) - set(Chaos.KINDS)
@@ -465,6 +774,7 @@ def main():
         harness.BUILD = os.path.abspath(a.build)
         harness.SNOWIDD = os.path.join(harness.BUILD, "daemon", "snowidd")
         harness.TAKER = os.path.join(harness.BUILD, "tests", "snowid-taker")
+        harness.CLI = os.path.join(harness.BUILD, "cli", "snowid")
     seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1 << 32)
     log(f"chaos: seed {seed}, {a.duration:.0f} s, {a.hosts} hosts")
     if os.geteuid() != 0:
@@ -487,13 +797,13 @@ def main():
         h.cleanup(net.down)  # runs last
         net.up()
         etcd = Etcd(h, 3, addrs=[f"{SUBNET}.{m + 1}" for m in range(3)], wrap=net.wrap(net.core))
-        hosts = [Host(h, net, etcd, i, libs[0]) for i in range(a.hosts)]
+        hosts = [Host(h, net, etcd, i, libs[0], a.daemon_log_level) for i in range(a.hosts)]
         for host in hosts:
             host.daemon.start()
         for host in hosts:
             host.start_clients(a.rate)
         log(f"{a.hosts} hosts taking IDs; faults begin")
-        chaos = Chaos(h, net, etcd, hosts, rng, kinds)
+        chaos = Chaos(h, net, etcd, hosts, rng, kinds, seed)
         chaos.run(a.duration, a.mean_interval)
         healed = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000000
         log("all faults healed; waiting for every host to take IDs again")
@@ -508,9 +818,17 @@ def main():
             host.daemon.stop(timeout=20)
 
         events, prefix = etcd_history(etcd, net)
-        held = holdings(events, prefix, [host.instance for host in hosts])
+        eras = chaos.eras + [(chaos.base, events)]
+        with open(h.path("etcd-history.json"), "w") as f:
+            json.dump([{"base": base, "events": evs} for base, evs in eras], f)
+        _, mismatched = timeline(eras)
+        for m in mismatched:
+            log(f"etcd history: {m}")
+        held = holdings(eras, prefix, [host.instance for host in hosts])
         fresh = {host.i: host.daemon.log_text().count("fresh worker number") for host in hosts}
-        log(f"etcd history: {len(events)} events, {sum(len(v) for v in held.values())} holdings")
+        log(f"etcd history: {len(eras)} era(s), "
+            f"{' + '.join(str(len(e)) for _, e in eras)} events, "
+            f"{sum(len(v) for v in held.values())} holdings")
         total, dups, disorder, outside = check_ids(hosts, held, fresh)
 
         errors = {}
@@ -539,8 +857,16 @@ def main():
         stopped = sorted(b[0] for b in back if b[0] > 0)  # faults that stopped IDs
         median = stopped[len(stopped) // 2] if stopped else 0
         faults = ", ".join(f"{k} {v}" for k, v in chaos.counts.items())
+        if chaos.failed:
+            faults += " (not made: " + ", ".join(f"{k} {v}" for k, v in
+                                                 sorted(chaos.failed.items())) + ")"
         errs = ", ".join(f"{k} {v}" for k, v in sorted(errors.items())) or "none"
-        ok = dups == 0 and disorder == 0 and outside == 0
+        restores = ""
+        if chaos.restores:
+            restores = (f"; restores: etcd back after {max(r[0] for r in chaos.restores):.1f} s "
+                        f"at most, fenced after {max(r[1] for r in chaos.restores):.1f} s at most"
+                        f" (from the kill)")
+        ok = dups == 0 and disorder == 0 and outside == 0 and not mismatched
         print(f"chaos: seed {seed}, {a.duration:.0f} s, {a.hosts} hosts: {total:,} IDs checked, "
               f"{dups} duplicates, {disorder} out of order, {outside} outside their host's "
               f"holdings; faults: {faults} ({sum(chaos.counts.values())} in all); client errors: "
@@ -550,7 +876,7 @@ def main():
               f"after a fault ended: {slow[0]} ms ({slow[1]} on {slow[2]} at "
               f"+{(slow[3] - start_ms) / 1000:.1f} s; median {median} ms over the {len(stopped)} "
               f"that had stopped IDs; "
-              f"{cut} cut short by the next fault)",
+              f"{cut} cut short by the next fault){restores}",
               flush=True)
     except KeyboardInterrupt as e:
         log(f"chaos: interrupted ({e})")

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The chaos test's checker must be able to fail: each kind of wrong ID it
 looks for is planted in files of made-up IDs and must be found; and etcd
-history is turned into the right holdings."""
+history is turned into the right holdings, across restores of etcd from a
+snapshot and deleted marks."""
 import json
 import os
 import sys
@@ -44,10 +45,65 @@ def history():
     ], p
 
 
-def run(lists_a, lists_b, fresh=(0, 0)):
+def mark(v):
+    return f"{v:020d}"
+
+
+def restored():
+    """Two eras: etcd restored from a snapshot at revision 4.  a held 5 and
+    raised its mark twice after the snapshot, b claimed 9; both lost.  After
+    the restore and the fence, a claims 9 and b claims 5; a never raised 5's
+    mark again (it was cut off, say)."""
+    p = "/snowid/chaos/"
+    claim = lambda inst: json.dumps({"instance": inst})  # noqa: E731
+    common = [
+        (2, "PUT", p + "layout", "{}"), (2, "PUT", p + "fence", '{"token": "t1"}'),
+        (2, "PUT", p + "floor", mark(0)),
+        (3, "PUT", p + "workers/5", claim("a")), (3, "PUT", p + "hwm/5", mark(1010)),
+        (3, "PUT", p + "floor", mark(1010)),
+        (4, "PUT", p + "hwm/5", mark(1020)), (4, "PUT", p + "floor", mark(1020)),
+    ]
+    era0 = common + [
+        (5, "PUT", p + "hwm/5", mark(1030)), (6, "PUT", p + "hwm/5", mark(1040)),
+        # the claim's mark first, then workers/: the same transaction all the same
+        (7, "PUT", p + "hwm/9", mark(3000)), (7, "PUT", p + "workers/9", claim("b")),
+        (7, "PUT", p + "floor", mark(3000)),
+    ]
+    era1 = common + [
+        (5, "PUT", p + "fence", '{"token": "t2", "claims_above": 3063}'),
+        (6, "DELETE", p + "workers/5", ""),  # a's restored lease expires
+        (7, "PUT", p + "workers/9", claim("a")), (7, "PUT", p + "hwm/9", mark(3100)),
+        (8, "PUT", p + "workers/5", claim("b")), (8, "PUT", p + "hwm/5", mark(3200)),
+    ]
+    return [(0, era0), (4, era1)], p
+
+
+def deleted():
+    """One era: a's mark of 7 deleted while a holds 7, raised again by a,
+    renewed; then a gives 7 up, its mark is deleted while nobody holds 7, the
+    layout is deleted and fenced again, and b claims 7 (above the floor)."""
+    p = "/snowid/chaos/"
+    claim = lambda inst: json.dumps({"instance": inst})  # noqa: E731
+    return [
+        (2, "PUT", p + "layout", "{}"), (2, "PUT", p + "floor", mark(0)),
+        (3, "PUT", p + "workers/7", claim("a")), (3, "PUT", p + "hwm/7", mark(2000)),
+        (4, "PUT", p + "hwm/7", mark(2010)),
+        (5, "DELETE", p + "hwm/7", ""),
+        (6, "PUT", p + "hwm/7", mark(2010)), (6, "PUT", p + "floor", mark(2010)),
+        (7, "PUT", p + "hwm/7", mark(2020)), (7, "PUT", p + "floor", mark(2020)),
+        (8, "DELETE", p + "workers/7", ""),
+        (9, "DELETE", p + "hwm/7", ""),
+        (10, "DELETE", p + "layout", ""),
+        (11, "PUT", p + "layout", "{}"), (11, "PUT", p + "fence", '{"token": "t2"}'),
+        (12, "PUT", p + "workers/7", claim("b")), (12, "PUT", p + "hwm/7", mark(4000)),
+        (12, "PUT", p + "floor", mark(4000)),
+    ], p
+
+
+def run(lists_a, lists_b, fresh=(0, 0), hist=history):
     with tempfile.TemporaryDirectory() as d:
         hosts = [FakeHost(0, d, lists_a), FakeHost(1, d, lists_b)]
-        events, prefix = history()
+        events, prefix = hist()
         held = chaos.holdings(events, prefix, ["a", "b"])
         return chaos.check_ids(hosts, held, {0: fresh[0], 1: fresh[1]})
 
@@ -75,6 +131,36 @@ def main():
     # a's ID in b's holding
     assert run([[make_id(1025, 5, 0)]], good_b)[3] == 1
 
+    # across a restore: a's marks of 5 written after the snapshot were lost
+    # but acknowledged, so a's holding of 5 runs to 1040, and b's claim of 5
+    # after the restore starts above it; b's lost claim of 9 fences a's
+    eras, prefix = restored()
+    assert chaos.timeline(eras)[1] == []
+    held = chaos.holdings(eras, prefix, ["a", "b"])
+    assert held == {0: [(5, 0, 1040), (9, 3000, 3100)], 1: [(9, 0, 3000), (5, 1040, 3200)]}, held
+    # the last era alone would have lost a's last marks
+    assert chaos.holdings(eras[-1][1], prefix, ["a", "b"])[0][0] == (5, 0, 1020)
+    a_ok = [[make_id(1035, 5, 0), make_id(1040, 5, 0), make_id(3050, 9, 0)]]
+    b_ok = [[make_id(2500, 9, 0), make_id(3000, 9, 0), make_id(1041, 5, 0)]]
+    assert run(a_ok, b_ok, fresh=(0, 1), hist=restored) == (6, 0, 0, 0)
+    # a past its last acknowledged mark of 5
+    assert run([[make_id(1041, 5, 1)]], b_ok, fresh=(0, 1), hist=restored)[3:] == (1,)
+    # b in a's lost range of 5, a in b's lost range of 9
+    assert run(a_ok, [[make_id(1035, 5, 1)]], hist=restored)[3] == 1
+    assert run([[make_id(2999, 9, 0)]], b_ok, fresh=(0, 1), hist=restored)[3] == 1
+    # a restored era that does not repeat its snapshot's past is reported
+    bad = [eras[0], (4, [e for e in eras[1][1] if e[0] != 3])]
+    assert len(chaos.timeline(bad)[1]) == 1
+
+    # a deleted mark: raised again by its holder; deleted again while 7 is
+    # free, it still fences 7 (b's claim starts above the floor)
+    events, prefix = deleted()
+    held = chaos.holdings(events, prefix, ["a", "b"])
+    assert held == {0: [(7, 0, 2020)], 1: [(7, 2020, 4000)]}, held
+    assert run([[make_id(2015, 7, 0)]], [[make_id(4000, 7, 0)]], hist=deleted) == (2, 0, 0, 0)
+    # b's IDs below the deleted mark are outside its holding
+    assert run([[make_id(2015, 7, 0)]], [[make_id(1500, 7, 0)]], hist=deleted)[3] == 1
+
     # the stretch with no ID anywhere: where every client is in a gap at once
     assert chaos.longest_stretch([[(10, 50)], [(20, 60), (70, 80)]], 0, 100) == (30, 20)
     assert chaos.longest_stretch([[(10, 50)], []], 0, 100) == (0, 0)
@@ -86,7 +172,7 @@ def main():
     # unless the host's next fault came first
     assert chaos.recoveries(healed, [(0, 40)], per_host, 0, 100) == (
         [(0, "daemon-kill9", "h1", 50)], 1)
-    print("checker: 12 checks passed")
+    print("checker: 23 checks passed")
 
 
 if __name__ == "__main__":
