@@ -51,7 +51,8 @@ static void on_write(void *userdata, const struct etcd_reply *r)
 {
         struct fence_run *f = userdata;
         if (!etcd_ok(r)) {
-                fprintf(stderr, "snowid fence: etcd did not take the fence: %s\n",
+                fprintf(stderr, "snowid fence: no answer from etcd (%s): the fence may or may "
+                                "not be in place; run it again\n",
                         r->error ? r->error : "malformed answer");
                 return done(f, 1);
         }
@@ -98,15 +99,19 @@ static void on_read(void *userdata, const struct etcd_reply *r)
         }
         if (rf == 1 && fence_parse(fk.value, fk.value_len, &old) < 0)
                 fprintf(stderr, "snowid fence: the stored fence is not valid; replacing it\n");
-        if (rfl == 1 && parse_mark(flk.value, flk.value_len, &floor) < 0)
+        if (rfl == 1 && (parse_mark(flk.value, flk.value_len, &floor) < 0 ||
+                         floor >> f->cfg->layout.time_bits)) {
                 fprintf(stderr, "snowid fence: the stored floor is not valid; replacing it\n");
+                floor = 0;
+        }
         json_t *kvs = txn_kvs(r->json, 3), *j;
         size_t i, marks = 0;
         json_array_foreach(kvs, i, j)
         {
                 if (kv_parse(j, &kv) < 0)
                         continue;
-                if (parse_mark(kv.value, kv.value_len, &m) == 0) {
+                if (parse_mark(kv.value, kv.value_len, &m) == 0 &&
+                    !(m >> f->cfg->layout.time_bits)) {
                         marks++;
                         highest = m > highest ? m : highest;
                 }
@@ -130,6 +135,13 @@ static void on_read(void *userdata, const struct etcd_reply *r)
                 txn_cmp(txn_key(p, "fence", -1), "MOD", "EQUAL", NULL, rf ? fk.mod_revision : 0),
                 rfl ? txn_cmp(txn_key(p, "floor", -1), "VALUE", "LESS", txn_mark(above + 1), 0)
                     : txn_cmp(txn_key(p, "floor", -1), "CREATE", "EQUAL", NULL, 0));
+        if (rfl == 0) {
+                /* no floor: mark writes raise none, so no mark may have
+                 * moved since it was read */
+                json_t *c = txn_cmp(txn_key(p, "hwm/", -1), "MOD", "LESS", NULL, r->revision + 1);
+                json_object_set_new(c, "range_end", txn_key(p, "hwm0", -1));
+                json_array_append_new(cmp, c);
+        }
         json_t *ops = json_pack("[o, o]", txn_put(txn_key(p, "fence", -1), etcd_b64("%s", c.fence), 0),
                                 txn_put(txn_key(p, "floor", -1), txn_mark(above), 0));
         if (rl == 0)

@@ -126,15 +126,16 @@ static void on_scan(void *userdata, const struct etcd_reply *r)
 {
         struct holder *h = userdata;
         struct holding *g = acquiring(h, r, H_SCAN);
-        struct kv kv;
+        struct kv kv = {0};
         if (!g || !cluster_ok(h, r, -1))
                 return;
         /* [workers/, hwm/, floor, fence, layout] */
         int same = etcd_ok(r) ? txn_cluster_same(r->json, 3, &h->cl) : -1;
         uint64_t floor = 0;
         int rf = etcd_ok(r) ? txn_kv(r->json, 2, &kv) : -1;
-        if (rf == 1 && parse_mark(kv.value, kv.value_len, &floor) < 0)
-                rf = -1;
+        if (rf == 1 && (parse_mark(kv.value, kv.value_len, &floor) < 0 ||
+                        floor >> h->layout.time_bits))
+                rf = 0; /* damaged: as if lost (the re-read halts) */
         kv_clear(&kv);
         if (same == 0 || rf == 0) {
                 log_notice("The cluster's fence, layout or floor changed; reading them");
@@ -172,8 +173,10 @@ static void on_scan(void *userdata, const struct etcd_reply *r)
                 if (kv_parse(j, &kv) < 0)
                         continue;
                 int64_t n = key_number(h, kv.key, "hwm/", workers);
-                if (n >= 0 && parse_mark(kv.value, kv.value_len, &mark[n]) < 0) {
-                        log_warning("The mark of worker %" PRId64 " is not 20 digits; skipping it",
+                if (n >= 0 && (parse_mark(kv.value, kv.value_len, &mark[n]) < 0 ||
+                               mark[n] >> h->layout.time_bits)) {
+                        log_warning("The mark of worker %" PRId64 " is not 20 digits of an ID "
+                                    "time this layout holds; skipping the number",
                                     n);
                         taken[n] = 1;
                 }

@@ -14,7 +14,6 @@
 #include "log.h"
 
 #define REREAD_MS 1000
-#define RAISE_TRIES_MAX 60
 #define PUBLISHED_KEEP_MS (3600 * 1000)
 #define INIT_BATCH 100         /* marks made per transaction (etcd allows 128 ops) */
 #define INIT_MAX (1u << 14)    /* more numbers than this: none made; absent means unmarked */
@@ -213,6 +212,9 @@ static void on_cluster(void *userdata, const struct etcd_reply *r)
                 holder_fatal(h, EX_CONFIG_);
                 goto out;
         }
+        uint64_t floor;
+        if (rfl == 1 && parse_mark(flk.value, flk.value_len, &floor) < 0)
+                rfl = 0; /* a damaged floor fences nothing: as if lost */
         if (rf == 0 || rfl == 0 || fence_parse(fk.value, fk.value_len, &c) < 0) {
                 if (h->halted != HALT_FENCE_LOST)
                         log_error("The cluster's %s key is %s (%s): the cluster was made by an "
@@ -230,10 +232,14 @@ static void on_cluster(void *userdata, const struct etcd_reply *r)
          * another token) is adopted; the one known with revisions gone back,
          * or an older one, is a restore not yet fenced */
         bool newer = c.era > h->cl.era || (c.era == h->cl.era && strcmp(c.token, h->cl.token));
-        if (h->layout_ready && ((same && r->went_back) || (!same && !newer))) {
+        /* claims_above 0 is a cluster made anew: the prefix was wiped, which
+         * to a daemon that knew it is an unfenced restore */
+        bool made_anew = !same && c.claims_above == 0;
+        if (h->layout_ready && ((same && r->went_back) || (!same && !newer) || made_anew)) {
                 if (!same && h->halted != HALT_RESTORED)
-                        log_error("An older fence is back in etcd (era %" PRIu64 ", this daemon "
-                                  "knows era %" PRIu64 ")",
+                        log_error("%s (era %" PRIu64 ", this daemon knows era %" PRIu64 ")",
+                                  made_anew ? "The cluster was made anew in etcd"
+                                            : "An older fence is back in etcd",
                                   c.era, h->cl.era);
                 cluster_halt(h, HALT_RESTORED);
                 goto retry;
@@ -400,19 +406,17 @@ static void on_raise(void *userdata, const struct etcd_reply *r)
         /* [hwm, fence, layout] read in either branch */
         if (!cluster_ok(h, r, 1)) {
                 if (h->halted != HALT_NONE)
-                        raise_done(h, m, false); /* a new fence re-raises what it must */
-                return;
+                        return raise_done(h, m, false); /* a new fence re-raises what it must */
+                m->waiting = true; /* a malformed answer: again */
+                return raise_later(h);
         }
         bool put = etcd_ok(r) && json_is_true(json_object_get(r->json, "succeeded")) &&
                    json_object_get(json_array_get(json_object_get(r->json, "responses"), 0),
                                    "response_put");
         if (!put && (!etcd_ok(r) || txn_kv(r->json, 0, &kv) < 0)) {
-                if (++m->tries > RAISE_TRIES_MAX) {
-                        log_warning("Giving up raising the mark of worker %" PRId32
-                                    ": etcd did not answer",
-                                    m->worker);
-                        return raise_done(h, m, false);
-                }
+                /* no answer: again until etcd answers (a raise is never
+                 * abandoned while the cluster is the one it was for) */
+                m->tries++;
                 m->waiting = true;
                 raise_later(h);
                 return;
@@ -421,16 +425,17 @@ static void on_raise(void *userdata, const struct etcd_reply *r)
         bool valid = present && parse_mark(kv.value, kv.value_len, &stored) == 0;
         int64_t modrev = kv.mod_revision;
         kv_clear(&kv);
-        if (put || (valid && stored >= m->mark)) {
-                if (put) {
-                        h->stats.marks_raised++;
-                        log_notice("Raised the mark of worker %" PRId32 " back to %" PRIu64,
-                                   m->worker, m->mark);
-                }
-                return raise_done(h, m, true);
+        if (put) {
+                h->stats.marks_raised++;
+                log_notice("Raised the mark of worker %" PRId32 " back to %" PRIu64, m->worker,
+                           m->sent);
+                if (m->sent >= m->mark)
+                        return raise_done(h, m, true);
+                return raise_send(h, m, false, 0); /* raised further meanwhile: check again */
         }
-        if (++m->tries > RAISE_TRIES_MAX)
-                return raise_done(h, m, false);
+        if (valid && stored >= m->mark)
+                return raise_done(h, m, true);
+        m->tries++;
         log_warning("The mark of worker %" PRId32 " reads %s, below the %" PRIu64
                     " published: raising it",
                     m->worker, !present ? "absent" : valid ? "lower" : "damaged", m->mark);
@@ -443,6 +448,7 @@ static void raise_send(struct holder *h, struct mark_raise *m, bool cas, int64_t
         json_t *cmp = json_array(), *success = json_array();
         txn_cluster_compares(cmp, p, &h->cl);
         if (cas) {
+                m->sent = m->mark;
                 json_array_append_new(cmp, txn_cmp(txn_key(p, "hwm/", m->worker), "MOD", "EQUAL",
                                                    NULL, modrev));
                 json_array_append_new(success, txn_put(txn_key(p, "hwm/", m->worker),
@@ -468,11 +474,26 @@ void marks_raise(struct holder *h, int32_t worker, uint64_t mark, int64_t lease,
                  uint64_t for_holding)
 {
         struct mark_raise *m = NULL;
+        /* one raise per number, to the highest mark asked for */
+        for (unsigned i = 0; i < RAISES_MAX; i++) {
+                struct mark_raise *o = &h->raises[i];
+                if (o->active && o->worker == worker) {
+                        o->mark = mark > o->mark ? mark : o->mark;
+                        if (lease && !o->lease)
+                                o->lease = lease, lease = 0;
+                        if (for_holding)
+                                o->for_holding = for_holding;
+                        if (lease) /* two holdings of one number retiring at once */
+                                give_up_lease(h, lease);
+                        return;
+                }
+        }
         for (unsigned i = 0; i < RAISES_MAX && !m; i++)
                 if (!h->raises[i].active)
                         m = &h->raises[i];
         if (!m) {
-                /* every slot busy: the floor still fences an absent mark */
+                /* more numbers than slots (more than the published list
+                 * holds): cannot happen with one raise per number */
                 log_warning("Too many marks being raised; worker %" PRId32 "'s is not checked",
                             worker);
                 if (lease)

@@ -124,8 +124,11 @@ void etcd_reply_parse(struct etcd_reply *r, long http, const char *body, size_t 
         }
 }
 
-void etcd_history_note(struct etcd_history *hist, int64_t rev_at_send, struct etcd_reply *r)
+void etcd_history_note(struct etcd_history *hist, int64_t rev_at_send, unsigned gen_at_send,
+                       struct etcd_reply *r)
 {
+        if (gen_at_send != hist->gen)
+                return; /* sent before a reset: of the history that was left behind */
         json_t *hdr = json_object_get(r->json, "header");
         const char *cid = json_string_value(json_object_get(hdr, "cluster_id"));
         char *end;

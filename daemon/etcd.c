@@ -27,6 +27,7 @@ struct request {
         uint64_t tag;
         uint64_t started;
         int64_t rev_at_send; /* the highest kv revision seen when it was sent */
+        unsigned gen_at_send;
         bool is_kv;
         bool is_auth;
         struct request *prev, *next; /* the client's list of requests in flight */
@@ -241,7 +242,7 @@ static void auth_done(struct etcd *e, const struct etcd_reply *r);
 
 void etcd_history_reset(struct etcd *e)
 {
-        e->hist = (struct etcd_history){0};
+        e->hist = (struct etcd_history){.gen = e->hist.gen + 1};
 }
 
 static void finish(struct request *q, CURLcode result)
@@ -257,7 +258,7 @@ static void finish(struct request *q, CURLcode result)
                 /* kv reads and transactions are linearizable: one sent after
                  * an answer at revision R is answered at R or later */
                 if (q->is_kv && etcd_ok(&r))
-                        etcd_history_note(&e->hist, q->rev_at_send, &r);
+                        etcd_history_note(&e->hist, q->rev_at_send, q->gen_at_send, &r);
         } else {
                 r.error = q->too_big ? "etcd's answer is too large" : curl_easy_strerror(result);
         }
@@ -423,6 +424,7 @@ int etcd_call(struct etcd *e, const char *path, json_t *body, etcd_cb cb, void *
         q->tag = tag;
         q->is_kv = !strncmp(path, "/v3/kv/", 7);
         q->rev_at_send = e->hist.max_rev;
+        q->gen_at_send = e->hist.gen;
         int r = send_request(e, q);
         if (r < 0) {
                 e->in_flight--;

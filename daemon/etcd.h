@@ -54,11 +54,13 @@ struct etcd_history {
         int64_t max_rev;     /* the highest header.revision */
         uint64_t cluster_id; /* 0: none yet */
         bool went_back;      /* sticky until reset */
+        unsigned gen;        /* resets so far: answers to requests sent before one are not noted */
 };
 /* Reads a kv answer's header into r->revision and r->cluster_id, and sets
  * r->went_back if it is lower than rev_at_send (the history's max_rev when
  * the request was sent) or from another cluster, or was already. */
-void etcd_history_note(struct etcd_history *hist, int64_t rev_at_send, struct etcd_reply *r);
+void etcd_history_note(struct etcd_history *hist, int64_t rev_at_send, unsigned gen_at_send,
+                       struct etcd_reply *r);
 const char *etcd_endpoint(const struct etcd *e);
 
 /* Counters for STATUS= and /metrics. */

@@ -361,7 +361,9 @@ static void send_renewal(struct holder *h)
         char l[24];
         if (g->state != H_HELD)
                 return;
-        if (!g->keepalive_busy && h->halted == HALT_NONE) {
+        /* the lease is kept while halted: it writes no mark, and keeps the
+         * number from a daemon that reaches the cluster before it is fenced */
+        if (!g->keepalive_busy) {
                 g->keepalive_busy = etcd_call(h->etcd, "/v3/lease/keepalive",
                                               json_pack("{s:s}", "ID", i64(g->lease, l)),
                                               on_keepalive, h, g->id) == 0;

@@ -61,6 +61,7 @@ struct mark_raise {
         uint64_t id;
         int32_t worker;
         uint64_t mark;
+        uint64_t sent;        /* the mark the compare-and-put in flight writes */
         int64_t lease;        /* revoked once the mark is confirmed; 0: none */
         uint64_t for_holding; /* the holding whose renewal waits for it; 0: none */
         unsigned tries;
@@ -75,7 +76,7 @@ struct published {
 };
 
 #define PUBLISHED_MAX 32
-#define RAISES_MAX 8
+#define RAISES_MAX (PUBLISHED_MAX + 2)
 
 struct holder_stats {
         uint64_t renewals, renewal_failures, switches, leases_lost;

@@ -28,6 +28,7 @@ struct call {
         void *userdata;
         uint64_t tag;
         int64_t rev_at_send;
+        unsigned gen_at_send;
         bool is_kv;
         struct call *next;
 };
@@ -77,7 +78,7 @@ int etcd_call(struct etcd *e, const char *path, json_t *body, etcd_cb cb, void *
         if (!c)
                 return -ENOMEM;
         *c = (struct call){.cb = cb, .userdata = userdata, .tag = tag,
-                           .rev_at_send = e->hist.max_rev, .is_kv = !strncmp(path, "/v3/kv/", 7)};
+                           .rev_at_send = e->hist.max_rev, .gen_at_send = e->hist.gen, .is_kv = !strncmp(path, "/v3/kv/", 7)};
         *e->tail = c;
         e->tail = &c->next;
         e->in_flight++;
@@ -86,7 +87,7 @@ int etcd_call(struct etcd *e, const char *path, json_t *body, etcd_cb cb, void *
 
 void etcd_history_reset(struct etcd *e)
 {
-        e->hist = (struct etcd_history){0};
+        e->hist = (struct etcd_history){.gen = e->hist.gen + 1};
 }
 
 unsigned etcd_in_flight(const struct etcd *e)
@@ -152,7 +153,7 @@ static bool answer(struct etcd *e, const char *part, size_t len)
                 }
                 etcd_reply_parse(&r, http, part, len);
                 if (c->is_kv && etcd_ok(&r))
-                        etcd_history_note(&e->hist, c->rev_at_send, &r);
+                        etcd_history_note(&e->hist, c->rev_at_send, c->gen_at_send, &r);
         }
         c->cb(c->userdata, &r);
         json_decref(r.json);
