@@ -30,6 +30,7 @@ struct fence_run {
         unsigned tries, races;
         int result;
         char said[512]; /* printed once etcd took the fence */
+        double far_ahead_s; /* how far the floor was past ahead + window */
 };
 
 static void send_read(struct fence_run *f);
@@ -65,6 +66,12 @@ static void on_write(void *userdata, const struct etcd_reply *r)
                 return done(f, 1);
         }
         fputs(f->said, stdout);
+        if (f->far_ahead_s > 0)
+                fprintf(stderr,
+                        "snowid fence: note: the floor or a mark was %.0f s past this host's clock "
+                        "(a host's clock ran ahead once): every claim from now on starts there, and "
+                        "ID time is brought back to the wall clock at the slew rate\n",
+                        f->far_ahead_s);
         done(f, 0);
 }
 
@@ -120,6 +127,8 @@ static void on_read(void *userdata, const struct etcd_reply *r)
         const snowid_layout *l = &f->cfg->layout;
         uint64_t bound = wall_id_ms(l) + f->ahead_ms + (uint64_t)f->cfg->window_s * 1000;
         uint64_t above = bound;
+        uint64_t stored = floor > highest ? floor : highest;
+        f->far_ahead_s = stored > bound ? (double)(stored - bound) / 1000 : 0;
         above = old.claims_above > above ? old.claims_above : above;
         above = floor > above ? floor : above;
         above = highest > above ? highest : above;
