@@ -41,13 +41,7 @@ static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
 
 static void retry_in(struct holder *h, unsigned ms)
 {
-        uint64_t when = (uint64_t)shm_monotonic_ns() / 1000 + (uint64_t)ms * 1000;
-        if (!h->retry_timer)
-                sd_event_add_time(h->event, &h->retry_timer, CLOCK_MONOTONIC, when, 1000, on_retry, h);
-        else {
-                sd_event_source_set_time(h->retry_timer, when);
-                sd_event_source_set_enabled(h->retry_timer, SD_EVENT_ONESHOT);
-        }
+        holder_timer_in(h, &h->retry_timer, ms, on_retry);
 }
 
 unsigned next_backoff(struct holder *h, unsigned max)

@@ -47,14 +47,7 @@ static int on_reread_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 static void reread_in(struct holder *h, unsigned ms)
 {
-        uint64_t when = (uint64_t)shm_monotonic_ns() / 1000 + (uint64_t)ms * 1000;
-        if (!h->reread_timer)
-                sd_event_add_time(h->event, &h->reread_timer, CLOCK_MONOTONIC, when, 1000,
-                                  on_reread_timer, h);
-        else {
-                sd_event_source_set_time(h->reread_timer, when);
-                sd_event_source_set_enabled(h->reread_timer, SD_EVENT_ONESHOT);
-        }
+        holder_timer_in(h, &h->reread_timer, ms, on_reread_timer);
 }
 
 static json_t *layout_value(const snowid_layout *l)
@@ -385,14 +378,7 @@ static int on_raise_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 static void raise_later(struct holder *h)
 {
-        uint64_t when = (uint64_t)shm_monotonic_ns() / 1000 + 500000;
-        if (!h->raise_timer)
-                sd_event_add_time(h->event, &h->raise_timer, CLOCK_MONOTONIC, when, 1000,
-                                  on_raise_timer, h);
-        else {
-                sd_event_source_set_time(h->raise_timer, when);
-                sd_event_source_set_enabled(h->raise_timer, SD_EVENT_ONESHOT);
-        }
+        holder_timer_in(h, &h->raise_timer, 500, on_raise_timer);
 }
 
 static void on_raise(void *userdata, const struct etcd_reply *r)

@@ -20,6 +20,18 @@
 
 /* ---- time ---- */
 
+void holder_timer_in(struct holder *h, sd_event_source **src, unsigned ms,
+                     sd_event_time_handler_t cb)
+{
+        uint64_t when = (uint64_t)shm_monotonic_ns() / 1000 + (uint64_t)ms * 1000;
+        if (!*src)
+                sd_event_add_time(h->event, src, CLOCK_MONOTONIC, when, 1000, cb, h);
+        else {
+                sd_event_source_set_time(*src, when);
+                sd_event_source_set_enabled(*src, SD_EVENT_ONESHOT);
+        }
+}
+
 uint64_t holder_mono_ms(void)
 {
         return (uint64_t)shm_monotonic_ns() / 1000000;

@@ -125,6 +125,9 @@ const char *holder_halt_name(enum halt why);
 
 /* Inside the daemon: holder.c, claim.c and cluster.c. */
 uint64_t holder_mono_ms(void);
+/* Arms *src (made on first use) to call cb once, ms from now. */
+void holder_timer_in(struct holder *h, sd_event_source **src, unsigned ms,
+                     sd_event_time_handler_t cb);
 uint64_t id_now_ms(const struct holder *h, bool wall);
 char *i64(int64_t v, char buf[static 24]);
 struct holding *by_tag(struct holder *h, uint64_t tag);
