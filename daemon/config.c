@@ -4,14 +4,17 @@
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
+#include <pwd.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "http.h"
+#include "handshake.h"
 #include "segment.h"
 
 #define DEFAULT_CONFIG "/etc/snowid/snowidd.conf"
@@ -19,7 +22,7 @@
 
 enum {
         O_ETCD = 256, O_CLUSTER, O_INSTANCE, O_LEASE_TTL, O_RENEW, O_WINDOW, O_EPOCH, O_TIME_BITS,
-        O_WORKER_BITS, O_SEQ_BITS, O_GROUP, O_CACERT, O_CERT, O_KEY, O_USER, O_PASSWORD_FILE,
+        O_WORKER_BITS, O_SEQ_BITS, O_ALLOW_GROUPS, O_ALLOW_USERS, O_RUNTIME_DIR, O_CACERT, O_CERT, O_KEY, O_USER, O_PASSWORD_FILE,
         O_LOG_LEVEL, O_ETCD_TIMEOUT, O_STEP_BACK, O_SLEW, O_LEAD, O_CONFIG, O_CHECK, O_HELP,
         O_HTTP, O_HTTP_TOKEN_FILE, O_HTTP_MAX_COUNT, O_HTTP_THREADS,
 };
@@ -36,7 +39,10 @@ static const struct option options[] = {
         {"time-bits", required_argument, NULL, O_TIME_BITS},
         {"worker-bits", required_argument, NULL, O_WORKER_BITS},
         {"seq-bits", required_argument, NULL, O_SEQ_BITS},
-        {"group", required_argument, NULL, O_GROUP},
+        {"allow-users", required_argument, NULL, O_ALLOW_USERS},
+        {"allow-groups", required_argument, NULL, O_ALLOW_GROUPS},
+        {"group", required_argument, NULL, O_ALLOW_GROUPS}, /* its older name */
+        {"runtime-dir", required_argument, NULL, O_RUNTIME_DIR},
         {"etcd-cacert", required_argument, NULL, O_CACERT},
         {"etcd-cert", required_argument, NULL, O_CERT},
         {"etcd-key", required_argument, NULL, O_KEY},
@@ -69,7 +75,10 @@ static const char help[] =
         "  --window SEC              how far ahead the mark is written (default 10)\n"
         "  --epoch MS --time-bits N --worker-bits N --seq-bits N\n"
         "                            layout, used when the cluster's layout is first created\n"
-        "  --group NAME              owner group of the counter object\n"
+        "  --runtime-dir DIR         where the socket lives (default " SHM_RUNTIME_DIR_DEFAULT ")\n"
+        "  --allow-users U[,U...]    users (names or uids) who may take IDs; * for anyone\n"
+        "  --allow-groups G[,G...]   groups (names or gids) whose members may take IDs\n"
+        "                            (root and snowidd's own user always may)\n"
         "  --etcd-cacert/--etcd-cert/--etcd-key FILE   TLS to etcd\n"
         "  --etcd-user NAME --etcd-password-file FILE  etcd authentication\n"
         "  --etcd-timeout MS         timeout of each etcd request (default 2000)\n"
@@ -201,8 +210,15 @@ static int apply(struct settings *s, const char *origin, int id, const char *key
                                         : &s->layout.seq_bits) = (unsigned)x;
                 s->layout_given = true;
                 return 0;
-        case O_GROUP:
-                set_str(&s->group, v);
+        case O_ALLOW_USERS:
+        case O_ALLOW_GROUPS:
+                set_str(id == O_ALLOW_USERS ? &s->allow_users : &s->allow_groups, v);
+                return 0;
+        case O_RUNTIME_DIR:
+                if (v[0] != '/' || strlen(v) > 32)
+                        return bad(origin, key, v, "an absolute path of at most 32 bytes (a "
+                                                   "socket path must fit in 108)");
+                set_str(&s->runtime_dir, v);
                 return 0;
         case O_CACERT:
                 set_str(&s->cacert, v);
@@ -322,6 +338,81 @@ static int read_secret(const char *key, const char *path, char **ret)
         return 0;
 }
 
+/* One id of an allow list: a number, or a name that must exist. */
+static int resolve_id(const char *list, const char *tok, bool user, unsigned *ret)
+{
+        uint64_t x;
+        if (parse_uint(tok, 0, UINT32_MAX - 1, &x) == 0) {
+                *ret = (unsigned)x;
+                return 0;
+        }
+        if (user) {
+                struct passwd *pw = getpwnam(tok);
+                if (pw) {
+                        *ret = pw->pw_uid;
+                        return 0;
+                }
+        } else {
+                struct group *g = getgrnam(tok);
+                if (g) {
+                        *ret = g->gr_gid;
+                        return 0;
+                }
+        }
+        fprintf(stderr, "snowidd: allow-%s = '%s': no %s '%s' (names must exist; numbers need "
+                        "not)\n",
+                user ? "users" : "groups", list, user ? "user" : "group", tok);
+        return EX_CONFIG_;
+}
+
+static int resolve_list(struct settings *s, const char *list, bool user)
+{
+        if (!list)
+                return 0;
+        char *copy = strdup(list), *save = NULL;
+        int r = 0;
+        for (char *tok = strtok_r(copy, ", ", &save); tok && !r; tok = strtok_r(NULL, ", ", &save)) {
+                unsigned id;
+                if (user && !strcmp(tok, "*")) {
+                        s->allow_all = true;
+                        continue;
+                }
+                if ((user ? s->n_allow_uid : s->n_allow_gid) == ALLOW_MAX) {
+                        fprintf(stderr, "snowidd: allow-%s: at most %d entries\n",
+                                user ? "users" : "groups", ALLOW_MAX);
+                        r = EX_CONFIG_;
+                        break;
+                }
+                r = resolve_id(list, tok, user, &id);
+                if (r == 0 && user)
+                        s->allow_uid[s->n_allow_uid++] = (uid_t)id;
+                else if (r == 0)
+                        s->allow_gid[s->n_allow_gid++] = (gid_t)id;
+        }
+        free(copy);
+        return r;
+}
+
+static int resolve_allow(struct settings *s)
+{
+        int r = resolve_list(s, s->allow_users, true);
+        return r ? r : resolve_list(s, s->allow_groups, false);
+}
+
+bool settings_allowed(const struct settings *s, uid_t uid, const gid_t *gids, unsigned n_gids)
+{
+        if (s->allow_all || uid == 0 || uid == geteuid())
+                return true;
+        for (unsigned i = 0; i < s->n_allow_uid; i++)
+                if (s->allow_uid[i] == uid)
+                        return true;
+        for (unsigned i = 0; i < s->n_allow_gid; i++)
+                for (unsigned k = 0; k < n_gids; k++)
+                        if (s->allow_gid[i] == gids[k])
+                                return true;
+        return false;
+}
+
 /* Settings that are fine alone but not together. */
 static int check(struct settings *s)
 {
@@ -376,16 +467,7 @@ static int check(struct settings *s)
                 fprintf(stderr, "snowidd: http-token-file is set but http is not\n");
                 return EX_CONFIG_;
         }
-        s->gid = (gid_t)-1;
-        if (s->group) {
-                struct group *g = getgrnam(s->group);
-                if (!g) {
-                        fprintf(stderr, "snowidd: group '%s' does not exist\n", s->group);
-                        return EX_CONFIG_;
-                }
-                s->gid = g->gr_gid;
-        }
-        return 0;
+        return resolve_allow(s);
 }
 
 int settings_load(struct settings *s, int argc, char **argv)
@@ -403,6 +485,7 @@ int settings_load(struct settings *s, int argc, char **argv)
                 .log_level = LOG_INFO,
                 .cluster = strdup("default"),
                 .instance = strdup("default"),
+                .runtime_dir = strdup(SHM_RUNTIME_DIR_DEFAULT),
         };
         snowid_layout_default(&s->layout);
         set_etcd(s, "default", "http://127.0.0.1:2379");
@@ -467,7 +550,9 @@ void settings_free(struct settings *s)
                 free(s->etcd[i]);
         free(s->cluster);
         free(s->instance);
-        free(s->group);
+        free(s->runtime_dir);
+        free(s->allow_users);
+        free(s->allow_groups);
         free(s->cacert);
         free(s->cert);
         free(s->key);

@@ -9,6 +9,7 @@
 
 #define EX_CONFIG_ 78 /* sysexits.h EX_CONFIG: a bad setting, not worth a restart */
 #define ETCD_ENDPOINTS_MAX 16
+#define ALLOW_MAX 64
 
 struct settings {
         char *etcd[ETCD_ENDPOINTS_MAX];
@@ -24,8 +25,13 @@ struct settings {
         unsigned lead_ms;        /* how far the counter may run ahead of ID time */
         snowid_layout layout;
         bool layout_given;       /* any of --epoch/--*-bits was set */
-        char *group;
-        gid_t gid;               /* (gid_t)-1 when no group is set */
+        char *runtime_dir;       /* the socket and the lock live here */
+        char *allow_users;       /* "name-or-uid,..." or "*" */
+        char *allow_groups;      /* "name-or-gid,..." */
+        bool allow_all;
+        uid_t allow_uid[ALLOW_MAX];
+        gid_t allow_gid[ALLOW_MAX];
+        unsigned n_allow_uid, n_allow_gid;
         char *cacert, *cert, *key;
         char *user, *password_file, *password;
         int log_level;
@@ -42,3 +48,6 @@ struct settings {
  * line that says what is wrong. */
 int settings_load(struct settings *s, int argc, char **argv);
 void settings_free(struct settings *s);
+/* Root, snowidd's own user, and whoever the allow lists name (a group by its
+ * primary or any supplementary gid) may take IDs. */
+bool settings_allowed(const struct settings *s, uid_t uid, const gid_t *gids, unsigned n_gids);

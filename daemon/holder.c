@@ -11,6 +11,7 @@
 
 #include "barrier.h"
 #include "holder.h"
+#include "serve.h"
 #include "log.h"
 
 #define CLOCK_TICK_MS 100
@@ -258,6 +259,13 @@ void publish(struct holder *h)
                 log_error_errno(r, "Cannot publish worker %" PRId32 ": %m", g->worker);
                 return restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
         }
+        if (h->pub->replaced != h->pub_replaced) {
+                h->pub_replaced = h->pub->replaced;
+                h->stats.segments_replaced++;
+                log_warning("Every counter line was far ahead of ID time (written by a client): "
+                            "published into a fresh segment; clients move to it");
+                serve_store_segment(h->pub);
+        }
         h->clock = c;
         h->stats.switches++;
         /* the old number is given up once etcd confirms its mark at or above
@@ -453,7 +461,9 @@ static void check_clock(struct holder *h)
 
 static int on_clock_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
-        check_clock(userdata);
+        struct holder *h = userdata;
+        shm_pub_heartbeat(h->pub);
+        check_clock(h);
         sd_event_source_set_time(s, usec + CLOCK_TICK_MS * 1000);
         return 0;
 }

@@ -82,6 +82,7 @@ struct holder_stats {
         uint64_t renewals, renewal_failures, switches, leases_lost;
         uint64_t steps_forward, steps_back, backstops;
         uint64_t marks_raised, fences_adopted, restores_seen;
+        uint64_t segments_replaced;
 };
 
 struct holder {
@@ -89,6 +90,7 @@ struct holder {
         sd_event *event;
         struct etcd *etcd;
         struct shm_pub *pub;
+        unsigned pub_replaced; /* pub->replaced when last seen */
         snowid_layout layout;
         bool layout_ready;
         char prefix[96]; /* "/snowid/<cluster>/" */

@@ -11,10 +11,12 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 #include <urcu-bp.h>
 
 #include "http.h"
 #include "log.h"
+#include "handshake.h"
 #include "segment.h"
 #include "snowid.h"
 
@@ -405,6 +407,20 @@ static enum MHD_Result metrics(struct http_server *srv, struct MHD_Connection *c
                 "# TYPE snowid_etcd_restores_seen_total counter\n"
                 "snowid_etcd_restores_seen_total %" PRIu64 "\n",
                 s->holder.marks_raised, s->holder.fences_adopted, s->holder.restores_seen);
+        fprintf(f,
+                "# HELP snowid_segments_replaced_total Segments replaced because their counters "
+                "were far ahead (written by a client).\n"
+                "# TYPE snowid_segments_replaced_total counter\n"
+                "snowid_segments_replaced_total %" PRIu64 "\n"
+                "# HELP snowid_handshakes_total Handshakes on the socket, by result.\n"
+                "# TYPE snowid_handshakes_total counter\n"
+                "snowid_handshakes_total{result=\"given\"} %" PRIu64 "\n"
+                "snowid_handshakes_total{result=\"refused\"} %" PRIu64 "\n"
+                "snowid_handshakes_total{result=\"malformed\"} %" PRIu64 "\n"
+                "snowid_handshakes_total{result=\"timeout\"} %" PRIu64 "\n"
+                "snowid_handshakes_total{result=\"evicted\"} %" PRIu64 "\n",
+                s->holder.segments_replaced, s->handshakes.given, s->handshakes.refused,
+                s->handshakes.bad, s->handshakes.timeouts, s->handshakes.evicted);
         static const char *const le[] = {"0.001", "0.002", "0.005", "0.01", "0.05", "0.1", "1",
                                          "+Inf"};
         fprintf(f, "# HELP snowid_etcd_request_duration_seconds etcd request latency.\n"
@@ -553,7 +569,7 @@ struct http_snapshot *http_snapshot_new(void)
         return box ? &box->snap : NULL;
 }
 
-int http_start(const struct settings *cfg, struct http_server **ret)
+int http_start(const struct settings *cfg, const struct shm_pub *pub, struct http_server **ret)
 {
         unsigned char sa[128];
         unsigned salen;
@@ -564,7 +580,19 @@ int http_start(const struct settings *cfg, struct http_server **ret)
         if (!srv)
                 return -ENOMEM;
         srv->cfg = cfg;
-        r = snowid_open(cfg->instance, &srv->ids);
+        char path[SHM_SOCK_PATH_MAX];
+        int ctl = dup(pub->ctl_ro_fd), ctr = dup(pub->ctr_fd);
+        r = shm_socket_path(path, sizeof(path), cfg->runtime_dir, cfg->instance);
+        if (r >= 0 && (ctl < 0 || ctr < 0))
+                r = -errno;
+        if (r >= 0)
+                r = snowid_open_fds(ctl, ctr, path, &srv->ids);
+        else {
+                if (ctl >= 0)
+                        close(ctl);
+                if (ctr >= 0)
+                        close(ctr);
+        }
         if (r < 0) {
                 free(srv);
                 return r;
@@ -584,7 +612,7 @@ int http_start(const struct settings *cfg, struct http_server **ret)
         srv->mhd = MHD_start_daemon(
                 flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, sa,
                 MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
-                MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096, MHD_OPTION_CONNECTION_TIMEOUT,
+                MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTION_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
                 (unsigned)30, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
                 MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_NOTIFY_COMPLETED,
                 on_completed, srv, MHD_OPTION_END);

@@ -13,6 +13,10 @@
 #include "config.h"
 #include "etcd.h"
 #include "holder.h"
+#include "publish.h"
+#include "serve.h"
+
+#define HTTP_CONNECTION_LIMIT 4096
 
 /* What the loop knows, as one immutable object. */
 struct http_snapshot {
@@ -26,6 +30,7 @@ struct http_snapshot {
         uint64_t mono_started_ms;
         struct holder_stats holder;
         struct etcd_stats etcd;
+        struct serve_stats handshakes;
 };
 
 struct http_server;
@@ -33,7 +38,8 @@ struct http_server;
 /* Parses "ADDR:PORT" ("127.0.0.1:7723", "[::1]:7723", "0.0.0.0:80"). */
 int http_parse_listen(const char *spec, void *ret_sockaddr_storage, unsigned *ret_len);
 struct http_snapshot *http_snapshot_new(void);
-int http_start(const struct settings *cfg, struct http_server **ret);
+/* Takes IDs from pub's segment, following it through the socket. */
+int http_start(const struct settings *cfg, const struct shm_pub *pub, struct http_server **ret);
 void http_stop(struct http_server *srv);
 /* The port the server listens on (the one the kernel chose for port 0). */
 unsigned http_port(const struct http_server *srv);

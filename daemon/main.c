@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* snowidd: leases a worker number from etcd and publishes it to the segment. */
 #include <curl/curl.h>
+#include <errno.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,11 +17,14 @@
 #include "holder.h"
 #include "http.h"
 #include "log.h"
+#include "handshake.h"
 #include "publish.h"
+#include "serve.h"
 
 struct app {
         struct holder *holder;
         struct http_server *http;
+        struct serve *serve;
         uint64_t started_ms;
 };
 
@@ -39,8 +47,74 @@ static void on_holder_change(struct holder *h, void *userdata)
                         .mono_started_ms = app->started_ms,
                         .holder = h->stats,
                         .etcd = *etcd_stats(h->etcd),
+                        .handshakes = app->serve ? *serve_stats(app->serve) : (struct serve_stats){0},
                 };
                 http_publish(app->http, snap);
+        }
+}
+
+/* The segment and the listening socket that systemd kept for us. */
+static void take_stored_fds(int *ctl_fd, int *ctr_fd, int *listen_fd)
+{
+        char **names = NULL;
+        int n = sd_listen_fds_with_names(1, &names);
+        for (int i = 0; i < n; i++) {
+                int fd = SD_LISTEN_FDS_START + i;
+                const char *name = names && names[i] ? names[i] : "";
+                int *slot = !strcmp(name, "snowid-ctl")      ? ctl_fd
+                            : !strcmp(name, "snowid-ctr")    ? ctr_fd
+                            : !strcmp(name, "snowid-listen") ? listen_fd
+                                                             : NULL;
+                if (slot && *slot < 0)
+                        *slot = fd;
+                else
+                        close(fd);
+        }
+        if (names)
+                for (int i = 0; i < n; i++)
+                        free(names[i]);
+        free(names);
+}
+
+/* The stored listening socket if its file is still in place, else a new one. */
+static int listen_socket(const struct settings *cfg, int *fd)
+{
+        char path[SHM_SOCK_PATH_MAX];
+        struct stat st;
+        int r = shm_socket_path(path, sizeof(path), cfg->runtime_dir, cfg->instance);
+        if (r < 0)
+                return r;
+        if (*fd >= 0) {
+                int listening = 0;
+                socklen_t len = sizeof(listening);
+                if (sd_is_socket_unix(*fd, SOCK_STREAM, 1, path, 0) > 0 &&
+                    getsockopt(*fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening &&
+                    lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+                        log_info("Listening on %s (kept across the restart)", path);
+                        return 0;
+                }
+                close(*fd);
+                *fd = -1;
+        }
+        r = shm_listen(cfg->runtime_dir, cfg->instance, fd);
+        if (r >= 0)
+                log_info("Listening on %s", path);
+        return r;
+}
+
+/* Descriptors: the HTTP server's connections, the handshakes, and a few
+ * dozen more (etcd, the segment, the journal). */
+static void check_nofile(const struct settings *cfg)
+{
+        struct rlimit rl;
+        uint64_t need = (cfg->http ? HTTP_CONNECTION_LIMIT : 0) + SERVE_CONN_MAX + 64;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < need) {
+                rl.rlim_cur = rl.rlim_max < need ? rl.rlim_max : need;
+                setrlimit(RLIMIT_NOFILE, &rl);
+                if (rl.rlim_cur < need)
+                        log_warning("RLIMIT_NOFILE is %llu, below the %llu descriptors that full "
+                                    "load needs: raise LimitNOFILE=",
+                                    (unsigned long long)rl.rlim_cur, (unsigned long long)need);
         }
 }
 
@@ -68,19 +142,48 @@ int main(int argc, char **argv)
         }
         log_max_level = cfg.log_level;
 
-        r = shm_pub_open(cfg.instance, cfg.gid, &pub);
+        /* under systemd, what an earlier snowidd stored comes back */
+        int ctl_fd = -1, ctr_fd = -1, listen_fd = -1;
+        take_stored_fds(&ctl_fd, &ctr_fd, &listen_fd);
+
+        r = shm_runtime_dir_prepare(cfg.runtime_dir);
+        if (r < 0) {
+                if (r == -EPERM)
+                        log_error("The runtime directory %s must be snowidd's own and writable by "
+                                  "nobody else (anyone who can write there could plant a socket)",
+                                  cfg.runtime_dir);
+                else
+                        log_error_errno(r, "Cannot make the runtime directory %s: %m",
+                                        cfg.runtime_dir);
+                settings_free(&cfg);
+                return r == -EPERM ? EX_CONFIG_ : EXIT_FAILURE;
+        }
+        r = shm_pub_open(cfg.runtime_dir, cfg.instance, ctl_fd, ctr_fd, &pub);
         if (r == -EBUSY) {
                 log_error("Another snowidd is running for instance '%s'", cfg.instance);
                 settings_free(&cfg);
                 return EXIT_FAILURE;
         }
         if (r < 0) {
-                log_error_errno(r, "Cannot create the segment of instance '%s': %m", cfg.instance);
+                log_error_errno(r, "Cannot make the segment of instance '%s': %m", cfg.instance);
                 settings_free(&cfg);
                 return EXIT_FAILURE;
         }
-        log_info("Segment /snowid.%s.* %s", cfg.instance,
-                 pub->reused ? "found valid: clients go on with it until the switch" : "created");
+        if (ctl_fd >= 0 && !pub->reused)
+                log_warning("The segment kept across the restart is damaged or far ahead of ID "
+                            "time: a new one; clients move to it at their deadline");
+        log_info("Segment %s", pub->reused ? "kept across the restart: clients go on with it"
+                                           : "created");
+        r = listen_socket(&cfg, &listen_fd);
+        if (r < 0) {
+                log_error_errno(r, "Cannot listen on %s/%s.sock: %m", cfg.runtime_dir,
+                                cfg.instance);
+                shm_pub_close(pub);
+                settings_free(&cfg);
+                return EXIT_FAILURE;
+        }
+        serve_store_fds(pub, listen_fd);
+        check_nofile(&cfg);
 
         curl_global_init(CURL_GLOBAL_DEFAULT);
         sigset_t mask;
@@ -90,14 +193,18 @@ int main(int argc, char **argv)
         sigprocmask(SIG_BLOCK, &mask, NULL);
         signal(SIGPIPE, SIG_IGN);
 
+        struct app app = {.holder = &holder, .started_ms = (uint64_t)shm_monotonic_ns() / 1000000};
         r = sd_event_default(&event);
         if (r >= 0)
                 r = sd_event_set_watchdog(event, 1);
         if (r >= 0)
+                r = serve_start(event, &cfg, pub, listen_fd, &app.serve);
+        else
+                close(listen_fd);
+        if (r >= 0)
                 r = holder_start(&holder, event, &cfg, pub);
-        struct app app = {.holder = &holder, .started_ms = (uint64_t)shm_monotonic_ns() / 1000000};
         if (r >= 0 && cfg.http) {
-                r = http_start(&cfg, &app.http);
+                r = http_start(&cfg, pub, &app.http);
                 if (r < 0)
                         log_error_errno(r, "Cannot serve HTTP on %s: %m", cfg.http);
                 else
@@ -124,6 +231,7 @@ int main(int argc, char **argv)
                         r = holder.exit_code;
         }
         http_stop(app.http);
+        serve_free(app.serve);
         holder_free(&holder);
         sd_event_unref(event);
         shm_pub_close(pub);

@@ -1,21 +1,39 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
 #include "barrier.h"
+#include "handshake.h"
 #include "segment.h"
 #include "snowid.h"
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
-struct snowid {
+/* One segment, as handed out by snowidd.  A handle keeps every segment it
+ * ever mapped until snowid_close(): a thread may still be inside take() on
+ * an older one (a few KiB each; a handle follows a new one only when the
+ * daemon made one). */
+struct seg {
         const struct shm_ctl *ctl; /* mapped read-only */
         struct shm_ctr *ctr;
-        _Atomic uint64_t max_wait_ns;
+        struct seg *older;
 };
+
+struct snowid {
+        _Atomic(struct seg *) seg; /* the newest: store_release in follow() */
+        _Atomic uint64_t max_wait_ns;
+        _Atomic int64_t next_follow_ns; /* no new handshake before this (rate limit) */
+        pthread_mutex_t follow_lock;
+        char path[SHM_SOCK_PATH_MAX];
+};
+
+/* Asks the socket for the segment, if s's newest is retired or its daemon
+ * gone; 1 if the handle moved to a newer segment, else 0.  Rate-limited. */
+int snowid_follow(snowid *s, const struct seg *g);
 
 #ifdef SNOWID_FAKE_CLOCK
 /* Tests build the library a second time with a clock of their own. */

@@ -55,10 +55,11 @@ static void pause_briefly(int64_t ahead_ns)
  * clock or the deadline to catch up, re-reading gen all along.  GO: the
  * value may be used; RETRY: gen changed, drop it.
  */
-static int wait_step(snowid *s, const struct snap *sn, uint64_t last_ms, int64_t *until)
+static int wait_step(snowid *s, const struct seg *g, const struct snap *sn, uint64_t last_ms,
+                     int64_t *until)
 {
-        const struct shm_ctl *ctl = s->ctl;
-        struct shm_stats *st = &s->ctr->stats;
+        const struct shm_ctl *ctl = g->ctl;
+        struct shm_stats *st = &g->ctr->stats;
         int counted = 0;
 
         for (;;) {
@@ -73,6 +74,10 @@ static int wait_step(snowid *s, const struct snap *sn, uint64_t last_ms, int64_t
                         count(last_ms > deadline ? &st->waits_deadline : &st->waits_ceiling);
                         counted = 1;
                 }
+                /* past the deadline of a segment whose daemon is gone or
+                 * that was replaced: the socket may have a newer one */
+                if (last_ms > deadline && snowid_follow(s, g))
+                        return RETRY;
                 if (budget_spent(s, until)) {
                         count(&st->eagain);
                         return -EAGAIN;
@@ -82,11 +87,14 @@ static int wait_step(snowid *s, const struct snap *sn, uint64_t last_ms, int64_t
         }
 }
 
-static int wait_switch(snowid *s, int64_t *until)
+static int wait_switch(snowid *s, const struct seg *g, int64_t *until)
 {
-        count(&s->ctr->stats.waits_switch);
+        /* a retired segment, or one left odd by a daemon that is gone */
+        if (snowid_follow(s, g))
+                return 0;
+        count(&g->ctr->stats.waits_switch);
         if (budget_spent(s, until)) {
-                count(&s->ctr->stats.eagain);
+                count(&g->ctr->stats.eagain);
                 return -EAGAIN;
         }
         pause_briefly(1000000);
@@ -98,16 +106,19 @@ static int wait_switch(snowid *s, int64_t *until)
 static inline __attribute__((always_inline)) int take(snowid *s, uint64_t n, uint64_t *ret_x,
                                                      struct snap *ret_sn)
 {
-        const struct shm_ctl *ctl = s->ctl;
         int64_t until = 0;
 
         for (;;) {
+                /* pairs with the store_release in snowid_follow(): a newer
+                 * segment is seen mapped */
+                const struct seg *g = load_acquire(s->seg);
+                const struct shm_ctl *ctl = g->ctl;
                 struct snap sn;
                 /* pairs with store_release(gen) in shm_pub_switch(): we see
                  * the worker, layout and line that this generation published */
                 sn.gen = load_acquire(ctl->gen);
                 if (unlikely(sn.gen & 1)) {
-                        int r = wait_switch(s, &until);
+                        int r = wait_switch(s, g, &until);
                         if (r < 0)
                                 return r;
                         continue;
@@ -125,12 +136,12 @@ static inline __attribute__((always_inline)) int take(snowid *s, uint64_t n, uin
                              deadline >> (63 - wb - sb) || n > (UINT64_C(1) << sb)))
                         return n > (UINT64_C(1) << (sb & 31)) ? -EINVAL : -EPROTO;
 
-                _Atomic uint64_t *line = &s->ctr->line[shm_line_index(sn.gen)].state;
+                _Atomic uint64_t *line = &g->ctr->line[shm_line_index(sn.gen)].state;
                 uint64_t x = READ_ONCE(*line), x_ms = x >> sb;
                 if (unlikely(x_ms > limit)) {
                         /* no room: wait before taking anything, so that a
                          * caller that gives up does not push the counter on */
-                        int r = wait_step(s, &sn, x_ms, &until);
+                        int r = wait_step(s, g, &sn, x_ms, &until);
                         if (r < 0)
                                 return r;
                         continue;
@@ -142,21 +153,21 @@ static inline __attribute__((always_inline)) int take(snowid *s, uint64_t n, uin
                         x = fetch_add_relaxed(*line, n);
                         /* this call took the last value of a ms: it closes */
                         if (unlikely((x & mask) + n > mask))
-                                fetch_add_relaxed(s->ctr->stats.issued, mask + 1);
+                                fetch_add_relaxed(g->ctr->stats.issued, mask + 1);
                 } else {
                         /* the counter moved on from x's ms: it closes with seq(x) taken */
                         if (x & mask)
-                                fetch_add_relaxed(s->ctr->stats.issued, x & mask);
+                                fetch_add_relaxed(g->ctr->stats.issued, x & mask);
                         x = now << sb;
                 }
 
                 uint64_t last_ms = (x + n - 1) >> sb;
                 if (unlikely(last_ms > limit)) {
-                        int r = wait_step(s, &sn, last_ms, &until);
+                        int r = wait_step(s, g, &sn, last_ms, &until);
                         if (r < 0)
                                 return r;
                         if (r == RETRY) {
-                                count(&s->ctr->stats.dropped);
+                                count(&g->ctr->stats.dropped);
                                 continue;
                         }
                 }
@@ -164,7 +175,7 @@ static inline __attribute__((always_inline)) int take(snowid *s, uint64_t n, uin
                  * RMW above saw the work of a later switch, gen reads newer */
                 smp_rmb();
                 if (unlikely(READ_ONCE(ctl->gen) != sn.gen)) {
-                        count(&s->ctr->stats.dropped);
+                        count(&g->ctr->stats.dropped);
                         continue;
                 }
                 *ret_x = x;

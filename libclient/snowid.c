@@ -1,104 +1,327 @@
 /* SPDX-License-Identifier: MIT */
-/* Opening, closing and inspecting a segment; the ID path is in next.c. */
+/* Getting a segment from snowidd (handshake.h), following a newer one,
+ * closing, inspecting; the ID path is in next.c. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "internal.h"
 
-static int map_object(const char *instance, const char *suffix, int flags, size_t size,
-                      void **ret)
+/* How often a waiting handle may ask the socket for a newer segment. */
+#define FOLLOW_EVERY_NS INT64_C(20000000)
+
+/* The real CLOCK_MONOTONIC (tests fake monotonic_ns(), not this). */
+static int64_t real_monotonic_ns(void)
 {
-        char name[SHM_NAME_MAX];
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void seg_free(struct seg *g)
+{
+        if (!g)
+                return;
+        if (g->ctl)
+                munmap((void *)g->ctl, sizeof(struct shm_ctl));
+        if (g->ctr)
+                munmap(g->ctr, sizeof(struct shm_ctr));
+        free(g);
+}
+
+static int memfd_sealed(int fd, size_t size)
+{
+        const int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size != size)
+                return 0;
+        int got = fcntl(fd, F_GET_SEALS);
+        /* no other process can resize it under us (SIGBUS) */
+        return got >= 0 && (got & seals) == seals;
+}
+
+/* Maps the two descriptors (not closed here) as one segment. */
+static int seg_map(int ctl_fd, int ctr_fd, struct seg **ret)
+{
+        if (!memfd_sealed(ctl_fd, sizeof(struct shm_ctl)) ||
+            !memfd_sealed(ctr_fd, sizeof(struct shm_ctr)))
+                return -EPROTO;
+        struct seg *g = calloc(1, sizeof(*g));
+        if (!g)
+                return -ENOMEM;
+        void *ctl = mmap(NULL, sizeof(struct shm_ctl), PROT_READ, MAP_SHARED, ctl_fd, 0);
+        void *ctr = mmap(NULL, sizeof(struct shm_ctr), PROT_READ | PROT_WRITE, MAP_SHARED, ctr_fd, 0);
+        g->ctl = ctl == MAP_FAILED ? NULL : ctl;
+        g->ctr = ctr == MAP_FAILED ? NULL : ctr;
+        int r = !g->ctl || !g->ctr ? -errno : 0;
+        if (r == 0 && (shm_ctl_check(g->ctl, sizeof(struct shm_ctl)) < 0 ||
+                       shm_ctr_check(g->ctr, sizeof(struct shm_ctr)) < 0 ||
+                       g->ctl->nonce != g->ctr->nonce))
+                r = -EPROTO;
+        if (r < 0) {
+                seg_free(g);
+                return r;
+        }
+        *ret = g;
+        return 0;
+}
+
+/* The socket may only be made by the daemon or root: its directory writable
+ * by its owner alone, that owner root or the peer, the socket the peer's. */
+static int socket_trusted(const char *path, uid_t peer)
+{
+        char dir[SHM_SOCK_PATH_MAX];
         struct stat st;
 
-        shm_object_name(name, sizeof(name), instance, suffix);
-        int fd = shm_open(name, flags | O_CLOEXEC, 0);
+        snprintf(dir, sizeof(dir), "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+                return -EPERM;
+        if (slash == dir)
+                slash[1] = 0;
+        else
+                *slash = 0;
+        if (stat(dir, &st) < 0)
+                return -errno;
+        if (!S_ISDIR(st.st_mode) || (st.st_mode & 0022) || (st.st_uid != 0 && st.st_uid != peer))
+                return -EPERM;
+        if (lstat(path, &st) < 0)
+                return -errno;
+        if (!S_ISSOCK(st.st_mode) || (st.st_uid != 0 && st.st_uid != peer))
+                return -EPERM;
+        return 0;
+}
+
+/* Reads the welcome and the descriptors that come with it. */
+static int read_welcome(int fd, struct shm_welcome *w, int fds[2], int *nfds)
+{
+        size_t got = 0;
+        *nfds = 0;
+        while (got < sizeof(*w)) {
+                union {
+                        struct cmsghdr h;
+                        char buf[CMSG_SPACE(4 * sizeof(int))];
+                } u;
+                struct iovec iov = {.iov_base = (char *)w + got, .iov_len = sizeof(*w) - got};
+                struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                                   .msg_controllen = sizeof(u.buf)};
+                ssize_t n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                int bad = n <= 0 || (m.msg_flags & MSG_CTRUNC);
+                for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); n >= 0 && c; c = CMSG_NXTHDR(&m, c)) {
+                        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+                                continue;
+                        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                        for (size_t i = 0; i < k; i++) {
+                                int f;
+                                memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                                if (*nfds < 2)
+                                        fds[(*nfds)++] = f;
+                                else {
+                                        close(f);
+                                        bad = 1;
+                                }
+                        }
+                }
+                if (n < 0)
+                        return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+                if (bad)
+                        return -EPROTO; /* closed early, or more than it should send */
+                got += (size_t)n;
+        }
+        return 0;
+}
+
+/* One handshake with the daemon at path (handshake.h). */
+static int handshake(const char *path, struct seg **ret)
+{
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        struct timeval tv = {.tv_sec = SHM_HS_TIMEOUT_MS / 1000};
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        struct shm_hello hello;
+        struct shm_welcome w;
+        int fds[2] = {-1, -1}, nfds = 0, r;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
-        int r = 0;
-        if (fstat(fd, &st) < 0)
-                r = -errno;
-        else if ((size_t)st.st_size != size)
-                r = -EPROTO; /* truncated, or not ours */
-        else {
-                int prot = (flags & O_ACCMODE) == O_RDWR ? PROT_READ | PROT_WRITE : PROT_READ;
-                void *m = mmap(NULL, size, prot, MAP_SHARED, fd, 0);
-                if (m == MAP_FAILED)
-                        r = -errno;
-                else
-                        *ret = m;
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                r = errno == EAGAIN || errno == EINPROGRESS ? -ETIMEDOUT : -errno;
+                goto out;
         }
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+                r = -errno;
+                goto out;
+        }
+        r = socket_trusted(path, cred.uid);
+        if (r < 0)
+                goto out;
+
+        shm_hello_make(&hello);
+        int64_t t0 = real_monotonic_ns();
+        if (send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) != (ssize_t)sizeof(hello)) {
+                r = errno == EAGAIN ? -ETIMEDOUT : -EPROTO;
+                goto out;
+        }
+        r = read_welcome(fd, &w, fds, &nfds);
+        int64_t t1 = real_monotonic_ns();
+        if (r < 0)
+                goto out;
+        r = -EPROTO;
+        if (memcmp(w.magic, SHM_HS_WELCOME_MAGIC, sizeof(w.magic)) != 0)
+                goto out;
+        if (w.status != 0) {
+                r = w.status == -EACCES ? -EACCES : -EPROTO;
+                goto out;
+        }
+        if (nfds != 2 || w.version != SHM_VERSION || w.ctl_size != sizeof(struct shm_ctl) ||
+            w.ctr_size != sizeof(struct shm_ctr))
+                goto out;
+        /* the daemon read its clock between our two readings, unless its
+         * CLOCK_MONOTONIC is not ours (another time namespace) */
+        if (w.mono_ns < t0 || w.mono_ns > t1) {
+                r = -EXDEV;
+                goto out;
+        }
+        if ((fcntl(fds[0], F_GETFL) & O_ACCMODE) != O_RDONLY)
+                goto out; /* the control data must come read-only */
+        struct seg *g;
+        r = seg_map(fds[0], fds[1], &g);
+        if (r < 0)
+                goto out;
+        if (g->ctl->nonce != w.nonce) {
+                seg_free(g);
+                r = -EPROTO;
+                goto out;
+        }
+        *ret = g;
+out:
+        for (int i = 0; i < nfds; i++)
+                close(fds[i]);
         close(fd);
         return r;
 }
 
-static int open_once(const char *instance, snowid *s)
+static snowid *handle_new(const char *path)
 {
-        void *ctl = NULL, *ctr = NULL;
-        int r = map_object(instance, "ctl", O_RDONLY, sizeof(struct shm_ctl), &ctl);
-        if (r < 0)
-                return r;
-        r = shm_ctl_check(ctl, sizeof(struct shm_ctl));
-        if (r < 0)
-                goto fail;
-        r = map_object(instance, "ctr", O_RDWR, sizeof(struct shm_ctr), &ctr);
-        if (r < 0)
-                goto fail;
-        r = shm_ctr_check(ctr, sizeof(struct shm_ctr));
-        if (r < 0)
-                goto fail;
-        if (((struct shm_ctl *)ctl)->nonce != ((struct shm_ctr *)ctr)->nonce) {
-                r = -ESTALE; /* the two objects are of different segments */
-                goto fail;
-        }
-        s->ctl = ctl;
-        s->ctr = ctr;
-        return 0;
-fail:
-        if (ctl)
-                munmap(ctl, sizeof(struct shm_ctl));
-        if (ctr)
-                munmap(ctr, sizeof(struct shm_ctr));
-        return r;
+        snowid *s = calloc(1, sizeof(*s));
+        if (!s)
+                return NULL;
+        atomic_init(&s->max_wait_ns, SNOWID_MAX_WAIT_DEFAULT_USEC * 1000);
+        atomic_init(&s->next_follow_ns, 0);
+        atomic_init(&s->seg, NULL);
+        pthread_mutex_init(&s->follow_lock, NULL);
+        snprintf(s->path, sizeof(s->path), "%s", path ? path : "");
+        return s;
 }
 
 SNOWID_EXPORT int snowid_open(const char *instance, snowid **ret)
 {
+        char path[SHM_SOCK_PATH_MAX];
+        struct seg *g;
+
         if (!ret)
                 return -EINVAL;
         instance = shm_instance_pick(instance);
         if (!instance)
                 return -EINVAL;
-
-        snowid *s = calloc(1, sizeof(*s));
+        int r = shm_socket_path(path, sizeof(path), NULL, instance);
+        if (r < 0)
+                return r;
+        snowid *s = handle_new(path);
         if (!s)
                 return -ENOMEM;
-        atomic_init(&s->max_wait_ns, SNOWID_MAX_WAIT_DEFAULT_USEC * 1000);
-        int r;
-        /* a daemon replacing the pair can be caught between its two renames */
-        for (int attempt = 0; attempt < 3; attempt++) {
-                r = open_once(instance, s);
-                if (r != -ESTALE)
-                        break;
-        }
+        r = handshake(path, &g);
         if (r < 0) {
-                free(s);
-                return r == -ESTALE ? -EPROTO : r;
+                snowid_close(s);
+                return r;
         }
+        atomic_init(&s->seg, g);
         *ret = s;
         return 0;
+}
+
+SNOWID_EXPORT int snowid_open_fds(int ctl_fd, int ctr_fd, const char *path, snowid **ret)
+{
+        struct seg *g = NULL;
+        int r = seg_map(ctl_fd, ctr_fd, &g);
+        close(ctl_fd);
+        close(ctr_fd);
+        if (r < 0)
+                return r;
+        snowid *s = handle_new(path);
+        if (!s) {
+                seg_free(g);
+                return -ENOMEM;
+        }
+        atomic_init(&s->seg, g);
+        *ret = s;
+        return 0;
+}
+
+int snowid_follow(snowid *s, const struct seg *g)
+{
+        const struct shm_ctl *ctl = g->ctl;
+        int64_t now = real_monotonic_ns();
+        uint64_t now_ms = (uint64_t)now / 1000000, beat = READ_ONCE(ctl->heartbeat_ms);
+
+        /* a live daemon's segment that is not retired: nothing newer exists */
+        if (READ_ONCE(ctl->state) != SHM_STATE_RETIRED && beat <= now_ms &&
+            now_ms - beat <= SHM_HEARTBEAT_STALE_MS)
+                return 0;
+        if (now < READ_ONCE(s->next_follow_ns) || !s->path[0])
+                return 0;
+        if (pthread_mutex_trylock(&s->follow_lock) != 0)
+                return 0; /* another thread is asking */
+        int moved = 0;
+        struct seg *cur = atomic_load_explicit(&s->seg, memory_order_relaxed);
+        if (cur != g)
+                moved = 1;
+        else {
+                WRITE_ONCE(s->next_follow_ns, now + FOLLOW_EVERY_NS);
+                struct seg *n;
+                if (handshake(s->path, &n) == 0) {
+                        if (n->ctl->nonce == g->ctl->nonce)
+                                seg_free(n); /* the same segment: wait on */
+                        else {
+                                n->older = cur;
+                                /* pairs with load_acquire(s->seg) in take():
+                                 * a thread that sees n sees it mapped */
+                                atomic_store_explicit(&s->seg, n, memory_order_release);
+                                moved = 1;
+                        }
+                }
+        }
+        pthread_mutex_unlock(&s->follow_lock);
+        return moved;
 }
 
 SNOWID_EXPORT snowid *snowid_close(snowid *s)
 {
         if (!s)
                 return NULL;
-        munmap((void *)s->ctl, sizeof(struct shm_ctl));
-        munmap(s->ctr, sizeof(struct shm_ctr));
+        struct seg *g = atomic_load_explicit(&s->seg, memory_order_acquire);
+        while (g) {
+                struct seg *older = g->older;
+                seg_free(g);
+                g = older;
+        }
+        pthread_mutex_destroy(&s->follow_lock);
         free(s);
         return NULL;
 }
@@ -145,7 +368,7 @@ SNOWID_EXPORT int snowid_get_layout(snowid *s, snowid_layout *ret)
 
         if (!s || !ret)
                 return -EINVAL;
-        int r = read_layout(s->ctl, &l, &gen);
+        int r = read_layout(load_acquire(s->seg)->ctl, &l, &gen);
         if (r < 0)
                 return r;
         *ret = l;
@@ -156,12 +379,13 @@ SNOWID_EXPORT int snowid_get_host_stats(snowid *s, snowid_host_stats *ret)
 {
         if (!s || !ret)
                 return -EINVAL;
-        const struct shm_stats *st = &s->ctr->stats;
-        const struct shm_ctl *ctl = s->ctl;
+        const struct seg *g = load_acquire(s->seg); /* pairs with snowid_follow() */
+        const struct shm_stats *st = &g->ctr->stats;
+        const struct shm_ctl *ctl = g->ctl;
         uint64_t gen = load_acquire(ctl->gen); /* pairs with shm_pub_switch() */
         unsigned sb = READ_ONCE(ctl->seq_bits) & 31;
         /* the live counter's current ms has not closed yet: count it too */
-        uint64_t open = READ_ONCE(s->ctr->line[shm_line_index(gen)].state) & ((UINT64_C(1) << sb) - 1);
+        uint64_t open = READ_ONCE(g->ctr->line[shm_line_index(gen)].state) & ((UINT64_C(1) << sb) - 1);
         *ret = (snowid_host_stats){
                 .issued = READ_ONCE(st->issued) + (gen & 1 ? 0 : open),
                 .waits_ceiling = READ_ONCE(st->waits_ceiling),
@@ -177,7 +401,7 @@ SNOWID_EXPORT int snowid_get_status(snowid *s, snowid_status *ret)
 {
         if (!s || !ret)
                 return -EINVAL;
-        const struct shm_ctl *ctl = s->ctl;
+        const struct shm_ctl *ctl = load_acquire(s->seg)->ctl; /* pairs with snowid_follow() */
         snowid_status st = {
                 .worker = READ_ONCE(ctl->worker),
                 .state = (int)READ_ONCE(ctl->state),

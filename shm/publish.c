@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "barrier.h"
+#include "handshake.h"
 #include "publish.h"
 
 int64_t shm_monotonic_ns(void)
@@ -39,32 +40,30 @@ static void *map_fd(int fd, size_t size, int prot)
         return m == MAP_FAILED ? NULL : m;
 }
 
-/* Opens an existing pair and checks it; 0 with both mapped, or < 0. */
-static int pub_reuse(struct shm_pub *p)
-{
-        char name[SHM_NAME_MAX];
-        struct stat st;
+#define SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
-        shm_object_name(name, sizeof(name), p->instance, "ctl");
-        p->ctl_fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
-        if (p->ctl_fd < 0)
+/* Checks that fd is a sealed memfd of exactly size bytes. */
+static int memfd_check(int fd, size_t size)
+{
+        struct stat st;
+        if (fstat(fd, &st) < 0)
                 return -errno;
-        shm_object_name(name, sizeof(name), p->instance, "ctr");
-        p->ctr_fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
-        if (p->ctr_fd < 0)
-                return -errno;
-        if (fstat(p->ctl_fd, &st) < 0 || (size_t)st.st_size != sizeof(struct shm_ctl))
+        if (!S_ISREG(st.st_mode) || (size_t)st.st_size != size)
                 return -EPROTO;
-        if (fstat(p->ctr_fd, &st) < 0 || (size_t)st.st_size != sizeof(struct shm_ctr))
-                return -EPROTO;
-        p->ctl = map_fd(p->ctl_fd, sizeof(struct shm_ctl), PROT_READ | PROT_WRITE);
-        p->ctr = map_fd(p->ctr_fd, sizeof(struct shm_ctr), PROT_READ | PROT_WRITE);
-        if (!p->ctl || !p->ctr)
-                return -errno;
-        if (shm_ctl_check(p->ctl, sizeof(struct shm_ctl)) < 0 ||
-            shm_ctr_check(p->ctr, sizeof(struct shm_ctr)) < 0 || p->ctl->nonce != p->ctr->nonce)
+        int seals = fcntl(fd, F_GET_SEALS);
+        if (seals < 0 || (seals & SEALS) != SEALS)
                 return -EPROTO;
         return 0;
+}
+
+/* A read-only descriptor of the same memfd: what clients get.  The memfd is
+ * 0600, so a client of another user cannot reopen it for writing. */
+static int reopen_ro(int fd)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        int ro = open(path, O_RDONLY | O_CLOEXEC);
+        return ro < 0 ? -errno : ro;
 }
 
 static void pub_unmap(struct shm_pub *p)
@@ -75,57 +74,77 @@ static void pub_unmap(struct shm_pub *p)
                 munmap(p->ctr, sizeof(struct shm_ctr));
         if (p->ctl_fd >= 0)
                 close(p->ctl_fd);
+        if (p->ctl_ro_fd >= 0)
+                close(p->ctl_ro_fd);
         if (p->ctr_fd >= 0)
                 close(p->ctr_fd);
         p->ctl = NULL;
         p->ctr = NULL;
-        p->ctl_fd = p->ctr_fd = -1;
+        p->ctl_fd = p->ctl_ro_fd = p->ctr_fd = -1;
 }
 
-/* Creates one object under a temporary name; the caller fills it and
- * renames it into place, so that no client ever maps it half-made. */
-static int create_object(const char *instance, const char *suffix, size_t size, mode_t mode,
-                         gid_t group, int *ret_fd, void **ret_map)
+/* ID time now (ms) by the segment's own offset. */
+static uint64_t seg_now_ms(const struct shm_ctl *ctl)
 {
-        char tmp[SHM_NAME_MAX + 8];
-        char sfx[16];
+        int64_t t;
+        if (__builtin_add_overflow(shm_monotonic_ns(), READ_ONCE(ctl->offset_ns), &t) || t < 0)
+                return 0;
+        return (uint64_t)t / 1000000;
+}
 
-        snprintf(sfx, sizeof(sfx), "%s.new", suffix);
-        shm_object_name(tmp, sizeof(tmp), instance, sfx);
-        shm_unlink(tmp);
-        int fd = shm_open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+/* Adopts a segment handed back across a restart (the fd store): 0 with both
+ * mapped, or < 0 (the caller makes a new one). */
+static int pub_adopt(struct shm_pub *p)
+{
+        int r;
+        if ((r = memfd_check(p->ctl_fd, sizeof(struct shm_ctl))) < 0 ||
+            (r = memfd_check(p->ctr_fd, sizeof(struct shm_ctr))) < 0)
+                return r;
+        p->ctl = map_fd(p->ctl_fd, sizeof(struct shm_ctl), PROT_READ | PROT_WRITE);
+        p->ctr = map_fd(p->ctr_fd, sizeof(struct shm_ctr), PROT_READ | PROT_WRITE);
+        if (!p->ctl || !p->ctr)
+                return -errno;
+        if (shm_ctl_check(p->ctl, sizeof(struct shm_ctl)) < 0 ||
+            shm_ctr_check(p->ctr, sizeof(struct shm_ctr)) < 0 || p->ctl->nonce != p->ctr->nonce ||
+            READ_ONCE(p->ctl->state) == SHM_STATE_RETIRED)
+                return -EPROTO;
+        /* counters far ahead of ID time were written by a client: never
+         * reuse them (every switch would have to skip them, or clients wait) */
+        uint8_t sb = READ_ONCE(p->ctl->seq_bits);
+        uint64_t deadline = READ_ONCE(p->ctl->deadline), now = seg_now_ms(p->ctl);
+        uint64_t bound = (deadline > now ? deadline : now) + SHM_AHEAD_REUSE_MS;
+        if (sb > 31)
+                return -EPROTO;
+        for (unsigned i = 0; i < SHM_LINES; i++)
+                if (READ_ONCE(p->ctr->line[i].state) >> sb > bound)
+                        return -ERANGE;
+        r = reopen_ro(p->ctl_fd);
+        if (r < 0)
+                return r;
+        p->ctl_ro_fd = r;
+        return 0;
+}
+
+static int make_memfd(const char *name, size_t size, int *ret_fd, void **ret_map)
+{
+        int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
         if (fd < 0)
                 return -errno;
-        int r = 0;
-        if (ftruncate(fd, (off_t)size) < 0 || fchmod(fd, mode) < 0 ||
-            (group != (gid_t)-1 && fchown(fd, (uid_t)-1, group) < 0)) {
-                r = -errno;
-                goto fail;
-        }
-        void *m = map_fd(fd, size, PROT_READ | PROT_WRITE);
-        if (!m) {
-                r = -errno;
-                goto fail;
+        void *m = NULL;
+        if (fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t)size) < 0 ||
+            fcntl(fd, F_ADD_SEALS, SEALS) < 0 || !(m = map_fd(fd, size, PROT_READ | PROT_WRITE))) {
+                int r = -errno;
+                close(fd);
+                return r;
         }
         *ret_fd = fd;
         *ret_map = m;
-        return 0; /* the caller fills it, then commit_object() renames it */
-fail:
-        close(fd);
-        shm_unlink(tmp);
-        return r;
+        return 0;
 }
 
-static int commit_object(const char *instance, const char *suffix)
-{
-        char from[sizeof(SHM_DIR) + SHM_NAME_MAX + 8], to[sizeof(SHM_DIR) + SHM_NAME_MAX];
-
-        snprintf(from, sizeof(from), "%s/snowid.%s.%s.new", SHM_DIR, instance, suffix);
-        snprintf(to, sizeof(to), "%s/snowid.%s.%s", SHM_DIR, instance, suffix);
-        return rename(from, to) < 0 ? -errno : 0;
-}
-
-static int pub_create(struct shm_pub *p, gid_t group)
+/* A fresh segment into p (whose fds and maps are free): generation 1, odd,
+ * so that clients wait until the first switch. */
+static int pub_create(struct shm_pub *p)
 {
         uint64_t nonce;
         void *m;
@@ -133,8 +152,7 @@ static int pub_create(struct shm_pub *p, gid_t group)
 
         if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
                 return -errno;
-
-        r = create_object(p->instance, "ctr", sizeof(struct shm_ctr), 0660, group, &p->ctr_fd, &m);
+        r = make_memfd("snowid-ctr", sizeof(struct shm_ctr), &p->ctr_fd, &m);
         if (r < 0)
                 return r;
         p->ctr = m;
@@ -143,8 +161,7 @@ static int pub_create(struct shm_pub *p, gid_t group)
         p->ctr->size = sizeof(struct shm_ctr);
         p->ctr->nonce = nonce;
 
-        r = create_object(p->instance, "ctl", sizeof(struct shm_ctl), 0644, (gid_t)-1, &p->ctl_fd,
-                          &m);
+        r = make_memfd("snowid-ctl", sizeof(struct shm_ctl), &p->ctl_fd, &m);
         if (r < 0)
                 return r;
         p->ctl = m;
@@ -159,57 +176,65 @@ static int pub_create(struct shm_pub *p, gid_t group)
         WRITE_ONCE(p->ctl->worker_bits, (uint8_t)l.worker_bits);
         WRITE_ONCE(p->ctl->seq_bits, (uint8_t)l.seq_bits);
         WRITE_ONCE(p->ctl->state, SHM_STATE_STARTING);
-        /* odd: nothing published yet; clients wait, then -EAGAIN */
+        WRITE_ONCE(p->ctl->pid, (int32_t)getpid());
         WRITE_ONCE(p->ctl->gen, 1);
-
-        /* counter first, so that a client that sees the new .ctl finds its .ctr */
-        r = commit_object(p->instance, "ctr");
+        shm_pub_heartbeat(p);
+        r = reopen_ro(p->ctl_fd);
         if (r < 0)
                 return r;
-        return commit_object(p->instance, "ctl");
+        p->ctl_ro_fd = r;
+        return 0;
 }
 
-int shm_pub_open(const char *instance, gid_t group, struct shm_pub **ret)
+int shm_pub_open(const char *dir, const char *instance, int ctl_fd, int ctr_fd,
+                 struct shm_pub **ret)
 {
-        char name[SHM_NAME_MAX];
         int r;
 
-        if (!shm_instance_valid(instance) || !ret)
-                return -EINVAL;
         struct shm_pub *p = calloc(1, sizeof(*p));
-        if (!p)
-                return -ENOMEM;
-        snprintf(p->instance, sizeof(p->instance), "%s", instance);
-        p->ctl_fd = p->ctr_fd = -1;
-
-        shm_object_name(name, sizeof(name), instance, "lock");
-        p->lock_fd = shm_open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (p->lock_fd < 0) {
-                r = -errno;
+        if (!p) {
+                r = -ENOMEM;
+                goto fail_fds;
+        }
+        p->lock_fd = -1;
+        p->ctl_fd = ctl_fd;
+        p->ctr_fd = ctr_fd;
+        p->ctl_ro_fd = -1;
+        if (!shm_instance_valid(instance) || !ret) {
+                r = -EINVAL;
                 goto fail;
         }
-        if (flock(p->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-                r = errno == EWOULDBLOCK ? -EBUSY : -errno;
-                goto fail;
-        }
-
-        r = pub_reuse(p);
-        if (r == 0) {
-                p->reused = 1;
-                if (fchmod(p->ctl_fd, 0644) < 0 || fchmod(p->ctr_fd, 0660) < 0 ||
-                    (group != (gid_t)-1 && fchown(p->ctr_fd, (uid_t)-1, group) < 0)) {
+        if (dir) {
+                char name[SHM_SOCK_PATH_MAX + 16];
+                snprintf(name, sizeof(name), "%s/%s.lock", dir, instance);
+                p->lock_fd = open(name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+                if (p->lock_fd < 0) {
                         r = -errno;
                         goto fail;
                 }
-        } else {
+                if (flock(p->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+                        r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+                        goto fail;
+                }
+        }
+        if (ctl_fd >= 0 && ctr_fd >= 0 && pub_adopt(p) == 0)
+                p->reused = 1;
+        else {
                 pub_unmap(p);
-                r = pub_create(p, group);
+                r = pub_create(p);
                 if (r < 0)
                         goto fail;
         }
         WRITE_ONCE(p->ctl->pid, (int32_t)getpid());
+        shm_pub_heartbeat(p);
         *ret = p;
         return 0;
+fail_fds:
+        if (ctl_fd >= 0)
+                close(ctl_fd);
+        if (ctr_fd >= 0)
+                close(ctr_fd);
+        return r;
 fail:
         shm_pub_close(p);
         return r;
@@ -226,20 +251,37 @@ struct shm_pub *shm_pub_close(struct shm_pub *p)
         return NULL;
 }
 
-int shm_pub_unlink(const char *instance)
+void shm_pub_heartbeat(struct shm_pub *p)
 {
-        static const char *const suffixes[] = {"ctl", "ctr", "lock", "ctl.new", "ctr.new"};
-        char name[SHM_NAME_MAX + 8];
-        int r = 0;
+        WRITE_ONCE(p->ctl->heartbeat_ms, (uint64_t)shm_monotonic_ns() / 1000000);
+}
 
-        if (!shm_instance_valid(instance))
-                return -EINVAL;
-        for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
-                shm_object_name(name, sizeof(name), instance, suffixes[i]);
-                if (shm_unlink(name) < 0 && errno != ENOENT && r == 0)
-                        r = -errno;
+/* Moves p to a fresh segment and retires the old one: its gen stays odd and
+ * its state says RETIRED, so its clients fetch the new one. */
+static int pub_replace(struct shm_pub *p)
+{
+        struct shm_pub old = *p;
+        p->ctl = NULL;
+        p->ctr = NULL;
+        p->ctl_fd = p->ctl_ro_fd = p->ctr_fd = -1;
+        int r = pub_create(p);
+        if (r < 0) {
+                pub_unmap(p);
+                *p = old;
+                return r;
         }
-        return r;
+        /* the host's totals go on */
+        struct shm_stats *from = &old.ctr->stats, *to = &p->ctr->stats;
+        WRITE_ONCE(to->waits_ceiling, READ_ONCE(from->waits_ceiling));
+        WRITE_ONCE(to->waits_deadline, READ_ONCE(from->waits_deadline));
+        WRITE_ONCE(to->waits_switch, READ_ONCE(from->waits_switch));
+        WRITE_ONCE(to->eagain, READ_ONCE(from->eagain));
+        WRITE_ONCE(to->dropped, READ_ONCE(from->dropped));
+        WRITE_ONCE(to->issued, READ_ONCE(from->issued));
+        WRITE_ONCE(old.ctl->state, SHM_STATE_RETIRED);
+        pub_unmap(&old);
+        p->replaced++;
+        return 0;
 }
 
 /* Raises a counter line to at least v; a CAS loop, so that no value that a
@@ -298,11 +340,22 @@ int shm_pub_switch(struct shm_pub *p, const struct shm_publication *pub)
         for (uint64_t g = gen + 1, k = 0; k < SHM_LINES - 1; k++, g += 2) {
                 uint64_t v = READ_ONCE(p->ctr->line[shm_line_index(g)].state);
                 if (v <= want) {
-                        next = g;
+                        next = g, low = UINT64_MAX;
                         break;
                 }
                 if (v < low)
                         low = v, next = g;
+        }
+        /* Every line far ahead: written by a client (or an old spell far
+         * ahead).  Clients would wait on any of them, so publish into a fresh
+         * segment; the old one, its gen left odd, is retired. */
+        if (low != UINT64_MAX && low - want > (uint64_t)SHM_AHEAD_REPLACE_MS << l->seq_bits) {
+                int r = pub_replace(p);
+                if (r < 0)
+                        return r;
+                ctl = p->ctl;
+                gen = READ_ONCE(ctl->gen); /* 1: odd, as a switch wants it */
+                next = gen + 1;
         }
         line_raise(&p->ctr->line[shm_line_index(next)], want);
         WRITE_ONCE(ctl->epoch_ms, l->epoch_ms);

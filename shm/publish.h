@@ -11,16 +11,15 @@
 #include "segment.h"
 #include "snowid.h"
 
-#define SHM_DIR "/dev/shm"
-
 struct shm_pub {
-        char instance[SHM_INSTANCE_MAX + 1];
         int lock_fd;
-        int ctl_fd;
+        int ctl_fd;    /* read-write; kept by the daemon (and systemd's fd store) */
+        int ctl_ro_fd; /* read-only: what clients get */
         int ctr_fd;
         struct shm_ctl *ctl;
         struct shm_ctr *ctr;
-        int reused; /* a valid segment was already there (a restart) */
+        int reused;        /* a valid segment was handed back (a restart) */
+        unsigned replaced; /* how many times a fresh segment replaced a damaged one */
 };
 
 /* What a switch publishes. */
@@ -37,16 +36,22 @@ struct shm_publication {
         int follow;
 };
 
-/* Creates or reuses the pair and takes the instance's lock.  group: owner
- * group of the counter object, or (gid_t)-1 to leave it.  -EBUSY if another
- * publisher holds the lock, -EINVAL for a bad instance name. */
-int shm_pub_open(const char *instance, gid_t group, struct shm_pub **ret);
-/* Unmaps and drops the lock; the objects stay, valid until their deadline. */
+/* Takes the instance's lock, <dir>/<instance>.lock (no lock when dir is
+ * NULL), then adopts the segment of ctl_fd and ctr_fd (a restart: both
+ * checked, and refused when damaged or far ahead of ID time) or makes a new
+ * one.  Takes the two descriptors (-1: none) whatever it returns.  -EBUSY if
+ * another publisher holds the lock, -EINVAL for a bad instance name. */
+int shm_pub_open(const char *dir, const char *instance, int ctl_fd, int ctr_fd,
+                 struct shm_pub **ret);
+/* Unmaps and drops the lock; clients keep the segment, valid until its deadline. */
 struct shm_pub *shm_pub_close(struct shm_pub *p);
-/* Removes both objects (tests, and `snowidd --remove-segment`). */
-int shm_pub_unlink(const char *instance);
+/* Tells clients that the daemon is alive (every clock tick). */
+void shm_pub_heartbeat(struct shm_pub *p);
 
-/* Moves the segment to a new worker/layout/counter/deadline (generation +2). */
+/* Moves the segment to a new worker/layout/counter/deadline (generation +2).
+ * When every counter line is far ahead of where it should start (damaged), it
+ * publishes into a fresh segment instead and retires the old one
+ * (p->replaced counts these; the daemon then stores the new descriptors). */
 int shm_pub_switch(struct shm_pub *p, const struct shm_publication *pub);
 /* Raises the deadline of the current generation; never lowers it. */
 int shm_pub_extend(struct shm_pub *p, uint64_t deadline);

@@ -33,11 +33,6 @@ const char *shm_instance_pick(const char *instance)
         return shm_instance_valid(instance) ? instance : NULL;
 }
 
-void shm_object_name(char *buf, size_t size, const char *instance, const char *suffix)
-{
-        snprintf(buf, size, "/snowid.%s.%s", instance, suffix);
-}
-
 int shm_ctl_check(const struct shm_ctl *ctl, size_t mapped_size)
 {
         if (mapped_size < sizeof(*ctl))

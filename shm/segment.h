@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The shared-memory segment: an ABI between snowidd and every client on the
- * host.  Two POSIX shared-memory objects per instance:
+ * host.  Two memfds per segment, made by snowidd and handed to each client
+ * over its socket (handshake.h); nothing lives under a name in /dev/shm:
  *
- *   /snowid.<instance>.ctl   struct shm_ctl   0644, written by snowidd only
- *   /snowid.<instance>.ctr   struct shm_ctr   0660, group snowid, clients RMW
+ *   control  struct shm_ctl   written by snowidd only; clients get a
+ *                             read-only descriptor (and the memfd is 0600)
+ *   counter  struct shm_ctr   clients read-modify-write the counter lines
+ *
+ * Both are sealed against shrinking and growing (no client can make another
+ * take SIGBUS) and against further seals.
  *
  * Synchronization table (who writes, who reads, how):
  *
@@ -12,7 +17,9 @@
  * ---------------+---------------------------+--------------------------+----------------------
  * magic, version,| publisher, at create      | clients at open          | plain, before any
  * size, nonce    |                           |                          | client can see it
- * pid, state     | publisher, any time       | status (informational)   | WRITE_ONCE / READ_ONCE
+ * pid, state     | publisher, any time       | status; clients' slow    | WRITE_ONCE / READ_ONCE
+ *                |                           | path (RETIRED: follow)   |
+ * heartbeat_ms   | publisher, every 100 ms   | clients' slow path       | WRITE_ONCE / READ_ONCE
  * gen            | publisher: odd, then even | every client call        | seqlock: store_release
  *                | around a switch           |                          | / load_acquire
  * worker, layout | publisher, inside a switch| every client call        | READ_ONCE between two
@@ -35,10 +42,10 @@
  * retired line.  A counter value is (ms << seq_bits) | seq, ms being ID time
  * (milliseconds since the layout's epoch).
  *
- * Both objects are filled under a temporary name and renamed into place, so
- * a client never maps a half-made object; the nonce binds a .ctl to its .ctr
- * (a client that finds two objects from different segments gets -EPROTO,
- * never a counter that another worker's clients use).
+ * A segment that snowidd replaces (its counters damaged, far ahead of ID
+ * time) is retired: gen left odd and state SHM_STATE_RETIRED, so its clients
+ * stop taking from it and fetch the new one.  The nonce binds a control
+ * object to its counter object.
  */
 #pragma once
 
@@ -48,7 +55,7 @@
 
 #define SHM_MAGIC_CTL UINT64_C(0x314c54434449574e) /* "NWIDCTL1" little-endian */
 #define SHM_MAGIC_CTR UINT64_C(0x3152544344495753) /* "SWIDCTR1" little-endian */
-#define SHM_VERSION 1u
+#define SHM_VERSION 2u
 #define SHM_LINES 64u
 #define SHM_LINE_SIZE 64u
 
@@ -58,7 +65,16 @@ enum shm_state {
         SHM_STATE_NO_LEASE = 2, /* lease lost or etcd unreachable: runs out at deadline */
         SHM_STATE_RESTORED = 3, /* etcd restored: nothing extended until it is fenced */
         SHM_STATE_LAYOUT_LOST = 4, /* the cluster's layout or fence key is gone */
+        SHM_STATE_RETIRED = 5,  /* replaced by a new segment: clients fetch it */
 };
+
+/* A heartbeat older than this: the daemon that made the segment is gone, and
+ * a client that waits asks the socket for a newer segment. */
+#define SHM_HEARTBEAT_STALE_MS 1000
+/* A counter line this far ahead of where a switch wants it, or of ID time
+ * when a restarted daemon finds the segment: damaged, never reused. */
+#define SHM_AHEAD_REPLACE_MS 1000
+#define SHM_AHEAD_REUSE_MS 60000
 
 struct shm_ctl {
         /* line 0: identity, written once at create */
@@ -82,8 +98,9 @@ struct shm_ctl {
         _Atomic uint8_t lead_ms;    /* how far the counter may run ahead of ID time */
         uint8_t reserved1[24];
 
-        /* line 2: reserved for later versions */
-        uint8_t reserved2[64];
+        /* line 2: liveness */
+        alignas(64) _Atomic uint64_t heartbeat_ms; /* CLOCK_MONOTONIC ms of the daemon's last tick */
+        uint8_t reserved2[56];
 };
 
 struct shm_line {
@@ -121,6 +138,7 @@ _Static_assert(offsetof(struct shm_ctl, offset_ns) == 80, "shm_ctl is an ABI");
 _Static_assert(offsetof(struct shm_ctl, epoch_ms) == 88, "shm_ctl is an ABI");
 _Static_assert(offsetof(struct shm_ctl, worker) == 96, "shm_ctl is an ABI");
 _Static_assert(offsetof(struct shm_ctl, lead_ms) == 103, "shm_ctl is an ABI");
+_Static_assert(offsetof(struct shm_ctl, heartbeat_ms) == 128, "shm_ctl is an ABI");
 _Static_assert(sizeof(struct shm_line) == SHM_LINE_SIZE, "one counter per cache line");
 _Static_assert(sizeof(struct shm_stats) == 64, "stats fill one line");
 _Static_assert(offsetof(struct shm_ctr, stats) == SHM_LINES * SHM_LINE_SIZE, "stats after lines");
@@ -133,18 +151,15 @@ static inline unsigned shm_line_index(uint64_t gen)
         return (unsigned)((gen / 2) % SHM_LINES);
 }
 
-/* Names of the two objects: "/snowid.<instance>.ctl" and ".ctr".  The
- * instance must be valid (shm_instance_valid). */
+/* An instance names one daemon's socket: <runtime-dir>/<instance>.sock. */
 #define SHM_INSTANCE_MAX 64
-#define SHM_NAME_MAX (sizeof("/snowid.") + SHM_INSTANCE_MAX + sizeof(".ctl"))
 #define SHM_DEFAULT_INSTANCE "default"
 
 int shm_instance_valid(const char *instance);
 /* instance, or $SNOWID_INSTANCE, or "default"; NULL if what was chosen is not valid */
 const char *shm_instance_pick(const char *instance);
-void shm_object_name(char *buf, size_t size, const char *instance, const char *suffix);
 
 /* Checks a mapped control object; 0 or -EPROTO.  Used by clients at open and
- * by the publisher when it finds an object already there. */
+ * by the publisher when it adopts a segment kept across a restart. */
 int shm_ctl_check(const struct shm_ctl *ctl, size_t mapped_size);
 int shm_ctr_check(const struct shm_ctr *ctr, size_t mapped_size);

@@ -12,13 +12,79 @@
 
 #include <cmocka.h>
 
+#include <dirent.h>
+#include <sys/stat.h>
+
 #include "publish.h"
+#include "server.h"
 
 static inline const char *test_instance(const char *what)
 {
         static char name[SHM_INSTANCE_MAX + 1];
         snprintf(name, sizeof(name), "test-%s-%d", what, (int)getpid());
         return name;
+}
+
+/* A runtime directory of this process's own, $SNOWID_RUNTIME_DIR for its
+ * clients; emptied and removed at exit. */
+static char test_dir_path[64];
+
+static inline void test_dir_remove(void)
+{
+        DIR *d = opendir(test_dir_path);
+        if (!d)
+                return;
+        for (struct dirent *e; (e = readdir(d));)
+                if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+                        unlinkat(dirfd(d), e->d_name, 0);
+        closedir(d);
+        rmdir(test_dir_path);
+}
+
+static inline const char *test_dir(void)
+{
+        if (!test_dir_path[0]) {
+                snprintf(test_dir_path, sizeof(test_dir_path), "/tmp/snowid-t-XXXXXX");
+                if (!mkdtemp(test_dir_path) || chmod(test_dir_path, 0755) < 0)
+                        abort();
+                setenv("SNOWID_RUNTIME_DIR", test_dir_path, 1);
+                atexit(test_dir_remove);
+        }
+        return test_dir_path;
+}
+
+/* A publisher on instance, with a handshake server for its clients. */
+#define TEST_PUBS_MAX 8
+static struct {
+        struct shm_pub *pub;
+        struct shm_server *srv;
+} test_pubs[TEST_PUBS_MAX];
+
+static inline int test_pub_open(const char *instance, struct shm_pub **ret)
+{
+        int r = shm_pub_open(test_dir(), instance, -1, -1, ret);
+        if (r < 0)
+                return r;
+        for (int i = 0; i < TEST_PUBS_MAX; i++)
+                if (!test_pubs[i].pub) {
+                        r = shm_server_start(*ret, test_dir(), instance, NULL, NULL,
+                                             &test_pubs[i].srv);
+                        if (r < 0)
+                                abort();
+                        test_pubs[i].pub = *ret;
+                        return 0;
+                }
+        abort();
+}
+
+static inline struct shm_pub *test_pub_close(struct shm_pub *p)
+{
+        for (int i = 0; i < TEST_PUBS_MAX; i++)
+                if (p && test_pubs[i].pub == p) {
+                        test_pubs[i].srv = shm_server_stop(test_pubs[i].srv);
+                        test_pubs[i].pub = NULL;
+                }
+        return shm_pub_close(p);
 }
 
 static inline struct shm_publication test_publication(uint32_t worker, uint64_t start_ms,

@@ -47,11 +47,11 @@ static int setup(void **state)
 {
         (void)state;
         inst = test_instance("client");
-        shm_pub_unlink(inst);
+        (void)inst;
         atomic_store(&fake_ns, (int64_t)T * MS);
         fake_step = 0;
         hook = NULL;
-        assert_int_equal(shm_pub_open(inst, (gid_t)-1, &pub), 0);
+        assert_int_equal(test_pub_open(inst, &pub), 0);
         struct shm_publication p = test_publication(5, T, T + 10000, 0);
         assert_int_equal(shm_pub_switch(pub, &p), 0);
         assert_int_equal(snowid_open(inst, &cli), 0);
@@ -65,8 +65,8 @@ static int teardown(void **state)
 {
         (void)state;
         cli = snowid_close(cli);
-        pub = shm_pub_close(pub);
-        shm_pub_unlink(inst);
+        pub = test_pub_close(pub);
+        (void)inst;
         return 0;
 }
 

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* The segment: its offsets, the publisher, and every way opening it fails. */
+/* The segment: its offsets, the publisher, the handshake, and every way
+ * getting a segment fails. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include "barrier.h"
+#include "handshake.h"
 #include "helpers.h"
 #include "snowid.h"
 
@@ -17,14 +21,7 @@ static int setup(void **state)
 {
         (void)state;
         inst = test_instance("segment");
-        shm_pub_unlink(inst);
-        return 0;
-}
-
-static int teardown(void **state)
-{
-        (void)state;
-        shm_pub_unlink(inst);
+        test_dir();
         return 0;
 }
 
@@ -63,6 +60,13 @@ static void test_instance_names(void **state)
         setenv("SNOWID_INSTANCE", inst, 1);
         assert_int_equal(snowid_open(NULL, &s), -ENOENT);
         unsetenv("SNOWID_INSTANCE");
+        /* a socket path that cannot fit a sun_path */
+        char path[SHM_SOCK_PATH_MAX];
+        char dir[80];
+        memset(dir, 'd', sizeof(dir) - 1);
+        dir[0] = '/';
+        dir[sizeof(dir) - 1] = 0;
+        assert_int_equal(shm_socket_path(path, sizeof(path), dir, longname), -ENAMETOOLONG);
 }
 
 static void test_absent(void **state)
@@ -74,19 +78,20 @@ static void test_absent(void **state)
         assert_null(snowid_close(NULL));
 }
 
-static void test_publisher_lock_and_reuse(void **state)
+static void test_publisher_lock_and_adopt(void **state)
 {
         (void)state;
         struct shm_pub *a, *b;
-        assert_int_equal(shm_pub_open(inst, (gid_t)-1, &a), 0);
+        assert_int_equal(shm_pub_open(test_dir(), inst, -1, -1, &a), 0);
         assert_false(a->reused);
-        assert_int_equal(shm_pub_open(inst, (gid_t)-1, &b), -EBUSY);
+        assert_int_equal(shm_pub_open(test_dir(), inst, -1, -1, &b), -EBUSY);
         struct shm_publication p = test_publication(3, 1000, 2000, 0);
         assert_int_equal(shm_pub_switch(a, &p), 0);
         uint64_t nonce = a->ctl->nonce;
+        /* what systemd's fd store keeps across a restart */
+        int ctl = dup(a->ctl_fd), ctr = dup(a->ctr_fd);
         a = shm_pub_close(a);
-        /* a restart finds the segment valid and keeps it, generation and all */
-        assert_int_equal(shm_pub_open(inst, (gid_t)-1, &b), 0);
+        assert_int_equal(shm_pub_open(test_dir(), inst, ctl, ctr, &b), 0);
         assert_true(b->reused);
         assert_int_equal(b->ctl->nonce, nonce);
         assert_int_equal(READ_ONCE(b->ctl->gen), 2);
@@ -107,25 +112,123 @@ static void test_publisher_lock_and_reuse(void **state)
         shm_pub_close(b);
 }
 
-static void test_mode_bits(void **state)
+/* Adopting what the fd store hands back refuses anything damaged. */
+static void adopt_after(void (*damage)(struct shm_pub *p), int want_reused)
+{
+        struct shm_pub *a, *b;
+        assert_int_equal(shm_pub_open(test_dir(), inst, -1, -1, &a), 0);
+        struct shm_publication p = test_publication(3, 1000, 2000, 0);
+        assert_int_equal(shm_pub_switch(a, &p), 0);
+        uint64_t nonce = a->ctl->nonce;
+        damage(a);
+        int ctl = dup(a->ctl_fd), ctr = dup(a->ctr_fd);
+        shm_pub_close(a);
+        assert_int_equal(shm_pub_open(test_dir(), inst, ctl, ctr, &b), 0);
+        assert_int_equal(b->reused, want_reused);
+        assert_int_equal(b->ctl->nonce == nonce, want_reused);
+        assert_int_equal(b->ctl->version, SHM_VERSION);
+        shm_pub_close(b);
+}
+
+static void nothing(struct shm_pub *p)
+{
+        (void)p;
+}
+static void bad_version(struct shm_pub *p)
+{
+        p->ctl->version = 99;
+}
+static void foreign_ctr(struct shm_pub *p)
+{
+        p->ctr->nonce ^= 0xdead;
+}
+static void retired(struct shm_pub *p)
+{
+        WRITE_ONCE(p->ctl->state, SHM_STATE_RETIRED);
+}
+static void one_line_far_ahead(struct shm_pub *p)
+{
+        /* 2000 ms is ID time 0 + deadline: a line a day ahead was written by a client */
+        WRITE_ONCE(p->ctr->line[17].state, (UINT64_C(86400000) * 2) << 12);
+}
+static void all_lines_huge(struct shm_pub *p)
+{
+        for (unsigned i = 0; i < SHM_LINES; i++)
+                WRITE_ONCE(p->ctr->line[i].state, UINT64_C(1) << 62);
+}
+
+static void test_adopt_refuses_damaged(void **state)
+{
+        (void)state;
+        adopt_after(nothing, 1);
+        adopt_after(bad_version, 0);
+        adopt_after(foreign_ctr, 0);
+        adopt_after(retired, 0);
+        adopt_after(one_line_far_ahead, 0);
+        adopt_after(all_lines_huge, 0);
+        /* descriptors that are not sealed memfds at all */
+        struct shm_pub *b;
+        int fd1 = open("/dev/null", O_RDWR), fd2 = open("/dev/null", O_RDWR);
+        assert_int_equal(shm_pub_open(test_dir(), inst, fd1, fd2, &b), 0);
+        assert_false(b->reused);
+        shm_pub_close(b);
+}
+
+/* The segment's objects resist every client: no resize, no writes to the
+ * control data, not even through a reopened descriptor. */
+static void test_seals_and_modes(void **state)
 {
         (void)state;
         struct shm_pub *p;
         struct stat st;
-        assert_int_equal(shm_pub_open(inst, (gid_t)-1, &p), 0);
+        assert_int_equal(shm_pub_open(test_dir(), inst, -1, -1, &p), 0);
         assert_int_equal(fstat(p->ctl_fd, &st), 0);
-        assert_int_equal(st.st_mode & 07777, 0644);
-        assert_int_equal(fstat(p->ctr_fd, &st), 0);
-        assert_int_equal(st.st_mode & 07777, 0660);
+        assert_int_equal(st.st_mode & 07777, 0600);
+        int want = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+        assert_int_equal(fcntl(p->ctl_fd, F_GET_SEALS) & want, want);
+        assert_int_equal(fcntl(p->ctr_fd, F_GET_SEALS) & want, want);
+        assert_int_equal(fcntl(p->ctl_ro_fd, F_GETFL) & O_ACCMODE, O_RDONLY);
+        /* the SIGBUS of old: a truncate or a resize of either object */
+        errno = 0;
+        assert_int_equal(ftruncate(p->ctr_fd, 0), -1);
+        assert_int_equal(errno, EPERM);
+        assert_int_equal(ftruncate(p->ctr_fd, 1 << 20), -1);
+        assert_int_equal(errno, EPERM);
+        assert_int_equal(ftruncate(p->ctl_fd, 0), -1);
+        assert_int_equal(fcntl(p->ctr_fd, F_ADD_SEALS, F_SEAL_WRITE), -1);
+        /* the control descriptor clients get maps read-only, and stays so */
+        assert_ptr_equal(mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, p->ctl_ro_fd, 0),
+                         MAP_FAILED);
+        void *m = mmap(NULL, sizeof(struct shm_ctl), PROT_READ, MAP_SHARED, p->ctl_ro_fd, 0);
+        assert_ptr_not_equal(m, MAP_FAILED);
+        assert_int_equal(mprotect(m, sizeof(struct shm_ctl), PROT_READ | PROT_WRITE), -1);
+        munmap(m, sizeof(struct shm_ctl));
+        if (geteuid() == 0) {
+                /* a client of another user cannot reopen it for writing */
+                pid_t pid = fork();
+                assert_true(pid >= 0);
+                if (pid == 0) {
+                        char path[64];
+                        snprintf(path, sizeof(path), "/proc/self/fd/%d", p->ctl_ro_fd);
+                        if (setgid(65534) < 0 || setuid(65534) < 0)
+                                _exit(10);
+                        int fd = open(path, O_RDWR);
+                        _exit(fd < 0 && errno == EACCES ? 0 : 11);
+                }
+                int status;
+                assert_int_equal(waitpid(pid, &status, 0), pid);
+                assert_true(WIFEXITED(status));
+                assert_int_equal(WEXITSTATUS(status), 0);
+        }
         shm_pub_close(p);
 }
 
-/* Opens a publisher, publishes, and lets damage() spoil one object. */
+/* Opens a publisher, publishes, lets damage() spoil one object, opens. */
 static int open_after(void (*damage)(struct shm_pub *p))
 {
         struct shm_pub *p;
         snowid *s = NULL;
-        assert_int_equal(shm_pub_open(inst, (gid_t)-1, &p), 0);
+        assert_int_equal(test_pub_open(inst, &p), 0);
         struct shm_publication pub = test_publication(3, 1000, 2000, 0);
         assert_int_equal(shm_pub_switch(p, &pub), 0);
         damage(p);
@@ -134,22 +237,13 @@ static int open_after(void (*damage)(struct shm_pub *p))
                 snowid_close(s);
         else
                 assert_null(s);
-        shm_pub_close(p);
-        shm_pub_unlink(inst);
+        test_pub_close(p);
         return r;
 }
 
-static void nothing(struct shm_pub *p)
-{
-        (void)p;
-}
 static void bad_magic(struct shm_pub *p)
 {
         p->ctl->magic ^= 1;
-}
-static void bad_version(struct shm_pub *p)
-{
-        p->ctl->version = SHM_VERSION + 1;
 }
 static void bad_size_field(struct shm_pub *p)
 {
@@ -158,24 +252,6 @@ static void bad_size_field(struct shm_pub *p)
 static void bad_ctr_magic(struct shm_pub *p)
 {
         p->ctr->magic = 0;
-}
-static void truncated_ctl(struct shm_pub *p)
-{
-        assert_int_equal(ftruncate(p->ctl_fd, 100), 0);
-}
-static void truncated_ctr(struct shm_pub *p)
-{
-        assert_int_equal(ftruncate(p->ctr_fd, 64), 0);
-}
-static void foreign_ctr(struct shm_pub *p)
-{
-        p->ctr->nonce ^= 0xdead;
-}
-static void no_ctr(struct shm_pub *p)
-{
-        char name[SHM_NAME_MAX];
-        shm_object_name(name, sizeof(name), p->instance, "ctr");
-        assert_int_equal(shm_unlink(name), 0);
 }
 
 static void test_open_errors(void **state)
@@ -186,42 +262,25 @@ static void test_open_errors(void **state)
         assert_int_equal(open_after(bad_version), -EPROTO);
         assert_int_equal(open_after(bad_size_field), -EPROTO);
         assert_int_equal(open_after(bad_ctr_magic), -EPROTO);
-        assert_int_equal(open_after(truncated_ctl), -EPROTO);
-        assert_int_equal(open_after(truncated_ctr), -EPROTO);
         assert_int_equal(open_after(foreign_ctr), -EPROTO);
-        assert_int_equal(open_after(no_ctr), -ENOENT);
 }
 
-static void test_publisher_replaces_damaged(void **state)
+static int refuse_nobody(uid_t uid, gid_t gid, void *userdata)
+{
+        (void)gid;
+        (void)userdata;
+        return uid != 65534;
+}
+
+static void test_refused_peer(void **state)
 {
         (void)state;
         struct shm_pub *p;
-        assert_int_equal(shm_pub_open(inst, (gid_t)-1, &p), 0);
-        uint64_t nonce = p->ctl->nonce;
-        p->ctl->version = 99;
-        shm_pub_close(p);
-        assert_int_equal(shm_pub_open(inst, (gid_t)-1, &p), 0);
-        assert_false(p->reused);
-        assert_int_not_equal(p->ctl->nonce, nonce);
-        assert_int_equal(p->ctl->version, SHM_VERSION);
-        shm_pub_close(p);
-}
-
-static void test_no_permission(void **state)
-{
-        (void)state;
-        struct shm_pub *p;
-        assert_int_equal(shm_pub_open(inst, (gid_t)-1, &p), 0);
-        if (geteuid() != 0) {
-                /* not root: take the owner's own permission away */
-                assert_int_equal(fchmod(p->ctr_fd, 0), 0);
-                snowid *s = NULL;
-                assert_int_equal(snowid_open(inst, &s), -EACCES);
-                assert_null(s);
-                shm_pub_close(p);
-                return;
-        }
-        /* root: a child that becomes nobody may read .ctl but not open .ctr */
+        struct shm_server *srv;
+        if (geteuid() != 0)
+                skip(); /* it takes root to become another user */
+        assert_int_equal(shm_pub_open(test_dir(), inst, -1, -1, &p), 0);
+        assert_int_equal(shm_server_start(p, test_dir(), inst, refuse_nobody, NULL, &srv), 0);
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
@@ -235,20 +294,141 @@ static void test_no_permission(void **state)
         assert_int_equal(waitpid(pid, &status, 0), pid);
         assert_true(WIFEXITED(status));
         assert_int_equal(WEXITSTATUS(status), 0);
+        /* root still may */
+        snowid *s = NULL;
+        assert_int_equal(snowid_open(inst, &s), 0);
+        snowid_close(s);
+        shm_server_stop(srv);
         shm_pub_close(p);
+}
+
+/* A socket in a directory that others can write is somebody's plant. */
+static void test_planted_socket(void **state)
+{
+        (void)state;
+        struct shm_pub *p;
+        struct shm_server *srv;
+        char dir[] = "/tmp/snowid-plant-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        assert_int_equal(chmod(dir, 01777), 0);
+        assert_int_equal(shm_pub_open(dir, inst, -1, -1, &p), 0);
+        assert_int_equal(shm_server_start(p, dir, inst, NULL, NULL, &srv), 0);
+        setenv("SNOWID_RUNTIME_DIR", dir, 1);
+        snowid *s = NULL;
+        assert_int_equal(snowid_open(inst, &s), -EPERM);
+        assert_null(s);
+        /* the same directory made safe: accepted */
+        assert_int_equal(chmod(dir, 0755), 0);
+        assert_int_equal(snowid_open(inst, &s), 0);
+        snowid_close(s);
+        if (geteuid() == 0) {
+                /* a directory of another user than the daemon's (root here) */
+                assert_int_equal(chown(dir, 65534, 65534), 0);
+                assert_int_equal(snowid_open(inst, &s), -EPERM);
+                assert_int_equal(chown(dir, 0, 0), 0);
+        }
+        setenv("SNOWID_RUNTIME_DIR", test_dir(), 1);
+        shm_server_stop(srv);
+        shm_pub_close(p);
+        char path[128];
+        snprintf(path, sizeof(path), "%s/%s.sock", dir, inst);
+        unlink(path);
+        snprintf(path, sizeof(path), "%s/%s.lock", dir, inst);
+        unlink(path);
+        assert_int_equal(rmdir(dir), 0);
+}
+
+/* Raw handshakes, as another language's client would make them. */
+static int raw_connect(void)
+{
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        assert_int_equal(shm_socket_path(sa.sun_path, sizeof(sa.sun_path), NULL, inst), 0);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(fd >= 0);
+        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        return fd;
+}
+
+static int raw_status(const void *hello, size_t len)
+{
+        struct shm_welcome w;
+        int fd = raw_connect();
+        assert_int_equal(send(fd, hello, len, MSG_NOSIGNAL), (ssize_t)len);
+        ssize_t n = recv(fd, &w, sizeof(w), MSG_WAITALL);
+        close(fd);
+        if (n != (ssize_t)sizeof(w))
+                return 1;
+        assert_memory_equal(w.magic, SHM_HS_WELCOME_MAGIC, 8);
+        return w.status;
+}
+
+static void test_raw_handshake(void **state)
+{
+        (void)state;
+        struct shm_pub *p;
+        assert_int_equal(test_pub_open(inst, &p), 0);
+        struct shm_hello h;
+        shm_hello_make(&h);
+        assert_int_equal(raw_status(&h, sizeof(h)), 0);
+        struct shm_hello bad = h;
+        bad.magic[0] = 'x';
+        assert_int_equal(raw_status(&bad, sizeof(bad)), -EPROTO);
+        bad = h;
+        bad.min_version = bad.max_version = SHM_VERSION + 1;
+        assert_int_equal(raw_status(&bad, sizeof(bad)), -EPROTO);
+        bad = h;
+        bad.min_version = 0, bad.max_version = 0xffffffff;
+        assert_int_equal(raw_status(&bad, sizeof(bad)), 0);
+        test_pub_close(p);
+}
+
+/* A client far behind: a segment that snowidd replaced is followed at once. */
+static void test_follows_replacement(void **state)
+{
+        (void)state;
+        struct shm_pub *p;
+        snowid *s;
+        uint64_t a, b;
+        assert_int_equal(test_pub_open(inst, &p), 0);
+        int64_t offset = shm_offset_for_wall(SNOWID_EPOCH_DEFAULT_MS);
+        uint64_t now = (uint64_t)(shm_monotonic_ns() + offset) / 1000000;
+        struct shm_publication pub = test_publication(3, now, now + 60000, offset);
+        assert_int_equal(shm_pub_switch(p, &pub), 0);
+        assert_int_equal(snowid_open(inst, &s), 0);
+        assert_int_equal(snowid_next(s, &a), 0);
+        uint64_t nonce = p->ctl->nonce;
+        const struct shm_ctl *old = p->ctl;
+        (void)old;
+        /* a client writes every counter line far ahead: the next switch
+         * publishes into a fresh segment and retires this one */
+        all_lines_huge(p);
+        pub = test_publication(4, now, now + 60000, offset);
+        assert_int_equal(shm_pub_switch(p, &pub), 0);
+        assert_int_equal(p->replaced, 1);
+        assert_int_not_equal(p->ctl->nonce, nonce);
+        assert_int_equal(snowid_next(s, &b), 0);
+        snowid_status st;
+        assert_int_equal(snowid_get_status(s, &st), 0);
+        assert_int_equal(st.worker, 4);
+        assert_int_not_equal(a, b);
+        snowid_close(s);
+        test_pub_close(p);
 }
 
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_offsets),
-                cmocka_unit_test_setup_teardown(test_instance_names, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_absent, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_publisher_lock_and_reuse, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_mode_bits, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_publisher_replaces_damaged, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_no_permission, setup, teardown),
+                cmocka_unit_test_setup(test_instance_names, setup),
+                cmocka_unit_test_setup(test_absent, setup),
+                cmocka_unit_test_setup(test_publisher_lock_and_adopt, setup),
+                cmocka_unit_test_setup(test_adopt_refuses_damaged, setup),
+                cmocka_unit_test_setup(test_seals_and_modes, setup),
+                cmocka_unit_test_setup(test_open_errors, setup),
+                cmocka_unit_test_setup(test_refused_peer, setup),
+                cmocka_unit_test_setup(test_planted_socket, setup),
+                cmocka_unit_test_setup(test_raw_handshake, setup),
+                cmocka_unit_test_setup(test_follows_replacement, setup),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

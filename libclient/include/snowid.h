@@ -45,6 +45,9 @@ enum snowid_state {
         SNOWID_STATE_STARTING = 0,
         SNOWID_STATE_LEASED = 1,
         SNOWID_STATE_NO_LEASE = 2,
+        SNOWID_STATE_RESTORED = 3,    /* etcd was restored: nothing extended until fenced */
+        SNOWID_STATE_LAYOUT_LOST = 4, /* the cluster's layout or fence is gone */
+        SNOWID_STATE_RETIRED = 5,     /* replaced by a newer segment (clients follow) */
 };
 
 /* Host-wide counts, kept by libsnowid on its slow paths (all processes). */
@@ -71,9 +74,18 @@ typedef struct snowid_status {
 #define SNOWID_EPOCH_DEFAULT_MS UINT64_C(1735689600000)
 #define SNOWID_MAX_WAIT_DEFAULT_USEC UINT64_C(100000)
 
-/* Opens the segment of instance (NULL: $SNOWID_INSTANCE or "default").
- * -ENOENT no segment, -EPROTO not a segment of this version, -EACCES no
- * permission on the counter, -EINVAL bad instance name. */
+/* Gets the segment of instance (NULL: $SNOWID_INSTANCE or "default") from
+ * snowidd over <dir>/<instance>.sock, dir being $SNOWID_RUNTIME_DIR or
+ * /run/snowid.  The handle follows a newer segment by itself.
+ * -ENOENT or -ECONNREFUSED: no snowidd listening;
+ * -EACCES: snowidd does not let this process take IDs;
+ * -EPERM: the socket is not safe (its directory writable by others, or it
+ *         or its directory owned by a user other than the daemon's or root);
+ * -EXDEV: this process does not share snowidd's CLOCK_MONOTONIC (another
+ *         time namespace);
+ * -EPROTO: not a snowidd of this version, or a damaged answer;
+ * -ETIMEDOUT: snowidd did not answer within a second;
+ * -EINVAL: a bad instance name; -ENAMETOOLONG: the socket path is too long. */
 SNOWID_EXPORT int snowid_open(const char *instance, snowid **ret);
 /* Accepts NULL; always returns NULL. */
 SNOWID_EXPORT snowid *snowid_close(snowid *s);

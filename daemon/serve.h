@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* The handshake's server side: hands the segment to clients (handshake.h). */
+#pragma once
+
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "config.h"
+#include "publish.h"
+
+#define SERVE_CONN_MAX 256 /* handshakes under way at once; the oldest makes room */
+
+struct serve_stats {
+        uint64_t given;    /* segments handed out */
+        uint64_t refused;  /* peers that may not take IDs */
+        uint64_t bad;      /* malformed hellos */
+        uint64_t timeouts; /* no hello within SHM_HS_TIMEOUT_MS */
+        uint64_t evicted;  /* dropped to make room for a newer connection */
+};
+
+struct serve;
+
+/* Serves on listen_fd (taken over) from the event loop. */
+int serve_start(sd_event *event, const struct settings *cfg, struct shm_pub *pub, int listen_fd,
+                struct serve **ret);
+struct serve *serve_free(struct serve *s);
+const struct serve_stats *serve_stats(const struct serve *s);
+unsigned serve_connections(const struct serve *s);
+
+/* Under systemd: puts the segment and the listening socket in its file
+ * descriptor store, so that a restarted snowidd gets them back. */
+void serve_store_fds(const struct shm_pub *pub, int listen_fd);
+/* The segment changed (a fresh one replaced a damaged one): store it anew. */
+void serve_store_segment(const struct shm_pub *pub);
