@@ -60,11 +60,24 @@ static const char *open_error(int r)
 {
         switch (r) {
         case -ENOENT:
-                return "no segment: is snowidd running for this instance?";
-        case -EPROTO:
-                return "the segment is not one this snowid understands (version or damage)";
+        case -ECONNREFUSED:
+                return "no snowidd listening on $SNOWID_RUNTIME_DIR (default /run/snowid)"
+                       "/<instance>.sock: is snowidd running for this instance?";
         case -EACCES:
-                return "no permission on the segment's counter (join the snowid group)";
+                return "permission denied: snowidd does not let this user take IDs (its "
+                       "allow-users and allow-groups settings)";
+        case -EPERM:
+                return "the socket is not safe: its directory is writable by others, or it is "
+                       "owned by a user other than root or the daemon's";
+        case -EXDEV:
+                return "this process does not share snowidd's CLOCK_MONOTONIC (another time "
+                       "namespace): its ID times would be wrong";
+        case -EPROTO:
+                return "not a snowidd this snowid understands (version), or a damaged answer";
+        case -ETIMEDOUT:
+                return "snowidd did not answer within a second";
+        case -ENAMETOOLONG:
+                return "the socket path is longer than a Unix socket path may be (108 bytes)";
         case -EINVAL:
                 return "bad instance name (1 to 64 of A-Z a-z 0-9 _ -)";
         default:
@@ -354,8 +367,8 @@ static int cmd_decode(int argc, char **argv)
 static const char *state_name(int state)
 {
         static const char *const names[] = {"starting", "leased", "no-lease", "etcd-restored",
-                                            "layout-lost"};
-        return state >= 0 && state < 5 ? names[state] : "unknown";
+                                            "layout-lost", "retired"};
+        return state >= 0 && state < 6 ? names[state] : "unknown";
 }
 
 static int cmd_status(int argc, char **argv)

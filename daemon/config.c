@@ -215,9 +215,8 @@ static int apply(struct settings *s, const char *origin, int id, const char *key
                 set_str(id == O_ALLOW_USERS ? &s->allow_users : &s->allow_groups, v);
                 return 0;
         case O_RUNTIME_DIR:
-                if (v[0] != '/' || strlen(v) > 32)
-                        return bad(origin, key, v, "an absolute path of at most 32 bytes (a "
-                                                   "socket path must fit in 108)");
+                if (v[0] != '/')
+                        return bad(origin, key, v, "an absolute path");
                 set_str(&s->runtime_dir, v);
                 return 0;
         case O_CACERT:
@@ -465,6 +464,14 @@ static int check(struct settings *s)
                 return EX_CONFIG_;
         if (s->http_token_file && !s->http) {
                 fprintf(stderr, "snowidd: http-token-file is set but http is not\n");
+                return EX_CONFIG_;
+        }
+        /* <dir>/.<instance>.new is the longest name made there: a sun_path
+         * holds 107 bytes and a NUL */
+        if (strlen(s->runtime_dir) + strlen(s->instance) + 7 > 107) {
+                fprintf(stderr, "snowidd: runtime-dir '%s' and instance '%s' make a socket path "
+                                "longer than 107 bytes\n",
+                        s->runtime_dir, s->instance);
                 return EX_CONFIG_;
         }
         return resolve_allow(s);

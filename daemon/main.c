@@ -87,7 +87,9 @@ static int listen_socket(const struct settings *cfg, int *fd)
         if (*fd >= 0) {
                 int listening = 0;
                 socklen_t len = sizeof(listening);
-                if (sd_is_socket_unix(*fd, SOCK_STREAM, 1, path, 0) > 0 &&
+                /* bound under a temporary name and renamed (shm_listen): its
+                 * own address is not path, so path must merely still be there */
+                if (sd_is_socket_unix(*fd, SOCK_STREAM, 1, NULL, 0) > 0 &&
                     getsockopt(*fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening &&
                     lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
                         log_info("Listening on %s (kept across the restart)", path);

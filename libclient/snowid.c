@@ -274,6 +274,36 @@ SNOWID_EXPORT int snowid_open_fds(int ctl_fd, int ctr_fd, const char *path, snow
         return 0;
 }
 
+/* Moving from old to n, a newer segment, keeps each thread's IDs increasing:
+ * n's live counter is raised past the ms old's live counter reached (the
+ * daemon does the same at a switch).  Raising a counter is always safe: a
+ * value is still checked against n's deadline and ceiling.  A counter far
+ * ahead of n's ID time (damage) is not carried over.  0 while n is not
+ * published yet (the caller waits on old, and asks again). */
+static int carry_over(const struct seg *old, const struct seg *n)
+{
+        const struct shm_ctl *oc = old->ctl, *nc = n->ctl;
+        /* pairs with store_release(gen) in shm_pub_switch(): n's layout and
+         * line are those of this generation */
+        uint64_t ng = load_acquire(nc->gen), og = READ_ONCE(oc->gen);
+        if (ng & 1)
+                return 0;
+        if (og <= 1 || READ_ONCE(oc->epoch_ms) != READ_ONCE(nc->epoch_ms))
+                return 1;
+        unsigned osb = READ_ONCE(oc->seq_bits) & 31, nsb = READ_ONCE(nc->seq_bits) & 31;
+        /* an odd gen's line is the one live before it went odd */
+        uint64_t want = (READ_ONCE(old->ctr->line[shm_line_index(og)].state) >> osb) + 1;
+        if (want > READ_ONCE(nc->deadline) || want > id_time_ms(nc) + 1000 || want >> (63 - nsb))
+                return 1;
+        _Atomic uint64_t *line = &n->ctr->line[shm_line_index(ng)].state;
+        uint64_t cur = READ_ONCE(*line);
+        /* relaxed: uniqueness comes from the RMW; a switch in between leaves
+         * this on a retired line, and the daemon's switch follows it anyway */
+        while (cur < want << nsb && !cas_relaxed(*line, &cur, want << nsb))
+                ;
+        return 1;
+}
+
 int snowid_follow(snowid *s, const struct seg *g)
 {
         const struct shm_ctl *ctl = g->ctl;
@@ -296,8 +326,8 @@ int snowid_follow(snowid *s, const struct seg *g)
                 WRITE_ONCE(s->next_follow_ns, now + FOLLOW_EVERY_NS);
                 struct seg *n;
                 if (handshake(s->path, &n) == 0) {
-                        if (n->ctl->nonce == g->ctl->nonce)
-                                seg_free(n); /* the same segment: wait on */
+                        if (n->ctl->nonce == g->ctl->nonce || !carry_over(cur, n))
+                                seg_free(n); /* the same one, or not published yet */
                         else {
                                 n->older = cur;
                                 /* pairs with load_acquire(s->seg) in take():

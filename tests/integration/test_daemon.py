@@ -42,12 +42,20 @@ def test_claims_and_serves(h):
     wait_for(lambda: f"worker {n}," in d.status(), 5, "STATUS with the worker")
     # the mark keeps moving ahead while the daemon holds the number
     wait_for(lambda: int(etcd.get(f"/snowid/default/hwm/{n}")[0]) > mark, 5, "a renewal")
-    # SIGTERM: the lease is revoked, the mark stays, the segment keeps serving
+    # SIGTERM: the lease is revoked, the mark stays, the segment keeps
+    # serving the clients that hold it
+    c = Taker(h)
+    wait_for(lambda: os.path.getsize(c.prefix + ".0") > 0, 5, "the client's first IDs")
     assert d.stop() == 0
     assert held_numbers(etcd) == {}, "workers/<n> should be gone with the lease"
     assert etcd.get(f"/snowid/default/hwm/{n}")[0] is not None
-    after = take(h.instance, 10)
-    assert min(after) > max(ids) and decode(after[0])[1] == n
+    size = os.path.getsize(c.prefix + ".0")
+    wait_for(lambda: os.path.getsize(c.prefix + ".0") > size + 8000, 5,
+             "the client going on after the daemon stopped")
+    r = c.stop()
+    after = c.ids()[0]
+    assert r["eagain"] == 0 and r["other_errors"] == 0, r
+    assert min(after) > max(ids) and {decode(i)[1] for i in after} == {n}
 
 
 def test_twenty_daemons(h):
@@ -80,11 +88,13 @@ def test_twenty_daemons(h):
 
 def test_bad_input(h):
     def run_d(*args, **kw):
-        return subprocess.run([SNOWIDD, "--config", "/dev/null", *args], capture_output=True,
-                              text=True, timeout=20, **kw)
+        return subprocess.run([SNOWIDD, "--config", "/dev/null", "--runtime-dir", h.rundir, *args],
+                              capture_output=True, text=True, timeout=20, **kw)
     for args in (["--lease-ttl", "1"], ["--window", "zero"], ["--etcd", "ftp://x"],
                  ["--instance", "a/b"], ["--time-bits", "40"], ["--bogus"],
-                 ["--renew-interval", "9000"], ["--log-level", "loud"], ["--group", "nogroup-x"],
+                 ["--renew-interval", "9000"], ["--log-level", "loud"], ["--allow-groups", "nogroup-x"],
+                 ["--allow-users", "nouser-x"], ["--runtime-dir", "relative"],
+                 ["--runtime-dir", "/" + "d" * 60, "--instance", "i" * 50],
                  ["--etcd-user", "u"], ["extra"], ["--check-config", "--slew", "5001"]):
         r = run_d(*args)
         assert r.returncode == 78, f"{args}: exit {r.returncode}"

@@ -65,6 +65,10 @@ def test_kill9_restart(h):
     time.sleep(1)  # clients keep taking from the segment meanwhile
     d2 = Daemon(h, etcd, name="d2", args=["--window", "10"]).start()
     wait_for(lambda: worker_of(take(h.instance, 1)) != w0, 10, "the switch to a new number")
+    # without systemd's fd store the new daemon made a new segment: the
+    # running client goes on with the old one to its deadline, then follows
+    wait_for(lambda: c.last_id() is not None and worker_of([c.last_id()]) != w0, 20,
+             "the running client to follow the new segment")
     r = c.stop()
     total = check_unique_and_increasing(c.ids())
     assert r["eagain"] == 0 and r["other_errors"] == 0, r
