@@ -1,0 +1,311 @@
+# SPDX-License-Identifier: MIT
+"""The segment handed out over the socket, tried as an attacker, an operator
+and a pod would: resizing, planting, refusal, damaged counters, a client
+that never reads, other namespaces."""
+import errno
+import fcntl
+import mmap
+import os
+import socket
+import struct
+import subprocess
+import time
+
+from harness import (CLI, SNOWIDD, Daemon, Etcd, Taker, check_unique_and_increasing, decode,
+                     free_port, http_get, log, metric, run, take, wait_for)
+
+HELLO = struct.Struct("=8sII")
+WELCOME = struct.Struct("=8siIIIQqI20s")
+SEGMENT_VERSION = 2
+CTL_SIZE, CTR_SIZE = 192, 66 * 64
+F_GET_SEALS = 1034
+F_SEAL_SEAL, F_SEAL_SHRINK, F_SEAL_GROW = 1, 2, 4
+
+
+def sock_path(h, instance=None):
+    return os.path.join(h.rundir, f"{instance or h.instance}.sock")
+
+
+def handshake(path, hello=None):
+    """The client side, as another language would write it from the docs:
+    (welcome fields, [fds])."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(5)
+        s.connect(path)
+        s.sendall(hello if hello is not None else
+                  HELLO.pack(b"SNOWIDh1", SEGMENT_VERSION, SEGMENT_VERSION))
+        data, fds, _, _ = socket.recv_fds(s, WELCOME.size, 4)
+        while 0 < len(data) < WELCOME.size:
+            more = s.recv(WELCOME.size - len(data))
+            if not more:
+                break
+            data += more
+    if len(data) != WELCOME.size:
+        return None, fds
+    magic, status, version, ctl_size, ctr_size, nonce, mono_ns, uid, _ = WELCOME.unpack(data)
+    assert magic == b"SNOWIDw1", magic
+    return dict(status=status, version=version, ctl_size=ctl_size, ctr_size=ctr_size,
+                nonce=nonce, mono_ns=mono_ns, uid=uid), fds
+
+
+def as_nobody(*cmd, groups=None):
+    """cmd run as uid/gid 65534, with these supplementary groups."""
+    g = ["--groups", ",".join(map(str, groups))] if groups else ["--clear-groups"]
+    return subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", *g, *cmd],
+                          capture_output=True, text=True, timeout=30)
+
+
+def test_handshake_and_seals(h):
+    """A client gets two sealed memfds; it can neither resize them nor write
+    the control data, and the others go on."""
+    etcd = Etcd(h)
+    port = free_port()
+    d = Daemon(h, etcd, args=["--http", f"127.0.0.1:{port}"]).start()
+    c = Taker(h, threads=2)
+    before = time.monotonic_ns()
+    w, fds = handshake(sock_path(h))
+    after = time.monotonic_ns()
+    try:
+        assert w["status"] == 0 and w["version"] == SEGMENT_VERSION, w
+        assert (w["ctl_size"], w["ctr_size"]) == (CTL_SIZE, CTR_SIZE), w
+        assert before <= w["mono_ns"] <= after, "the daemon's CLOCK_MONOTONIC is ours"
+        assert len(fds) == 2
+        ctl, ctr = fds
+        assert os.readlink(f"/proc/self/fd/{ctl}").startswith("/memfd:snowid-ctl")
+        assert fcntl.fcntl(ctl, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY
+        for fd, size in ((ctl, CTL_SIZE), (ctr, CTR_SIZE)):
+            assert os.fstat(fd).st_size == size
+            seals = fcntl.fcntl(fd, F_GET_SEALS)
+            assert seals & (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW) == 7, seals
+        # what killed every client before: a truncate, and a resize
+        for fd in (ctl, ctr):
+            for size in (0, 1 << 20):
+                try:
+                    os.ftruncate(fd, size)
+                    raise AssertionError("a client resized the segment")
+                except OSError as e:
+                    # the seals (EPERM); the read-only control descriptor
+                    # cannot even try (EINVAL)
+                    assert e.errno == errno.EPERM or (fd == ctl and e.errno == errno.EINVAL), e
+        try:
+            mmap.mmap(ctl, CTL_SIZE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            raise AssertionError("the control data mapped writable")
+        except PermissionError:
+            pass
+        nonce = struct.unpack_from("=Q", mmap.mmap(ctl, CTL_SIZE, mmap.MAP_SHARED,
+                                                   mmap.PROT_READ), 24)[0]
+        assert nonce == w["nonce"]
+        # another user who holds the descriptor cannot reopen it for writing
+        r = as_nobody("python3", "-c",
+                      f"import os; os.open('/proc/{os.getpid()}/fd/{ctl}', os.O_RDWR)")
+        assert r.returncode != 0 and "ermission" in r.stderr, r.stderr
+    finally:
+        for fd in fds:
+            os.close(fd)
+    # the client, the daemon and new clients go on
+    size = os.path.getsize(c.prefix + ".0")
+    wait_for(lambda: os.path.getsize(c.prefix + ".0") > size + 8000, 5, "the client going on")
+    assert len(take(h.instance, 5)) == 5
+    r = c.stop()
+    assert r["eagain"] == 0 and r["other_errors"] == 0, r
+    check_unique_and_increasing(c.ids())
+    # malformed hellos: a clear refusal, no descriptors, the daemon unharmed
+    for bad in (b"", b"x" * 16, HELLO.pack(b"SNOWIDh1", 3, 9), HELLO.pack(b"SNOWIDh2", 2, 2)):
+        w, fds = handshake(sock_path(h), bad)
+        assert fds == [], "descriptors for a bad hello"
+        assert w is None or w["status"] == -71, w  # EPROTO
+    # /metrics shows what the loop last published (at least once a renewal)
+    wait_for(lambda: (metric(port, 'snowid_handshakes_total{result="malformed"}') or 0) >= 3 and
+             (metric(port, 'snowid_handshakes_total{result="given"}') or 0) >= 3, 5,
+             "the handshakes counted")
+    d.stop()
+
+
+def test_who_may_take_ids(h):
+    """The allow lists, checked on the peer's credentials: -EACCES for the rest."""
+    etcd = Etcd(h)
+    d = Daemon(h, etcd, args=["--allow-groups", "4242"]).start()
+    assert len(take(h.instance, 3)) == 3  # root always may
+    r = as_nobody(CLI, "next", "--instance", h.instance)
+    assert r.returncode != 0 and "permission denied" in r.stderr, (r.returncode, r.stderr)
+    # a supplementary group in allow-groups
+    r = as_nobody(CLI, "next", "-n", "3", "--instance", h.instance, groups=[4242])
+    assert r.returncode == 0 and len(r.stdout.split()) == 3, r.stderr
+    d.stop()
+    d = Daemon(h, etcd, name="d2", args=["--allow-users", "65534"]).start()
+    r = as_nobody(CLI, "next", "--instance", h.instance)
+    assert r.returncode == 0, r.stderr
+    assert "Refused the segment to uid" not in d.log_text()
+    d.stop()
+
+
+def test_planted_socket(h):
+    """A socket where others could have put it is refused, saying why; the
+    real daemon and its clients are untouched."""
+    etcd = Etcd(h)
+    d = Daemon(h, etcd).start()
+    plant = os.path.join("/tmp", f"sr-plant-{os.getpid()}")
+    os.makedirs(plant, exist_ok=True)
+    os.chmod(plant, 0o1777)
+    h.cleanup(lambda: subprocess.run(["rm", "-rf", plant]))
+    fake = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    fake.bind(os.path.join(plant, f"{h.instance}.sock"))
+    fake.listen(4)
+    h.cleanup(fake.close)
+    r = subprocess.run([CLI, "next", "--instance", h.instance], capture_output=True, text=True,
+                       env=dict(os.environ, SNOWID_RUNTIME_DIR=plant), timeout=10)
+    assert r.returncode != 0 and "not safe" in r.stderr, r.stderr
+    # a daemon refuses a runtime directory that others can write
+    r = subprocess.run([SNOWIDD, "--config", "/dev/null", "--runtime-dir", plant, "--instance",
+                        "x", "--etcd", etcd.urls[0]], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 78 and "writable by nobody else" in r.stderr, r.stderr
+    # nothing in /dev/shm is used any more: a planted object there changes nothing
+    for suffix in ("ctl", "ctr", "lock"):
+        p = f"/dev/shm/snowid.{h.instance}.{suffix}"
+        with open(p, "wb") as f:
+            f.write(b"\0" * 64)
+        h.cleanup(lambda p=p: os.unlink(p))
+    assert len(take(h.instance, 5)) == 5
+    d.stop()
+
+
+def test_damaged_counters_replaced(h):
+    """A client writes every counter word far ahead: the daemon publishes a
+    fresh segment, never reuses the damaged one, and clients follow."""
+    etcd = Etcd(h)
+    port = free_port()
+    d = Daemon(h, etcd, args=["--http", f"127.0.0.1:{port}"]).start()
+    c = Taker(h, threads=2)
+    wait_for(lambda: c.last_id() is not None, 5, "the client's first IDs")
+    w, fds = handshake(sock_path(h))
+    m = mmap.mmap(fds[1], CTR_SIZE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    for fd in fds:
+        os.close(fd)
+    switches = metric(port, "snowid_worker_switches_total")
+    t0 = time.monotonic()
+    huge = (1 << 40) << 12  # ms far in the future, sequence 0
+    # one 8-byte store per word (struct.pack_into writes byte by byte, and a
+    # word caught half written reads lower: that repeats IDs, as a lower
+    # value written on purpose does)
+    words = memoryview(m).cast("Q")
+    for i in range(64):
+        words[i * 8] = huge
+    words.release()
+    wait_for(lambda: metric(port, "snowid_segments_replaced_total") == 1, 10,
+             "a fresh segment")
+    wait_for(lambda: handshake(sock_path(h))[0]["nonce"] != w["nonce"], 5, "the new nonce")
+    size = os.path.getsize(c.prefix + ".0")
+    wait_for(lambda: os.path.getsize(c.prefix + ".0") > size + 8000, 10,
+             "the client taking from the fresh segment")
+    took = time.monotonic() - t0
+    r = c.stop()
+    total = check_unique_and_increasing(c.ids())
+    moves = metric(port, "snowid_worker_switches_total") - switches
+    log(f"damaged counters: {total} IDs unique and increasing; IDs again within {took:.2f} s; "
+        f"{moves} switch(es); client waits gave up {r['eagain']} times")
+    assert moves <= 2, f"{moves} switches: the daemon went round the damaged lines"
+    assert metric(port, 'snowid_cluster_halted{reason="etcd-restored"}') == 0
+    # a restart under systemd that is handed the damaged segment back makes a new
+    # one: shown by the unit test (shm_pub_open refuses lines far ahead)
+    m.close()
+    d.stop()
+
+
+def test_client_that_never_reads(h):
+    """Connections that send nothing, or never read: the loop goes on, real
+    clients are served, the watchdog keeps being fed."""
+    etcd = Etcd(h)
+    port = free_port()
+    d = Daemon(h, etcd, args=["--http", f"127.0.0.1:{port}"]).start()
+    idle = []
+    for _ in range(300):  # more than the daemon keeps at once (256)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sock_path(h))
+        idle.append(s)
+    # hellos whose answers are never read, their receive buffers shrunk
+    for _ in range(50):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1)
+        s.connect(sock_path(h))
+        s.sendall(HELLO.pack(b"SNOWIDh1", 2, 2))
+        idle.append(s)
+    t0 = time.monotonic()
+    ids = take(h.instance, 10, wait_ms=2000)
+    took = time.monotonic() - t0
+    assert len(set(ids)) == 10
+    assert took < 2, f"a real client waited {took:.2f} s behind idle connections"
+    wait_for(lambda: (metric(port, 'snowid_handshakes_total{result="evicted"}') or 0) >= 44,
+             5, "the oldest idle connections to make room")
+    wait_for(lambda: (metric(port, 'snowid_handshakes_total{result="timeout"}') or 0) > 0,
+             5, "idle connections to time out")
+    st, _ = http_get(port, "/healthz")
+    assert st == 200
+    for s in idle:
+        s.close()
+    log(f"350 idle or unread connections: a real client served in {took * 1000:.0f} ms")
+    d.stop()
+
+
+def test_restart_without_fd_store(h):
+    """snowidd stopped and started again (no systemd): the running client
+    goes on with the old segment to its deadline, then fetches the new one."""
+    etcd = Etcd(h)
+    d = Daemon(h, etcd, args=["--window", "3", "--renew-interval", "500"]).start()
+    c = Taker(h, threads=2)
+    wait_for(lambda: c.last_id() is not None, 5, "the client's first IDs")
+    w0 = decode(c.last_id())[1]
+    assert d.stop() == 0
+    d2 = Daemon(h, etcd, name="d2", args=["--window", "3", "--renew-interval", "500"]).start()
+    wait_for(lambda: c.last_id() is not None and decode(c.last_id())[1] != w0, 10,
+             "the running client to move to the new segment")
+    size = os.path.getsize(c.prefix + ".0")
+    wait_for(lambda: os.path.getsize(c.prefix + ".0") > size + 8000, 5, "IDs after the move")
+    r = c.stop()
+    total = check_unique_and_increasing(c.ids())
+    assert r["eagain"] == 0 and r["other_errors"] == 0, r
+    log(f"restart without the fd store: {total} IDs, 0 errors, longest gap {r['max_gap_ms']} ms")
+    d2.stop()
+
+
+def test_pod_namespaces(h):
+    """A client in its own mount and IPC namespace, a private /dev/shm, and
+    only the runtime directory of the host mounted at /run/snowid, as a pod
+    gets it; and a client in another time namespace, refused."""
+    etcd = Etcd(h)
+    d = Daemon(h, etcd).start()
+    script = f"""
+set -e
+mount --make-rprivate /
+mount -t tmpfs tmpfs /dev/shm
+mkdir -p /mnt/snowid-host
+mount --bind {h.rundir} /mnt/snowid-host
+mount -t tmpfs tmpfs /run
+mkdir /run/snowid
+mount --move /mnt/snowid-host /run/snowid
+mount -t tmpfs tmpfs /tmp
+test -z "$(ls -A /dev/shm)"
+test -S /run/snowid/{h.instance}.sock
+unset SNOWID_RUNTIME_DIR
+exec {CLI} next -n 20 --instance {h.instance}
+"""
+    r = subprocess.run(["unshare", "--mount", "--ipc", "--pid", "--fork", "--mount-proc",
+                        "sh", "-c", script], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    ids = [int(x) for x in r.stdout.split()]
+    assert len(set(ids)) == 20
+    own = take(h.instance, 1)
+    assert {decode(i)[1] for i in ids} == {decode(own[0])[1]}, "the pod used the host's worker"
+    # another time namespace: its CLOCK_MONOTONIC is not the daemon's
+    r = subprocess.run(["unshare", "--time", "--monotonic", "86400", "--fork", CLI, "next",
+                        "--instance", h.instance], capture_output=True, text=True, timeout=30)
+    if "unshare failed" in r.stderr or "unrecognized option" in r.stderr:
+        log(f"no time namespaces here: {r.stderr.strip()}")
+    else:
+        assert r.returncode != 0 and "CLOCK_MONOTONIC" in r.stderr, r.stderr
+    d.stop()
+
+
+if __name__ == "__main__":
+    run([test_handshake_and_seals, test_who_may_take_ids, test_planted_socket,
+         test_damaged_counters_replaced, test_client_that_never_reads,
+         test_restart_without_fd_store, test_pod_namespaces])
