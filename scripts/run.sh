@@ -18,7 +18,7 @@ cleanup() {
     echo "stopping snowidd and etcd"
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    rm -f /dev/shm/snowid."$instance".{ctl,ctr,lock}
+    rm -f /run/snowid/"$instance".{sock,lock}
     rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
