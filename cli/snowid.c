@@ -76,6 +76,8 @@ static const char *open_error(int r)
                 return "not a snowidd this snowid understands (version), or a damaged answer";
         case -ETIMEDOUT:
                 return "snowidd did not answer within a second";
+        case -EAGAIN:
+                return "snowidd holds too many answers this user has not closed yet; try again";
         case -ENAMETOOLONG:
                 return "the socket path is longer than a Unix socket path may be (108 bytes)";
         case -EINVAL:

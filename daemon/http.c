@@ -418,9 +418,11 @@ static enum MHD_Result metrics(struct http_server *srv, struct MHD_Connection *c
                 "snowid_handshakes_total{result=\"refused\"} %" PRIu64 "\n"
                 "snowid_handshakes_total{result=\"malformed\"} %" PRIu64 "\n"
                 "snowid_handshakes_total{result=\"timeout\"} %" PRIu64 "\n"
-                "snowid_handshakes_total{result=\"evicted\"} %" PRIu64 "\n",
+                "snowid_handshakes_total{result=\"evicted\"} %" PRIu64 "\n"
+                "snowid_handshakes_total{result=\"busy\"} %" PRIu64 "\n",
                 s->holder.segments_replaced, s->handshakes.given, s->handshakes.refused,
-                s->handshakes.bad, s->handshakes.timeouts, s->handshakes.evicted);
+                s->handshakes.bad, s->handshakes.timeouts, s->handshakes.evicted,
+                s->handshakes.busy);
         static const char *const le[] = {"0.001", "0.002", "0.005", "0.01", "0.05", "0.1", "1",
                                          "+Inf"};
         fprintf(f, "# HELP snowid_etcd_request_duration_seconds etcd request latency.\n"

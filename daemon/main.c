@@ -104,12 +104,14 @@ static int listen_socket(const struct settings *cfg, int *fd)
         return r;
 }
 
-/* Descriptors: the HTTP server's connections, the handshakes, and a few
- * dozen more (etcd, the segment, the journal). */
+/* Descriptors: the HTTP server's connections, the handshakes (a held answer
+ * is one descriptor here and two in flight, which the kernel counts against
+ * this limit too), and a few dozen more (etcd, the segment, the journal). */
 static void check_nofile(const struct settings *cfg)
 {
         struct rlimit rl;
-        uint64_t need = (cfg->http ? HTTP_CONNECTION_LIMIT : 0) + SERVE_CONN_MAX + 64;
+        uint64_t need = (cfg->http ? HTTP_CONNECTION_LIMIT : 0) + SERVE_CONN_MAX +
+                        SERVE_HELD_MAX * 3 + 64;
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < need) {
                 rl.rlim_cur = rl.rlim_max < need ? rl.rlim_max : need;
                 setrlimit(RLIMIT_NOFILE, &rl);

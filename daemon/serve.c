@@ -2,13 +2,18 @@
 /*
  * The handshake's server side.  Every step is non-blocking and bounded: a
  * connection is read when it is readable, answered with one sendmsg() of 64
- * bytes into its empty buffer, and closed; a peer that sends nothing is
- * closed after SHM_HS_TIMEOUT_MS; past SERVE_CONN_MAX the oldest goes.
+ * bytes into its empty buffer; a peer that sends nothing is closed after
+ * SHM_HS_TIMEOUT_MS, and past SERVE_CONN_MAX the oldest goes.  An answer
+ * with descriptors is held open until the peer closes (serve.h: the kernel
+ * charges unread descriptors to snowidd), within per-uid and total caps.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
@@ -23,7 +28,9 @@
 
 struct conn {
         struct serve *srv;
-        struct conn *prev, *next; /* oldest first */
+        struct conn *prev, *next; /* oldest first, in pending or held */
+        bool held;                /* answered with descriptors: waits for the peer to close */
+        uid_t uid;
         int fd;
         size_t got;
         unsigned char buf[sizeof(struct shm_hello)];
@@ -36,23 +43,44 @@ struct serve {
         struct shm_pub *pub;
         int listen_fd;
         sd_event_source *listen_src;
-        struct conn *head, *tail;
-        unsigned n;
+        struct list {
+                struct conn *head, *tail;
+                unsigned n;
+        } pending, held;
+        sd_event_source *accept_retry; /* accept4() ran out of descriptors */
         struct serve_stats stats;
 };
+
+static void list_add(struct list *l, struct conn *c)
+{
+        c->next = NULL;
+        c->prev = l->tail;
+        if (l->tail)
+                l->tail->next = c;
+        else
+                l->head = c;
+        l->tail = c;
+        l->n++;
+}
+
+static void list_del(struct list *l, struct conn *c)
+{
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                l->head = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        else
+                l->tail = c->prev;
+        c->prev = c->next = NULL;
+        l->n--;
+}
 
 static void conn_free(struct conn *c)
 {
         struct serve *s = c->srv;
-        if (c->prev)
-                c->prev->next = c->next;
-        else
-                s->head = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
-        else
-                s->tail = c->prev;
-        s->n--;
+        list_del(c->held ? &s->held : &s->pending, c);
         sd_event_source_disable_unref(c->io);
         sd_event_source_disable_unref(c->timer);
         close(c->fd);
@@ -66,8 +94,26 @@ static int64_t monotonic_now_ns(void)
         return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Answers held for uid whose peer has not read them yet; those it has read
+ * (nothing left in flight: SIOCOUTQ 0) are let go on the way. */
+static unsigned held_by(struct serve *s, uid_t uid)
+{
+        unsigned n = 0;
+        for (struct conn *c = s->held.head, *next; c; c = next) {
+                next = c->next;
+                int outq = 0;
+                if (c->uid != uid)
+                        continue;
+                if (ioctl(c->fd, SIOCOUTQ, &outq) == 0 && outq == 0)
+                        conn_free(c);
+                else
+                        n++;
+        }
+        return n;
+}
+
 /* May this peer take IDs?  Its uid, primary gid and supplementary groups. */
-static int peer_allowed(struct serve *s, int fd)
+static int peer_allowed(struct serve *s, int fd, uid_t *ret_uid)
 {
         struct ucred cred;
         socklen_t len = sizeof(cred);
@@ -75,6 +121,7 @@ static int peer_allowed(struct serve *s, int fd)
 
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
                 return 0;
+        *ret_uid = cred.uid;
         gids[0] = cred.gid;
         len = (socklen_t)(PEER_GROUPS_MAX * sizeof(gid_t));
         unsigned n = 1;
@@ -99,9 +146,12 @@ static void answer(struct conn *c)
         if (shm_hello_check(c->buf, c->got, &version) < 0) {
                 w.status = -EPROTO;
                 s->stats.bad++;
-        } else if (!peer_allowed(s, c->fd)) {
+        } else if (!peer_allowed(s, c->fd, &c->uid)) {
                 w.status = -EACCES;
                 s->stats.refused++;
+        } else if (s->held.n >= SERVE_HELD_MAX || held_by(s, c->uid) >= SERVE_HELD_PER_UID) {
+                w.status = -EAGAIN;
+                s->stats.busy++;
         } else {
                 w.ctl_size = sizeof(struct shm_ctl);
                 w.ctr_size = sizeof(struct shm_ctr);
@@ -111,17 +161,34 @@ static void answer(struct conn *c)
         w.mono_ns = monotonic_now_ns();
         int r = shm_welcome_send(c->fd, &w, s->pub->ctl_ro_fd, s->pub->ctr_fd);
         if (r < 0)
-                log_debug("Cannot answer a handshake: %s", strerror(-r));
-        else if (w.status == 0)
-                s->stats.given++;
-        conn_free(c);
+                log_warning_errno(r, "Cannot answer a handshake: %m");
+        if (r < 0 || w.status != 0) {
+                conn_free(c);
+                return;
+        }
+        s->stats.given++;
+        /* held until the peer closes: then its descriptors are no longer
+         * in flight (libsnowid closes right after reading) */
+        list_del(&s->pending, c);
+        c->held = true;
+        list_add(&s->held, c);
+        sd_event_source_disable_unref(c->timer);
+        c->timer = NULL;
 }
 
 static int on_conn_io(sd_event_source *src, int fd, uint32_t revents, void *userdata)
 {
         struct conn *c = userdata;
         (void)src;
-        (void)revents;
+        if (c->held) {
+                char sink[64];
+                ssize_t n = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+                /* anything more from an answered peer is ignored; its close ends it */
+                if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) ||
+                    (revents & (EPOLLHUP | EPOLLERR)))
+                        conn_free(c);
+                return 0;
+        }
         ssize_t n = recv(fd, c->buf + c->got, sizeof(c->buf) - c->got, MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 return 0;
@@ -147,9 +214,9 @@ static int on_conn_timeout(sd_event_source *src, uint64_t usec, void *userdata)
 
 static void conn_add(struct serve *s, int fd)
 {
-        if (s->n >= SERVE_CONN_MAX) {
+        if (s->pending.n >= SERVE_CONN_MAX) {
                 s->stats.evicted++;
-                conn_free(s->head); /* a client that means it has sent its hello by now */
+                conn_free(s->pending.head); /* a client that means it has sent its hello by now */
         }
         struct conn *c = calloc(1, sizeof(*c));
         if (!c) {
@@ -158,13 +225,7 @@ static void conn_add(struct serve *s, int fd)
         }
         c->srv = s;
         c->fd = fd;
-        c->prev = s->tail;
-        if (s->tail)
-                s->tail->next = c;
-        else
-                s->head = c;
-        s->tail = c;
-        s->n++;
+        list_add(&s->pending, c);
         uint64_t now;
         sd_event_now(s->event, CLOCK_MONOTONIC, &now);
         if (sd_event_add_io(s->event, &c->io, fd, EPOLLIN, on_conn_io, c) < 0 ||
@@ -174,20 +235,40 @@ static void conn_add(struct serve *s, int fd)
                 conn_free(c);
 }
 
-static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+static int on_accept_retry(sd_event_source *src, uint64_t usec, void *userdata)
 {
         struct serve *s = userdata;
         (void)src;
+        (void)usec;
+        s->accept_retry = sd_event_source_disable_unref(s->accept_retry);
+        sd_event_source_set_enabled(s->listen_src, SD_EVENT_ON);
+        return 0;
+}
+
+static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+        struct serve *s = userdata;
         (void)revents;
         /* a bounded batch per turn: the loop's other work goes on */
         for (int i = 0; i < ACCEPT_PER_TURN; i++) {
                 int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                if (c < 0) {
-                        if (errno == EMFILE || errno == ENFILE)
-                                log_warning("Cannot accept a handshake: %m (raise LimitNOFILE=)");
-                        break;
+                if (c >= 0) {
+                        conn_add(s, c);
+                        continue;
                 }
-                conn_add(s, c);
+                if (errno == EMFILE || errno == ENFILE) {
+                        /* the socket stays readable: pause accepting for a
+                         * moment rather than spin on it */
+                        log_warning_errno(errno, "Cannot accept a handshake: %m; pausing 100 ms "
+                                                 "(raise LimitNOFILE=)");
+                        uint64_t now;
+                        sd_event_now(s->event, CLOCK_MONOTONIC, &now);
+                        if (!s->accept_retry &&
+                            sd_event_add_time(s->event, &s->accept_retry, CLOCK_MONOTONIC,
+                                              now + 100000, 0, on_accept_retry, s) >= 0)
+                                sd_event_source_set_enabled(src, SD_EVENT_OFF);
+                }
+                break;
         }
         return 0;
 }
@@ -217,8 +298,11 @@ struct serve *serve_free(struct serve *s)
 {
         if (!s)
                 return NULL;
-        while (s->head)
-                conn_free(s->head);
+        while (s->pending.head)
+                conn_free(s->pending.head);
+        while (s->held.head)
+                conn_free(s->held.head);
+        sd_event_source_disable_unref(s->accept_retry);
         sd_event_source_disable_unref(s->listen_src);
         if (s->listen_fd >= 0)
                 close(s->listen_fd);
@@ -234,7 +318,12 @@ const struct serve_stats *serve_stats(const struct serve *s)
 
 unsigned serve_connections(const struct serve *s)
 {
-        return s->n;
+        return s->pending.n;
+}
+
+unsigned serve_held(const struct serve *s)
+{
+        return s->held.n;
 }
 
 static void store(const char *name, int fd)

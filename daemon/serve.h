@@ -9,6 +9,13 @@
 #include "publish.h"
 
 #define SERVE_CONN_MAX 256 /* handshakes under way at once; the oldest makes room */
+/* Descriptors sent and not yet taken stay charged to snowidd's user until the
+ * peer reads or closes (past RLIMIT_NOFILE of them, the kernel refuses to
+ * send any): an answered connection is held until the peer closes it, at
+ * most this many per peer uid and in all; past that, -EAGAIN and no
+ * descriptors. */
+#define SERVE_HELD_PER_UID 128
+#define SERVE_HELD_MAX 1024
 
 struct serve_stats {
         uint64_t given;    /* segments handed out */
@@ -16,6 +23,7 @@ struct serve_stats {
         uint64_t bad;      /* malformed hellos */
         uint64_t timeouts; /* no hello within SHM_HS_TIMEOUT_MS */
         uint64_t evicted;  /* dropped to make room for a newer connection */
+        uint64_t busy;     /* -EAGAIN: the peer's user holds too many unread answers */
 };
 
 struct serve;
@@ -25,7 +33,9 @@ int serve_start(sd_event *event, const struct settings *cfg, struct shm_pub *pub
                 struct serve **ret);
 struct serve *serve_free(struct serve *s);
 const struct serve_stats *serve_stats(const struct serve *s);
+/* Handshakes waiting for a hello; answered ones waiting for the peer to close. */
 unsigned serve_connections(const struct serve *s);
+unsigned serve_held(const struct serve *s);
 
 /* Under systemd: puts the segment and the listening socket in its file
  * descriptor store, so that a restarted snowidd gets them back. */

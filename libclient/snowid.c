@@ -186,7 +186,7 @@ static int handshake(const char *path, struct seg **ret)
         if (memcmp(w.magic, SHM_HS_WELCOME_MAGIC, sizeof(w.magic)) != 0)
                 goto out;
         if (w.status != 0) {
-                r = w.status == -EACCES ? -EACCES : -EPROTO;
+                r = w.status == -EACCES || w.status == -EAGAIN ? w.status : -EPROTO;
                 goto out;
         }
         if (nfds != 2 || w.version != SHM_VERSION || w.ctl_size != sizeof(struct shm_ctl) ||
@@ -246,7 +246,15 @@ SNOWID_EXPORT int snowid_open(const char *instance, snowid **ret)
         snowid *s = handle_new(path);
         if (!s)
                 return -ENOMEM;
-        r = handshake(path, &g);
+        /* -EAGAIN: snowidd holds many answers this user has not closed yet
+         * (a burst of clients starting at once): they go within moments */
+        for (int attempt = 0;; attempt++) {
+                r = handshake(path, &g);
+                if (r != -EAGAIN || attempt == 100)
+                        break;
+                struct timespec ts = {.tv_nsec = 10000000};
+                nanosleep(&ts, NULL);
+        }
         if (r < 0) {
                 snowid_close(s);
                 return r;

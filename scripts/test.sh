@@ -92,7 +92,7 @@ echo "== build-fuzz: -Dfuzz=true -Db_sanitize=address,undefined (clang)"
 if { [ -d build-fuzz ] || CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=false \
         -Db_sanitize=address,undefined -Db_lundef=false >/dev/null; } &&
     meson compile -C build-fuzz >build-fuzz.compile.log 2>&1; then
-    for t in http etcd config segment; do
+    for t in http etcd config segment handshake; do
         ASAN_OPTIONS=detect_leaks=1 one "fuzz-$t" fuzz_one "$t"
     done
 else

@@ -27,6 +27,8 @@
  *          8  status   i32, 0 or a negative errno:
  *                        -EACCES  this peer may not take IDs
  *                        -EPROTO  no version in [min, max], or a bad hello
+ *                        -EAGAIN  this peer's user holds too many answers
+ *                                 it has not closed (serve.h)
  *         12  version  u32, the segment version of the descriptors
  *         16  ctl_size u32, bytes of the control memfd
  *         20  ctr_size u32, bytes of the counter memfd
@@ -47,7 +49,9 @@
  *     the welcome: otherwise the two do not share CLOCK_MONOTONIC (another
  *     time namespace) and ID times would be wrong.
  * The daemon answers within one event-loop turn of a complete hello and
- * closes connections that do not send one within SHM_HS_TIMEOUT_MS.
+ * closes connections that do not send one within SHM_HS_TIMEOUT_MS.  A
+ * client closes its end once it has the welcome: descriptors in flight count
+ * against the daemon's user until then.
  */
 #pragma once
 

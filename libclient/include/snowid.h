@@ -85,6 +85,7 @@ typedef struct snowid_status {
  *         time namespace);
  * -EPROTO: not a snowidd of this version, or a damaged answer;
  * -ETIMEDOUT: snowidd did not answer within a second;
+ * -EAGAIN: this user held too many answers unread for a second;
  * -EINVAL: a bad instance name; -ENAMETOOLONG: the socket path is too long. */
 SNOWID_EXPORT int snowid_open(const char *instance, snowid **ret);
 /* Accepts NULL; always returns NULL. */

@@ -216,7 +216,7 @@ def test_client_that_never_reads(h):
     clients are served, the watchdog keeps being fed."""
     etcd = Etcd(h)
     port = free_port()
-    d = Daemon(h, etcd, args=["--http", f"127.0.0.1:{port}"]).start()
+    d = Daemon(h, etcd, args=["--http", f"127.0.0.1:{port}", "--allow-users", "65534"]).start()
     idle = []
     for _ in range(300):  # more than the daemon keeps at once (256)
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -240,9 +240,24 @@ def test_client_that_never_reads(h):
              5, "idle connections to time out")
     st, _ = http_get(port, "/healthz")
     assert st == 200
+    # descriptors sent and never read stay charged to the daemon's user: one
+    # user holding more than 128 unread answers gets -EAGAIN, not the
+    # others (the kernel would refuse every answer past RLIMIT_NOFILE)
+    for _ in range(150):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sock_path(h))
+        s.sendall(HELLO.pack(b"SNOWIDh1", 2, 2))
+        idle.append(s)
+    wait_for(lambda: (metric(port, 'snowid_handshakes_total{result="busy"}') or 0) >= 50, 5,
+             "answers refused to the user holding 128 unread")
+    r = as_nobody(CLI, "next", "-n", "3", "--instance", h.instance)
+    assert r.returncode == 0 and len(r.stdout.split()) == 3, r.stderr
     for s in idle:
         s.close()
-    log(f"350 idle or unread connections: a real client served in {took * 1000:.0f} ms")
+    # once they are closed, that user is served again
+    assert len(take(h.instance, 3)) == 3
+    log(f"500 idle or unread connections: a real client served in {took * 1000:.0f} ms, "
+        "another user served while one held 128 unread answers")
     d.stop()
 
 
