@@ -88,8 +88,10 @@ static int listen_socket(const struct settings *cfg, int *fd)
                 int listening = 0;
                 socklen_t len = sizeof(listening);
                 /* bound under a temporary name and renamed (shm_listen): its
-                 * own address is not path, so path must merely still be there */
-                if (sd_is_socket_unix(*fd, SOCK_STREAM, 1, NULL, 0) > 0 &&
+                 * own address is that name, and path must still be there */
+                char tmp[SHM_SOCK_PATH_MAX];
+                snprintf(tmp, sizeof(tmp), "%s/.%s.new", cfg->runtime_dir, cfg->instance);
+                if (sd_is_socket_unix(*fd, SOCK_STREAM, 1, tmp, 0) > 0 &&
                     getsockopt(*fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening &&
                     lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
                         log_info("Listening on %s (kept across the restart)", path);

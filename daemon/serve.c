@@ -8,6 +8,7 @@
  * charges unread descriptors to snowidd), within per-uid and total caps.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,7 @@ struct serve {
                 unsigned n;
         } pending, held;
         sd_event_source *accept_retry; /* accept4() ran out of descriptors */
+        uint64_t refused_logged_ms, refused_unlogged;
         struct serve_stats stats;
 };
 
@@ -129,10 +131,20 @@ static int peer_allowed(struct serve *s, int fd, uid_t *ret_uid)
         if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, gids + 1, &len) == 0)
                 n += len / sizeof(gid_t);
         int ok = settings_allowed(s->cfg, cred.uid, gids, n);
-        if (!ok)
-                log_info("Refused the segment to uid %u gid %u (pid %d): not in allow-users or "
-                         "allow-groups",
-                         (unsigned)cred.uid, (unsigned)cred.gid, (int)cred.pid);
+        if (!ok) {
+                /* anyone may connect: one line a second at most */
+                uint64_t now = (uint64_t)monotonic_now_ns() / 1000000;
+                if (now >= s->refused_logged_ms + 1000) {
+                        log_info("Refused the segment to uid %u gid %u (pid %d): not in "
+                                 "allow-users or allow-groups (%" PRIu64 " more refused since "
+                                 "the last such line)",
+                                 (unsigned)cred.uid, (unsigned)cred.gid, (int)cred.pid,
+                                 s->refused_unlogged);
+                        s->refused_logged_ms = now;
+                        s->refused_unlogged = 0;
+                } else
+                        s->refused_unlogged++;
+        }
         return ok;
 }
 

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -27,13 +26,14 @@ struct snowid {
         _Atomic(struct seg *) seg; /* the newest: store_release in follow() */
         _Atomic uint64_t max_wait_ns;
         _Atomic int64_t next_follow_ns; /* no new handshake before this (rate limit) */
-        pthread_mutex_t follow_lock;
+        _Atomic int follower;           /* pid of the process whose thread follows, or 0 */
         char path[SHM_SOCK_PATH_MAX];
 };
 
-/* Asks the socket for the segment, if s's newest is retired or its daemon
- * gone; 1 if the handle moved to a newer segment, else 0.  Rate-limited. */
-int snowid_follow(snowid *s, const struct seg *g);
+/* Asks the socket for the segment, if g (the caller's) is retired or its
+ * daemon gone; 1 if the handle has moved to a newer segment, else 0.
+ * Rate-limited; waits at most budget_ns (nothing below a millisecond). */
+int snowid_follow(snowid *s, const struct seg *g, int64_t budget_ns);
 
 #ifdef SNOWID_FAKE_CLOCK
 /* Tests build the library a second time with a clock of their own. */

@@ -36,6 +36,17 @@ static int budget_spent(snowid *s, int64_t *until)
         return now >= *until;
 }
 
+/* What is left of the budget, in ns (all of it before the first wait). */
+static int64_t budget_left(snowid *s, const int64_t *until)
+{
+        if (*until == 0) {
+                uint64_t b = READ_ONCE(s->max_wait_ns);
+                return b > INT64_MAX ? INT64_MAX : (int64_t)b;
+        }
+        int64_t left = *until - monotonic_ns();
+        return left > 0 ? left : 0;
+}
+
 static void pause_briefly(int64_t ahead_ns)
 {
         /* short waits (the clock reaching the next ms) spin; long ones sleep */
@@ -76,7 +87,7 @@ static int wait_step(snowid *s, const struct seg *g, const struct snap *sn, uint
                 }
                 /* past the deadline of a segment whose daemon is gone or
                  * that was replaced: the socket may have a newer one */
-                if (last_ms > deadline && snowid_follow(s, g))
+                if (last_ms > deadline && snowid_follow(s, g, budget_left(s, until)))
                         return RETRY;
                 if (budget_spent(s, until)) {
                         count(&st->eagain);
@@ -90,7 +101,7 @@ static int wait_step(snowid *s, const struct seg *g, const struct snap *sn, uint
 static int wait_switch(snowid *s, const struct seg *g, int64_t *until)
 {
         /* a retired segment, or one left odd by a daemon that is gone */
-        if (snowid_follow(s, g))
+        if (snowid_follow(s, g, budget_left(s, until)))
                 return 0;
         count(&g->ctr->stats.waits_switch);
         if (budget_spent(s, until)) {

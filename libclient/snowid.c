@@ -62,9 +62,10 @@ static int seg_map(int ctl_fd, int ctr_fd, struct seg **ret)
         g->ctl = ctl == MAP_FAILED ? NULL : ctl;
         g->ctr = ctr == MAP_FAILED ? NULL : ctr;
         int r = !g->ctl || !g->ctr ? -errno : 0;
-        if (r == 0 && (shm_ctl_check(g->ctl, sizeof(struct shm_ctl)) < 0 ||
-                       shm_ctr_check(g->ctr, sizeof(struct shm_ctr)) < 0 ||
-                       g->ctl->nonce != g->ctr->nonce))
+        /* only the control object's identity counts: the counter object is
+         * writable by every client, so its identity line proves nothing
+         * (and a client that spoils it must not stop the others) */
+        if (r == 0 && shm_ctl_check(g->ctl, sizeof(struct shm_ctl)) < 0)
                 r = -EPROTO;
         if (r < 0) {
                 seg_free(g);
@@ -74,25 +75,45 @@ static int seg_map(int ctl_fd, int ctr_fd, struct seg **ret)
         return 0;
 }
 
-/* The socket may only be made by the daemon or root: its directory writable
- * by its owner alone, that owner root or the peer, the socket the peer's. */
+/* The socket may only be made by the daemon or root.  Every directory on
+ * the way is owned by root or the peer; the last one is writable by its
+ * owner alone, the others too or sticky (like /tmp); the socket is root's or
+ * the peer's. */
+static int dir_trusted(const char *d, uid_t peer, int final)
+{
+        struct stat st;
+        if (lstat(d, &st) < 0)
+                return -errno;
+        if (!S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != peer))
+                return -EPERM;
+        if ((st.st_mode & 0022) && (final || !(st.st_mode & S_ISVTX)))
+                return -EPERM;
+        return 0;
+}
+
 static int socket_trusted(const char *path, uid_t peer)
 {
         char dir[SHM_SOCK_PATH_MAX];
         struct stat st;
 
+        if (path[0] != '/')
+                return -EINVAL;
         snprintf(dir, sizeof(dir), "%s", path);
-        char *slash = strrchr(dir, '/');
-        if (!slash)
-                return -EPERM;
-        if (slash == dir)
-                slash[1] = 0;
-        else
-                *slash = 0;
-        if (stat(dir, &st) < 0)
-                return -errno;
-        if (!S_ISDIR(st.st_mode) || (st.st_mode & 0022) || (st.st_uid != 0 && st.st_uid != peer))
-                return -EPERM;
+        size_t end = (size_t)(strrchr(dir, '/') - dir); /* the socket's directory ends here */
+        for (size_t k = 0; k <= end; k++) {
+                if (dir[k] != '/')
+                        continue;
+                int r;
+                if (k == 0)
+                        r = dir_trusted("/", peer, end == 0);
+                else {
+                        dir[k] = 0;
+                        r = dir_trusted(dir, peer, k == end);
+                        dir[k] = '/';
+                }
+                if (r < 0)
+                        return r;
+        }
         if (lstat(path, &st) < 0)
                 return -errno;
         if (!S_ISSOCK(st.st_mode) || (st.st_uid != 0 && st.st_uid != peer))
@@ -116,7 +137,7 @@ static int read_welcome(int fd, struct shm_welcome *w, int fds[2], int *nfds)
                 ssize_t n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
                 if (n < 0 && errno == EINTR)
                         continue;
-                int bad = n <= 0 || (m.msg_flags & MSG_CTRUNC);
+                int bad = n < 0 || (m.msg_flags & MSG_CTRUNC);
                 for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); n >= 0 && c; c = CMSG_NXTHDR(&m, c)) {
                         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
                                 continue;
@@ -135,17 +156,20 @@ static int read_welcome(int fd, struct shm_welcome *w, int fds[2], int *nfds)
                 if (n < 0)
                         return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
                 if (bad)
-                        return -EPROTO; /* closed early, or more than it should send */
+                        return -EPROTO; /* more than it should send */
+                if (n == 0)
+                        return -ECONNRESET; /* closed without (all of) an answer */
                 got += (size_t)n;
         }
         return 0;
 }
 
 /* One handshake with the daemon at path (handshake.h). */
-static int handshake(const char *path, struct seg **ret)
+static int handshake(const char *path, int64_t timeout_ns, struct seg **ret)
 {
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        struct timeval tv = {.tv_sec = SHM_HS_TIMEOUT_MS / 1000};
+        struct timeval tv = {.tv_sec = timeout_ns / 1000000000,
+                             .tv_usec = timeout_ns % 1000000000 / 1000};
         struct ucred cred;
         socklen_t len = sizeof(cred);
         struct shm_hello hello;
@@ -175,7 +199,7 @@ static int handshake(const char *path, struct seg **ret)
         shm_hello_make(&hello);
         int64_t t0 = real_monotonic_ns();
         if (send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) != (ssize_t)sizeof(hello)) {
-                r = errno == EAGAIN ? -ETIMEDOUT : -EPROTO;
+                r = errno == EAGAIN ? -ETIMEDOUT : errno == EPIPE ? -ECONNRESET : -EPROTO;
                 goto out;
         }
         r = read_welcome(fd, &w, fds, &nfds);
@@ -225,7 +249,7 @@ static snowid *handle_new(const char *path)
         atomic_init(&s->max_wait_ns, SNOWID_MAX_WAIT_DEFAULT_USEC * 1000);
         atomic_init(&s->next_follow_ns, 0);
         atomic_init(&s->seg, NULL);
-        pthread_mutex_init(&s->follow_lock, NULL);
+        atomic_init(&s->follower, 0);
         snprintf(s->path, sizeof(s->path), "%s", path ? path : "");
         return s;
 }
@@ -249,7 +273,7 @@ SNOWID_EXPORT int snowid_open(const char *instance, snowid **ret)
         /* -EAGAIN: snowidd holds many answers this user has not closed yet
          * (a burst of clients starting at once): they go within moments */
         for (int attempt = 0;; attempt++) {
-                r = handshake(path, &g);
+                r = handshake(path, (int64_t)SHM_HS_TIMEOUT_MS * 1000000, &g);
                 if (r != -EAGAIN || attempt == 100)
                         break;
                 struct timespec ts = {.tv_nsec = 10000000};
@@ -303,6 +327,11 @@ static int carry_over(const struct seg *old, const struct seg *n)
         uint64_t want = (READ_ONCE(old->ctr->line[shm_line_index(og)].state) >> osb) + 1;
         if (want > READ_ONCE(nc->deadline) || want > id_time_ms(nc) + 1000 || want >> (63 - nsb))
                 return 1;
+        /* pairs with smp_wmb() in shm_pub_switch(): what was read above
+         * belongs to generation ng, unless gen moved meanwhile */
+        smp_rmb();
+        if (READ_ONCE(nc->gen) != ng)
+                return 1;
         _Atomic uint64_t *line = &n->ctr->line[shm_line_index(ng)].state;
         uint64_t cur = READ_ONCE(*line);
         /* relaxed: uniqueness comes from the RMW; a switch in between leaves
@@ -312,7 +341,7 @@ static int carry_over(const struct seg *old, const struct seg *n)
         return 1;
 }
 
-int snowid_follow(snowid *s, const struct seg *g)
+int snowid_follow(snowid *s, const struct seg *g, int64_t budget_ns)
 {
         const struct shm_ctl *ctl = g->ctl;
         int64_t now = real_monotonic_ns();
@@ -322,30 +351,46 @@ int snowid_follow(snowid *s, const struct seg *g)
         if (READ_ONCE(ctl->state) != SHM_STATE_RETIRED && beat <= now_ms &&
             now_ms - beat <= SHM_HEARTBEAT_STALE_MS)
                 return 0;
-        if (now < READ_ONCE(s->next_follow_ns) || !s->path[0])
+        struct seg *cur = load_acquire(s->seg); /* pairs with the store_release below */
+        if (cur != g) {
+                /* another thread moved the handle: carry what this thread
+                 * may have taken from g over, too */
+                carry_over(g, cur);
+                return 1;
+        }
+        if (now < READ_ONCE(s->next_follow_ns) || !s->path[0] || budget_ns < 1000000)
                 return 0;
-        if (pthread_mutex_trylock(&s->follow_lock) != 0)
-                return 0; /* another thread is asking */
+        /* one thread at a time; a flag left by a thread of the parent
+         * process (a fork during a follow) is taken over */
+        int me = getpid(), owner = READ_ONCE(s->follower);
+        if (owner == me || !atomic_compare_exchange_strong_explicit(
+                                   &s->follower, &owner, me, memory_order_acquire,
+                                   memory_order_relaxed))
+                return 0;
         int moved = 0;
-        struct seg *cur = atomic_load_explicit(&s->seg, memory_order_relaxed);
+        cur = load_acquire(s->seg);
         if (cur != g)
                 moved = 1;
         else {
                 WRITE_ONCE(s->next_follow_ns, now + FOLLOW_EVERY_NS);
+                int64_t timeout = budget_ns < (int64_t)SHM_HS_TIMEOUT_MS * 1000000
+                                          ? budget_ns
+                                          : (int64_t)SHM_HS_TIMEOUT_MS * 1000000;
                 struct seg *n;
-                if (handshake(s->path, &n) == 0) {
+                if (handshake(s->path, timeout, &n) == 0) {
                         if (n->ctl->nonce == g->ctl->nonce || !carry_over(cur, n))
                                 seg_free(n); /* the same one, or not published yet */
                         else {
                                 n->older = cur;
                                 /* pairs with load_acquire(s->seg) in take():
                                  * a thread that sees n sees it mapped */
-                                atomic_store_explicit(&s->seg, n, memory_order_release);
+                                store_release(s->seg, n);
                                 moved = 1;
                         }
                 }
         }
-        pthread_mutex_unlock(&s->follow_lock);
+        /* pairs with the acquire of the next follower's CAS */
+        atomic_store_explicit(&s->follower, 0, memory_order_release);
         return moved;
 }
 
@@ -359,7 +404,6 @@ SNOWID_EXPORT snowid *snowid_close(snowid *s)
                 seg_free(g);
                 g = older;
         }
-        pthread_mutex_destroy(&s->follow_lock);
         free(s);
         return NULL;
 }
@@ -406,7 +450,12 @@ SNOWID_EXPORT int snowid_get_layout(snowid *s, snowid_layout *ret)
 
         if (!s || !ret)
                 return -EINVAL;
-        int r = read_layout(load_acquire(s->seg)->ctl, &l, &gen);
+        /* pairs with snowid_follow(): a newer segment is seen mapped */
+        const struct seg *g = load_acquire(s->seg);
+        int r = read_layout(g->ctl, &l, &gen);
+        /* gen odd for good: a retired segment, or its daemon gone mid-switch */
+        if (r == -EAGAIN && snowid_follow(s, g, (int64_t)READ_ONCE(s->max_wait_ns)))
+                r = read_layout(load_acquire(s->seg)->ctl, &l, &gen);
         if (r < 0)
                 return r;
         *ret = l;

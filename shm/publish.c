@@ -305,8 +305,9 @@ int shm_pub_switch(struct shm_pub *p, const struct shm_publication *pub)
                 return -ERANGE;
 
         uint64_t gen = READ_ONCE(ctl->gen);
+        /* odd already: a previous publisher was killed mid-switch, and this
+         * switch finishes that one */
         if (!(gen & 1)) {
-                /* a previous publisher killed mid-switch left it odd: finish that one */
                 gen++;
                 WRITE_ONCE(ctl->gen, gen);
         }

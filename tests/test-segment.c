@@ -261,8 +261,10 @@ static void test_open_errors(void **state)
         assert_int_equal(open_after(bad_magic), -EPROTO);
         assert_int_equal(open_after(bad_version), -EPROTO);
         assert_int_equal(open_after(bad_size_field), -EPROTO);
-        assert_int_equal(open_after(bad_ctr_magic), -EPROTO);
-        assert_int_equal(open_after(foreign_ctr), -EPROTO);
+        /* the counter object is every client's to write: its identity line
+         * is not trusted, and a client that spoils it stops nobody */
+        assert_int_equal(open_after(bad_ctr_magic), 0);
+        assert_int_equal(open_after(foreign_ctr), 0);
 }
 
 static int refuse_nobody(uid_t uid, gid_t gid, void *userdata)

@@ -2,9 +2,10 @@
 /*
  * libsnowid: unique, roughly time-ordered 64-bit IDs from the host's snowidd.
  *
- * snowid_next() maps nothing and calls nothing: it reads the segment that
- * snowidd publishes and takes one value from a shared counter with one atomic
- * operation.  Every function returns 0 or a negative errno value and leaves
+ * snowid_next() takes one value from the segment's shared counter with one
+ * atomic operation and no system call.  Only when it must wait (and has a
+ * budget to wait) and its segment is retired or its daemon gone, it asks
+ * snowidd's socket for a newer segment, within that budget.  Every function returns 0 or a negative errno value and leaves
  * its out-parameters untouched on failure.  A handle may be shared between
  * threads and survives fork().  The library never prints.
  */
@@ -84,9 +85,14 @@ typedef struct snowid_status {
  * -EXDEV: this process does not share snowidd's CLOCK_MONOTONIC (another
  *         time namespace);
  * -EPROTO: not a snowidd of this version, or a damaged answer;
+ * -ECONNRESET: snowidd closed the connection without an answer (stopping,
+ *         or too busy);
  * -ETIMEDOUT: snowidd did not answer within a second;
  * -EAGAIN: this user held too many answers unread for a second;
- * -EINVAL: a bad instance name; -ENAMETOOLONG: the socket path is too long. */
+ * -EINVAL: a bad instance name, or $SNOWID_RUNTIME_DIR not an absolute path;
+ * -ENAMETOOLONG: the socket path is too long; -ENOMEM.
+ * Other errors of connect() pass through (-EACCES too: a directory this
+ * process may not search). */
 SNOWID_EXPORT int snowid_open(const char *instance, snowid **ret);
 /* Accepts NULL; always returns NULL. */
 SNOWID_EXPORT snowid *snowid_close(snowid *s);

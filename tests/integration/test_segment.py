@@ -4,14 +4,18 @@ and a pod would: resizing, planting, refusal, damaged counters, a client
 that never reads, other namespaces."""
 import errno
 import fcntl
+import json
 import mmap
 import os
+import signal
 import socket
 import struct
 import subprocess
 import time
+import urllib.error
+import urllib.request
 
-from harness import (CLI, SNOWIDD, Daemon, Etcd, Taker, check_unique_and_increasing, decode,
+from harness import (BUILD, CLI, SNOWIDD, Daemon, Etcd, Taker, check_unique_and_increasing, decode,
                      free_port, http_get, log, metric, run, take, wait_for)
 
 HELLO = struct.Struct("=8sII")
@@ -204,10 +208,65 @@ def test_damaged_counters_replaced(h):
     log(f"damaged counters: {total} IDs unique and increasing; IDs again within {took:.2f} s; "
         f"{moves} switch(es); client waits gave up {r['eagain']} times")
     assert moves <= 2, f"{moves} switches: the daemon went round the damaged lines"
+    # the daemon's own HTTP handle follows the fresh segment too
+    body = wait_for(lambda: http_post_ids(port, 5), 5, "IDs over HTTP from the fresh segment")
+    assert len(set(body)) == 5
     assert metric(port, 'snowid_cluster_halted{reason="etcd-restored"}') == 0
     # a restart under systemd that is handed the damaged segment back makes a new
     # one: shown by the unit test (shm_pub_open refuses lines far ahead)
     m.close()
+    d.stop()
+
+
+def http_post_ids(port, n):
+    """IDs from POST /v1/ids?count=n, or None on an error status."""
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/ids?count={n}", method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return [int(x) for x in json.loads(r.read())["ids"]]
+    except urllib.error.HTTPError:
+        return None
+
+
+def test_stopped_daemon_and_budget(h):
+    """A daemon stopped (SIGSTOP) past its deadline: a running client with no
+    wait budget gets -EAGAIN at once (it does not ask the socket, which would
+    wait on the stopped daemon); with a budget, it waits no longer than it."""
+    import ctypes
+    lib = ctypes.CDLL(os.path.join(BUILD, "libclient", "libsnowid.so.1"))
+    etcd = Etcd(h)
+    d = Daemon(h, etcd, args=["--window", "2", "--renew-interval", "500"]).start()
+    handle = ctypes.c_void_p()
+    assert lib.snowid_open(h.instance.encode(), ctypes.byref(handle)) == 0
+    h.cleanup(lambda: lib.snowid_close(handle))
+    lib.snowid_set_max_wait.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
+    lib.snowid_next.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64)]
+    idv = ctypes.c_uint64()
+    assert lib.snowid_next(handle, ctypes.byref(idv)) == 0
+    w, fds = handshake(sock_path(h))
+    ctl = mmap.mmap(fds[0], CTL_SIZE, mmap.MAP_SHARED, mmap.PROT_READ)
+    for fd in fds:
+        os.close(fd)
+    d.proc.send_signal(signal.SIGSTOP)
+    h.cleanup(lambda: d.proc.send_signal(signal.SIGCONT))
+    lib.snowid_set_max_wait(handle, 0)
+    # past the deadline (2 s) and the heartbeat's staleness (1 s)
+    wait_for(lambda: lib.snowid_next(handle, ctypes.byref(idv)) == -errno.EAGAIN, 10,
+             "the deadline to pass")
+    # the heartbeat (offset 128) stale: the client would now ask the socket
+    wait_for(lambda: time.monotonic_ns() // 1000000 - struct.unpack_from("=Q", ctl, 128)[0]
+             > 1000, 5, "the heartbeat to go stale")
+    for wait_us, bound in ((0, 0.05), (200000, 0.6)):
+        lib.snowid_set_max_wait(handle, wait_us)
+        t0 = time.monotonic()
+        r = lib.snowid_next(handle, ctypes.byref(idv))
+        took = time.monotonic() - t0
+        assert r == -errno.EAGAIN, r
+        # a handshake with the stopped daemon would wait its full second
+        assert took < bound, f"budget {wait_us} us: took {took:.3f} s"
+    d.proc.send_signal(signal.SIGCONT)
+    lib.snowid_set_max_wait(handle, 5000000)
+    assert lib.snowid_next(handle, ctypes.byref(idv)) == 0
     d.stop()
 
 
@@ -322,5 +381,6 @@ exec {CLI} next -n 20 --instance {h.instance}
 
 if __name__ == "__main__":
     run([test_handshake_and_seals, test_who_may_take_ids, test_planted_socket,
-         test_damaged_counters_replaced, test_client_that_never_reads,
+         test_damaged_counters_replaced, test_stopped_daemon_and_budget,
+         test_client_that_never_reads,
          test_restart_without_fd_store, test_pod_namespaces])
