@@ -9,7 +9,7 @@ secs=${1:-30}
 [ -x build/daemon/snowidd ] || { meson setup build >/dev/null; meson compile -C build >/dev/null; }
 work=$(mktemp -d)
 inst=coord-$$
-trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$work" /dev/shm/snowid.$inst.*' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$work" /run/snowid/$inst.*' EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 c=$(port) p=$(port)
 etcd --name b --data-dir "$work/e" --log-level error \
