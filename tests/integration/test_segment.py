@@ -66,6 +66,7 @@ def test_handshake_and_seals(h):
     port = free_port()
     d = Daemon(h, etcd, args=["--http", f"127.0.0.1:{port}"]).start()
     c = Taker(h, threads=2)
+    wait_for(lambda: c.last_id() is not None, 5, "the client's first IDs")
     before = time.monotonic_ns()
     w, fds = handshake(sock_path(h))
     after = time.monotonic_ns()
