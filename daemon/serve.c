@@ -15,6 +15,7 @@
 #include <string.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
@@ -31,6 +32,7 @@ struct conn {
         struct serve *srv;
         struct conn *prev, *next; /* oldest first, in pending or held */
         bool held;                /* answered with descriptors: waits for the peer to close */
+        bool draining;            /* held, its peer gone quiet, the welcome still unread */
         uid_t uid;
         int fd;
         size_t got;
@@ -50,6 +52,8 @@ struct serve {
         } pending, held;
         sd_event_source *accept_retry; /* accept4() ran out of descriptors */
         uint64_t refused_logged_ms, refused_unlogged;
+        unsigned held_max; /* SERVE_HELD_MAX, or less where RLIMIT_NOFILE is low */
+        bool accept_paused;
         struct serve_stats stats;
 };
 
@@ -83,6 +87,11 @@ static void conn_free(struct conn *c)
 {
         struct serve *s = c->srv;
         list_del(c->held ? &s->held : &s->pending, c);
+        if (s->accept_paused && !s->accept_retry) {
+                /* a descriptor is free again (the pause had no timer) */
+                s->accept_paused = false;
+                sd_event_source_set_enabled(s->listen_src, SD_EVENT_ON);
+        }
         sd_event_source_disable_unref(c->io);
         sd_event_source_disable_unref(c->timer);
         close(c->fd);
@@ -96,19 +105,26 @@ static int64_t monotonic_now_ns(void)
         return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Answers held for uid whose peer has not read them yet; those it has read
- * (nothing left in flight: SIOCOUTQ 0) are let go on the way. */
-static unsigned held_by(struct serve *s, uid_t uid)
+/* Is the welcome still unread in the peer's socket (its descriptors in
+ * flight, charged to snowidd's user)? */
+static bool in_flight(const struct conn *c)
+{
+        int outq = 0;
+        return ioctl(c->fd, SIOCOUTQ, &outq) < 0 || outq > 0;
+}
+
+/* Lets go of held answers that were read (or whose peer closed): of uid, or
+ * of everyone when all; returns how many of uid's remain. */
+static unsigned sweep(struct serve *s, uid_t uid, bool all)
 {
         unsigned n = 0;
         for (struct conn *c = s->held.head, *next; c; c = next) {
                 next = c->next;
-                int outq = 0;
-                if (c->uid != uid)
+                if (!all && c->uid != uid)
                         continue;
-                if (ioctl(c->fd, SIOCOUTQ, &outq) == 0 && outq == 0)
+                if (!in_flight(c))
                         conn_free(c);
-                else
+                else if (c->uid == uid)
                         n++;
         }
         return n;
@@ -161,7 +177,8 @@ static void answer(struct conn *c)
         } else if (!peer_allowed(s, c->fd, &c->uid)) {
                 w.status = -EACCES;
                 s->stats.refused++;
-        } else if (s->held.n >= SERVE_HELD_MAX || held_by(s, c->uid) >= SERVE_HELD_PER_UID) {
+        } else if (sweep(s, c->uid, s->held.n >= s->held_max) >= SERVE_HELD_PER_UID ||
+                   s->held.n >= s->held_max) {
                 w.status = -EAGAIN;
                 s->stats.busy++;
         } else {
@@ -192,12 +209,30 @@ static int on_conn_io(sd_event_source *src, int fd, uint32_t revents, void *user
 {
         struct conn *c = userdata;
         (void)src;
+        (void)revents;
+        if (c->draining) {
+                /* the peer's socket took or dropped the welcome: its
+                 * descriptors left flight (sock_wfree woke EPOLLOUT) */
+                if (!in_flight(c))
+                        conn_free(c);
+                return 0;
+        }
         if (c->held) {
                 char sink[64];
                 ssize_t n = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
-                /* anything more from an answered peer is ignored; its close ends it */
-                if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) ||
-                    (revents & (EPOLLHUP | EPOLLERR)))
+                /* anything more from an answered peer is ignored */
+                if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)))
+                        return 0;
+                /* its end closed, or only shut down: if the welcome is still
+                 * unread in its socket, the descriptors are still in flight
+                 * and the connection stays counted, woken (edge-triggered)
+                 * when the peer's socket frees the welcome */
+                if (in_flight(c) &&
+                    sd_event_source_set_io_events(c->io, EPOLLOUT | EPOLLET) >= 0) {
+                        c->draining = true;
+                        if (!in_flight(c)) /* freed in between */
+                                conn_free(c);
+                } else
                         conn_free(c);
                 return 0;
         }
@@ -253,6 +288,7 @@ static int on_accept_retry(sd_event_source *src, uint64_t usec, void *userdata)
         (void)src;
         (void)usec;
         s->accept_retry = sd_event_source_disable_unref(s->accept_retry);
+        s->accept_paused = false;
         sd_event_source_set_enabled(s->listen_src, SD_EVENT_ON);
         return 0;
 }
@@ -275,10 +311,12 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
                                                  "(raise LimitNOFILE=)");
                         uint64_t now;
                         sd_event_now(s->event, CLOCK_MONOTONIC, &now);
-                        if (!s->accept_retry &&
-                            sd_event_add_time(s->event, &s->accept_retry, CLOCK_MONOTONIC,
-                                              now + 100000, 0, on_accept_retry, s) >= 0)
-                                sd_event_source_set_enabled(src, SD_EVENT_OFF);
+                        if (!s->accept_retry)
+                                sd_event_add_time(s->event, &s->accept_retry, CLOCK_MONOTONIC,
+                                                  now + 100000, 0, on_accept_retry, s);
+                        /* without a timer, the next freed descriptor resumes it */
+                        s->accept_paused = true;
+                        sd_event_source_set_enabled(src, SD_EVENT_OFF);
                 }
                 break;
         }
@@ -297,6 +335,14 @@ int serve_start(sd_event *event, const struct settings *cfg, struct shm_pub *pub
         s->cfg = cfg;
         s->pub = pub;
         s->listen_fd = listen_fd;
+        /* two descriptors in flight per held answer count against the soft
+         * RLIMIT_NOFILE (past it the kernel refuses every send): half of
+         * what is left after the loop's own descriptors, at most */
+        struct rlimit rl;
+        s->held_max = SERVE_HELD_MAX;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+            rl.rlim_cur / 4 < SERVE_HELD_MAX)
+                s->held_max = rl.rlim_cur / 4 > 1 ? (unsigned)(rl.rlim_cur / 4) : 1;
         int r = sd_event_add_io(event, &s->listen_src, listen_fd, EPOLLIN, on_listen, s);
         if (r < 0) {
                 serve_free(s);

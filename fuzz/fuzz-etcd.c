@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "etcd.h"
+#include "fuzz-dir.h"
 #include "holder.h"
 #include "publish.h"
 
@@ -112,7 +113,6 @@ static struct shm_pub *pub;
 static void cleanup(void)
 {
         shm_pub_close(pub);
-        shm_pub_unlink(cfg.instance);
         settings_free(&cfg);
 }
 
@@ -121,10 +121,10 @@ static void setup(void)
         char inst[64];
         snprintf(inst, sizeof(inst), "fuzz-etcd-%d", (int)getpid());
         char *argv[] = {"snowidd", "--config", "/dev/null", "--instance", inst, "--log-level",
-                        "err", NULL};
+                        "err", "--runtime-dir", (char *)fuzz_dir(), NULL};
         if (settings_load(&cfg, (int)(sizeof(argv) / sizeof(*argv)) - 1, argv) != 0)
                 abort();
-        if (shm_pub_open(cfg.instance, (gid_t)-1, &pub) < 0)
+        if (shm_pub_open(cfg.runtime_dir, cfg.instance, -1, -1, &pub) < 0)
                 abort();
         atexit(cleanup);
 }

@@ -3,7 +3,8 @@
  * The daemon's HTTP server, fed raw requests over a real socket: method,
  * path, query, headers and body all come from the input, parsed by
  * libmicrohttpd and handled by daemon/http.c exactly as in snowidd.  The
- * server runs once, over a segment published here with a day's deadline.
+ * server runs once, over a segment published here with a day's deadline
+ * (and a heartbeat before every input, as snowidd's clock tick keeps it).
  *
  * Input: byte 0 chooses whether /v1/ needs a bearer token ("fuzz-token");
  * the rest is written to the socket as it is, followed by one last request
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "fuzz-dir.h"
 #include "http.h"
 #include "publish.h"
 
@@ -38,7 +40,6 @@ static void cleanup(void)
 {
         http_stop(srv);
         shm_pub_close(pub);
-        shm_pub_unlink(cfg.instance);
         free(token);
         settings_free(&cfg);
 }
@@ -62,16 +63,19 @@ static void setup(void)
         snprintf(inst, sizeof(inst), "fuzz-http-%d", (int)getpid());
         snprintf(listen, sizeof(listen), "127.0.0.1:%u", free_port());
         char *argv[] = {"snowidd", "--config", "/dev/null", "--instance", inst, "--http",
-                        listen, "--http-threads", "1", "--log-level", "err", NULL};
+                        listen, "--http-threads", "1", "--log-level", "err", "--runtime-dir",
+                        (char *)fuzz_dir(), NULL};
         if (settings_load(&cfg, (int)(sizeof(argv) / sizeof(*argv)) - 1, argv) != 0)
                 abort();
-        if (shm_pub_open(cfg.instance, (gid_t)-1, &pub) < 0)
+        /* no handshake server: http_start() maps the publisher's descriptors
+         * itself, and the heartbeat (below) keeps it from asking the socket */
+        if (shm_pub_open(cfg.runtime_dir, cfg.instance, -1, -1, &pub) < 0)
                 abort();
         struct shm_publication p = {.layout = cfg.layout, .worker = 5, .lead_ms = 1, .follow = 1};
         p.offset_ns = shm_offset_for_wall(p.layout.epoch_ms);
         p.start_ms = (uint64_t)((shm_monotonic_ns() + p.offset_ns) / 1000000);
         p.deadline = p.start_ms + 86400 * 1000;
-        if (shm_pub_switch(pub, &p) < 0 || http_start(&cfg, &srv) < 0)
+        if (shm_pub_switch(pub, &p) < 0 || http_start(&cfg, pub, &srv) < 0)
                 abort();
         struct http_snapshot *snap = http_snapshot_new();
         *snap = (struct http_snapshot){.layout = cfg.layout, .layout_ready = true, .worker = 5,
@@ -89,6 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 setup();
         if (size < 1)
                 return 0;
+        shm_pub_heartbeat(pub); /* snowidd's tick: the daemon is alive */
         /* read by the server's thread only while a request of ours is in it */
         cfg.http_token = data[0] & 1 ? token : NULL;
 

@@ -1,19 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A damaged or foreign segment, as a client finds it at open.  A valid pair
- * of objects is made once by the publisher; each input changes it:
+ * A damaged or foreign segment, as a client gets it: the two descriptors
+ * that a handshake hands over, made here instead of by snowidd.  A valid
+ * segment is made once by the publisher; each input spoils a copy of it:
  *
- *   byte 0   signed: the control object's size change, in 8-byte steps
- *   byte 1   signed: the counter object's size change, in 64-byte steps
+ *   byte 0   flags:
+ *              bits 0-1  the control memfd's seals: 0 what snowidd adds
+ *                        (SHRINK|GROW|SEAL), 1 none, 2 SHRINK|GROW only,
+ *                        3 SHRINK|GROW|SEAL and WRITE
+ *              bits 2-3  the same for the counter memfd
+ *              bit 4     control handed read-write (snowidd: read-only)
+ *              bit 5     counter handed read-only (snowidd: read-write)
+ *              bit 6     a fresh heartbeat (before the patches): the daemon
+ *                        looks alive, else it looks gone
+ *              bit 7     a socket path to follow through (one that does not
+ *                        exist), else none
+ *   byte 1   signed: the control memfd's size change, in 8-byte steps
+ *   byte 2   signed: the counter memfd's size change, in 64-byte steps
  *   then     patches: offset (2 bytes, little-endian, into control||counter),
  *            length (1 byte), that many bytes to write there
  *
- * The result is written under another instance's names and opened with
- * snowid_open(); when it opens, IDs are taken (with no waiting) and the
- * status read.  Any input must end in a clear error or in IDs that decode
- * with the segment's layout: never a crash, a hang or a read out of bounds.
+ * The two memfds go to snowid_open_fds() (what the client does with the
+ * descriptors of a welcome; no socket, thread or process needed); when it
+ * opens, IDs are taken (with no waiting) and the status read.  Any input
+ * must end in a clear error or in IDs that decode with the segment's
+ * layout: never a crash, a hang or a read out of bounds.
  */
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,39 +35,31 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fuzz-dir.h"
+#include "handshake.h"
 #include "publish.h"
 #include "snowid.h"
 
-static char inst[SHM_INSTANCE_MAX + 1];
 static uint8_t *tpl;
 static size_t tpl_ctl, tpl_ctr;
+static char absent[SHM_SOCK_PATH_MAX];
 
-static uint8_t *read_object(const char *instance, const char *sfx, size_t *len)
+static uint8_t *read_object(int fd, size_t *len)
 {
-        char name[SHM_NAME_MAX];
-        shm_object_name(name, sizeof(name), instance, sfx);
-        int fd = shm_open(name, O_RDONLY, 0);
-        off_t n = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
+        off_t n = lseek(fd, 0, SEEK_END);
         uint8_t *buf = n > 0 ? malloc((size_t)n) : NULL;
         if (!buf || pread(fd, buf, (size_t)n, 0) != n)
                 abort();
-        close(fd);
         *len = (size_t)n;
         return buf;
-}
-
-static void cleanup(void)
-{
-        shm_pub_unlink(inst);
 }
 
 static void setup(void)
 {
         char t[SHM_INSTANCE_MAX + 1];
         snprintf(t, sizeof(t), "fuzz-tpl-%d", (int)getpid());
-        snprintf(inst, sizeof(inst), "fuzz-seg-%d", (int)getpid());
         struct shm_pub *p;
-        if (shm_pub_open(t, (gid_t)-1, &p) < 0)
+        if (shm_pub_open(NULL, t, -1, -1, &p) < 0)
                 abort();
         struct shm_publication pub = {.worker = 7, .lead_ms = 1, .follow = 1};
         snowid_layout_default(&pub.layout);
@@ -62,35 +68,55 @@ static void setup(void)
         pub.deadline = pub.start_ms + 3600 * 1000;
         if (shm_pub_switch(p, &pub) < 0)
                 abort();
-        uint8_t *ctl = read_object(t, "ctl", &tpl_ctl), *ctr = read_object(t, "ctr", &tpl_ctr);
+        uint8_t *ctl = read_object(p->ctl_fd, &tpl_ctl), *ctr = read_object(p->ctr_fd, &tpl_ctr);
+        if (tpl_ctl != sizeof(struct shm_ctl) || tpl_ctr != sizeof(struct shm_ctr))
+                abort();
         tpl = malloc(tpl_ctl + tpl_ctr);
         memcpy(tpl, ctl, tpl_ctl);
         memcpy(tpl + tpl_ctl, ctr, tpl_ctr);
         free(ctl);
         free(ctr);
         shm_pub_close(p);
-        shm_pub_unlink(t);
-        atexit(cleanup);
+        /* a socket that is not there: following fails at once */
+        snprintf(absent, sizeof(absent), "%s/absent.sock", fuzz_dir());
 }
 
-static void write_object(const char *sfx, const uint8_t *data, size_t len)
+static const int seal_sets[4] = {
+        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL,
+        0,
+        F_SEAL_SHRINK | F_SEAL_GROW,
+        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL | F_SEAL_WRITE,
+};
+
+/* A memfd holding data, sealed with seals, reopened with flags when they
+ * are not O_RDWR (as snowidd hands out the control object). */
+static int make_object(const char *name, const uint8_t *data, size_t len, int seals, int flags)
 {
-        char name[SHM_NAME_MAX];
-        shm_object_name(name, sizeof(name), inst, sfx);
-        int fd = shm_open(name, O_RDWR | O_CREAT | O_TRUNC, 0600);
-        if (fd < 0 || (len && write(fd, data, len) != (ssize_t)len))
+        int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0 || ftruncate(fd, (off_t)len) < 0 ||
+            (len && pwrite(fd, data, len, 0) != (ssize_t)len) ||
+            (seals && fcntl(fd, F_ADD_SEALS, seals) < 0))
+                abort();
+        if (flags == O_RDWR)
+                return fd;
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        int ro = open(path, flags | O_CLOEXEC);
+        if (ro < 0)
                 abort();
         close(fd);
+        return ro;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         if (!tpl)
                 setup();
-        if (size < 2)
+        if (size < 3)
                 return 0;
-        long ctl_len = (long)tpl_ctl + (int8_t)data[0] * 8L;
-        long ctr_len = (long)tpl_ctr + (int8_t)data[1] * 64L;
+        unsigned flags = data[0];
+        long ctl_len = (long)tpl_ctl + (int8_t)data[1] * 8L;
+        long ctr_len = (long)tpl_ctr + (int8_t)data[2] * 64L;
         if (ctl_len < 0)
                 ctl_len = 0;
         if (ctr_len < 0)
@@ -99,18 +125,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint8_t *img = calloc(1, total + 1);
         memcpy(img, tpl, (size_t)ctl_len < tpl_ctl ? (size_t)ctl_len : tpl_ctl);
         memcpy(img + ctl_len, tpl + tpl_ctl, (size_t)ctr_len < tpl_ctr ? (size_t)ctr_len : tpl_ctr);
-        for (size_t i = 2; i + 3 <= size && total;) {
+        size_t hb = offsetof(struct shm_ctl, heartbeat_ms);
+        if ((flags & 0x40) && (size_t)ctl_len >= hb + sizeof(uint64_t)) {
+                uint64_t now_ms = (uint64_t)shm_monotonic_ns() / 1000000;
+                memcpy(img + hb, &now_ms, sizeof(now_ms));
+        }
+        for (size_t i = 3; i + 3 <= size && total;) {
                 size_t off = (data[i] | (size_t)data[i + 1] << 8) % total, n = data[i + 2];
                 i += 3;
                 for (size_t k = 0; k < n && i < size; k++, i++)
                         img[(off + k) % total] = data[i];
         }
-        write_object("ctl", img, (size_t)ctl_len);
-        write_object("ctr", img + ctl_len, (size_t)ctr_len);
+        int ctl_fd = make_object("fuzz-ctl", img, (size_t)ctl_len, seal_sets[flags & 3],
+                                 flags & 0x10 ? O_RDWR : O_RDONLY);
+        int ctr_fd = make_object("fuzz-ctr", img + ctl_len, (size_t)ctr_len,
+                                 seal_sets[(flags >> 2) & 3], flags & 0x20 ? O_RDONLY : O_RDWR);
         free(img);
 
         snowid *s;
-        if (snowid_open(inst, &s) < 0)
+        /* takes both descriptors, whatever it returns */
+        if (snowid_open_fds(ctl_fd, ctr_fd, flags & 0x80 ? absent : NULL, &s) < 0)
                 return 0;
         snowid_set_max_wait(s, 0);
         snowid_layout layout;

@@ -16,7 +16,8 @@
  *                                    SCM_RIGHTS with two descriptors:
  *                                    [0] control memfd, opened read-only
  *                                    [1] counter memfd, read-write
- *   the daemon closes the connection after the welcome
+ *   the client closes the connection after the welcome (the daemon
+ *   closes it at once after a refusal)
  *
  * All integers are in the host's byte order (both ends are on one host).
  *
