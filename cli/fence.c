@@ -125,7 +125,9 @@ static void on_read(void *userdata, const struct etcd_reply *r)
                 kv_clear(&kv);
         }
         const snowid_layout *l = &f->cfg->layout;
-        uint64_t bound = wall_id_ms(l) + f->ahead_ms + (uint64_t)f->cfg->window_s * 1000;
+        /* a daemon's mark runs up to window + mark-step ahead of its clock */
+        uint64_t bound = wall_id_ms(l) + f->ahead_ms +
+                         (uint64_t)(f->cfg->window_s + f->cfg->mark_step_s) * 1000;
         uint64_t above = bound;
         uint64_t stored = floor > highest ? floor : highest;
         f->far_ahead_s = stored > bound ? (double)(stored - bound) / 1000 : 0;

@@ -369,8 +369,9 @@ static int cmd_decode(int argc, char **argv)
 static const char *state_name(int state)
 {
         static const char *const names[] = {"starting", "leased", "no-lease", "etcd-restored",
-                                            "layout-lost", "retired"};
-        return state >= 0 && state < 6 ? names[state] : "unknown";
+                                            "layout-lost", "retired",
+                                            "etcd-full"};
+        return state >= 0 && state < 7 ? names[state] : "unknown";
 }
 
 static int cmd_status(int argc, char **argv)

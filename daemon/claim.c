@@ -283,7 +283,7 @@ static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t 
          * itself published for the number (which a restore may have lost) */
         g->start_ms = max3(now, hwm + 1,
                            max3(h->cl.claims_above, marks_own(h, (int32_t)worker), 0) + 1);
-        g->mark = g->start_ms + (uint64_t)h->cfg->window_s * 1000;
+        g->mark = g->start_ms + (uint64_t)(h->cfg->window_s + h->cfg->mark_step_s) * 1000;
         g->hwm_modrev = modrev;
         g->state = H_CLAIM;
         snprintf(g->value, sizeof(g->value),

@@ -24,7 +24,7 @@ enum {
         O_ETCD = 256, O_CLUSTER, O_INSTANCE, O_LEASE_TTL, O_RENEW, O_WINDOW, O_EPOCH, O_TIME_BITS,
         O_WORKER_BITS, O_SEQ_BITS, O_ALLOW_GROUPS, O_ALLOW_USERS, O_RUNTIME_DIR, O_CACERT, O_CERT, O_KEY, O_USER, O_PASSWORD_FILE,
         O_LOG_LEVEL, O_ETCD_TIMEOUT, O_STEP_BACK, O_SLEW, O_LEAD, O_CONFIG, O_CHECK, O_HELP,
-        O_HTTP, O_HTTP_TOKEN_FILE, O_HTTP_MAX_COUNT, O_HTTP_THREADS,
+        O_HTTP, O_HTTP_TOKEN_FILE, O_HTTP_MAX_COUNT, O_HTTP_THREADS, O_MARK_STEP,
 };
 
 /* One table serves the flags and the config file's keys. */
@@ -35,6 +35,7 @@ static const struct option options[] = {
         {"lease-ttl", required_argument, NULL, O_LEASE_TTL},
         {"renew-interval", required_argument, NULL, O_RENEW},
         {"window", required_argument, NULL, O_WINDOW},
+        {"mark-step", required_argument, NULL, O_MARK_STEP},
         {"epoch", required_argument, NULL, O_EPOCH},
         {"time-bits", required_argument, NULL, O_TIME_BITS},
         {"worker-bits", required_argument, NULL, O_WORKER_BITS},
@@ -72,7 +73,11 @@ static const char help[] =
         "  --instance NAME           the segment (default default)\n"
         "  --lease-ttl SEC           lease TTL (default 10)\n"
         "  --renew-interval MS       keepalive and mark period (default 1000)\n"
-        "  --window SEC              how far ahead the mark is written (default 10)\n"
+        "  --window SEC              headroom kept ahead of ID time: an etcd outage shorter\n"
+        "                            than this is invisible to clients (default 10)\n"
+        "  --mark-step SEC           the mark is written window + this ahead, once the\n"
+        "                            headroom falls below window: one etcd revision per\n"
+        "                            this many seconds at rest (default 5)\n"
         "  --epoch MS --time-bits N --worker-bits N --seq-bits N\n"
         "                            layout, used when the cluster's layout is first created\n"
         "  --runtime-dir DIR         where the socket lives (default " SHM_RUNTIME_DIR_DEFAULT ")\n"
@@ -172,6 +177,11 @@ static int apply(struct settings *s, const char *origin, int id, const char *key
                 if (parse_uint(v, 1, 3600, &x) < 0)
                         return bad(origin, key, v, "seconds, 1 to 3600");
                 s->window_s = (unsigned)x;
+                return 0;
+        case O_MARK_STEP:
+                if (parse_uint(v, 0, 3600, &x) < 0)
+                        return bad(origin, key, v, "seconds, 0 to 3600");
+                s->mark_step_s = (unsigned)x;
                 return 0;
         case O_ETCD_TIMEOUT:
                 if (parse_uint(v, 100, 60000, &x) < 0)
@@ -483,6 +493,7 @@ int settings_load(struct settings *s, int argc, char **argv)
                 .lease_ttl_s = 10,
                 .renew_ms = 1000,
                 .window_s = 10,
+                .mark_step_s = 5,
                 .etcd_timeout_ms = 2000,
                 .step_back_ms = 1000,
                 .slew_us_per_s = 1000,

@@ -18,7 +18,8 @@ struct settings {
         char *instance;
         unsigned lease_ttl_s;    /* lease TTL */
         unsigned renew_ms;       /* keepalive and mark extension period */
-        unsigned window_s;       /* how far ahead of ID time the mark is written */
+        unsigned window_s;       /* headroom kept: an etcd outage shorter than this is invisible */
+        unsigned mark_step_s;    /* a mark write lasts this long before the next */
         unsigned etcd_timeout_ms;
         unsigned step_back_ms;   /* wall clock this far behind ID time: a fresh number */
         unsigned slew_us_per_s;  /* how fast ID time is brought back to the wall clock */

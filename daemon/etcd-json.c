@@ -119,6 +119,8 @@ void etcd_reply_parse(struct etcd_reply *r, long http, const char *body, size_t 
         if (http != 200) {
                 json_t *m = json_object_get(r->json, "message");
                 r->error = json_is_string(m) ? json_string_value(m) : "etcd answered an error";
+                /* gRPC's RESOURCE_EXHAUSTED through the gateway: HTTP 429 */
+                r->nospace = json_is_string(m) && strstr(json_string_value(m), "space exceeded");
         } else if (!r->json || !json_is_object(r->json)) {
                 r->error = "etcd's answer is not a JSON object";
         }

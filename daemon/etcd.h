@@ -30,6 +30,8 @@ struct etcd_reply {
          * replaced.  Stays set on every later kv answer until
          * etcd_history_reset(). */
         bool went_back;
+        /* etcd refused a write because its store is full (NOSPACE alarm) */
+        bool nospace;
 };
 
 static inline bool etcd_ok(const struct etcd_reply *r)

@@ -114,6 +114,64 @@ void note_etcd(struct holder *h, const struct etcd_reply *r)
         if (ok != h->etcd_reachable)
                 log_notice("etcd is %s", ok ? "reachable again" : "unreachable");
         h->etcd_reachable = ok;
+        if (r->nospace && !h->etcd_full) {
+                holder_etcd_full(h, true, NULL);
+                check_alarms(h); /* which member: for the log */
+        }
+}
+
+/* ---- a full etcd: its NOSPACE alarm ---- */
+
+void holder_etcd_full(struct holder *h, bool full, const char *member)
+{
+        if (full && !h->etcd_full) {
+                h->stats.etcd_full_seen++;
+                int64_t left = h->cur.state == H_NONE ? 0
+                                                      : (int64_t)READ_ONCE(h->pub->ctl->deadline) -
+                                                                (int64_t)id_now_ms(h, false);
+                log_error("etcd is full: its NOSPACE alarm is raised%s%s and it refuses every "
+                          "write, so no mark is extended and no number claimed; IDs stop at "
+                          "the deadline, %" PRId64 " ms from now, on every host. Compact "
+                          "etcd's history (etcdctl compact <revision>), defragment each member "
+                          "(etcdctl defrag), then disarm the alarm (etcdctl alarm disarm); "
+                          "snowidd goes on by itself. Keep auto-compaction on (docs/etcd.md)",
+                          member ? " on member " : "", member ? member : "", left);
+        } else if (!full && h->etcd_full)
+                log_notice("etcd takes writes again (no NOSPACE alarm): extending the mark");
+        h->etcd_full = full;
+        if (h->cur.state == H_HELD && h->halted == HALT_NONE)
+                shm_pub_set_state(h->pub, full ? SHM_STATE_ETCD_FULL : SHM_STATE_LEASED);
+        holder_update_status(h);
+}
+
+static void on_alarms(void *userdata, const struct etcd_reply *r)
+{
+        struct holder *h = userdata;
+        h->alarm_busy = false;
+        if (!etcd_ok(r))
+                return; /* not allowed (etcd users), or unreachable: the writes tell */
+        json_t *alarms = json_object_get(r->json, "alarms"), *a;
+        size_t i;
+        const char *member = NULL;
+        json_array_foreach(alarms, i, a) {
+                const char *kind = json_string_value(json_object_get(a, "alarm"));
+                if (kind && !strcmp(kind, "NOSPACE"))
+                        member = json_string_value(json_object_get(a, "memberID"));
+        }
+        if (member && !h->etcd_full)
+                holder_etcd_full(h, true, member);
+        else if (member)
+                log_debug("etcd's NOSPACE alarm is still raised on member %s", member);
+        else if (h->etcd_full)
+                holder_etcd_full(h, false, NULL);
+}
+
+void check_alarms(struct holder *h)
+{
+        if (h->alarm_busy)
+                return;
+        h->alarm_busy = etcd_call(h->etcd, "/v3/maintenance/alarm",
+                                  json_pack("{s:s}", "action", "GET"), on_alarms, h, 0) == 0;
 }
 
 
@@ -372,6 +430,8 @@ static void on_extend(void *userdata, const struct etcd_reply *r)
         if (v > g->mark)
                 g->mark = v;
         shm_pub_extend(h->pub, g->mark);
+        if (h->etcd_full)
+                holder_etcd_full(h, false, NULL); /* a write went through */
         shm_pub_set_state(h->pub, SHM_STATE_LEASED);
 }
 
@@ -388,8 +448,13 @@ static void send_renewal(struct holder *h)
                                               json_pack("{s:s}", "ID", i64(g->lease, l)),
                                               on_keepalive, h, g->id) == 0;
         }
-        uint64_t v = id_now_ms(h, false) + (uint64_t)h->cfg->window_s * 1000;
-        if (g->extend_busy || g->raising || h->halted != HALT_NONE || v <= g->mark ||
+        /* The mark is written only once the headroom falls below the window,
+         * and then mark-step further: at rest one revision per mark-step,
+         * while an outage that starts at any moment still finds at least
+         * the window (less one renewal) of headroom. */
+        uint64_t now = id_now_ms(h, false), window = (uint64_t)h->cfg->window_s * 1000;
+        uint64_t v = now + window + (uint64_t)h->cfg->mark_step_s * 1000;
+        if (g->extend_busy || g->raising || h->halted != HALT_NONE || now + window <= g->mark ||
             v >> h->layout.time_bits)
                 return;
         /* one extension is in flight at a time, so its mark is known */
@@ -413,6 +478,8 @@ static int on_renew_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct holder *h = userdata;
         send_renewal(h);
+        if (h->etcd_full)
+                check_alarms(h); /* disarmed yet? */
         /* a backstop: nothing held and nothing under way is never a state
          * to stay in */
         if (h->cur.state != H_HELD && h->next.state == H_NONE)

@@ -83,6 +83,7 @@ struct holder_stats {
         uint64_t steps_forward, steps_back, backstops;
         uint64_t marks_raised, fences_adopted, restores_seen;
         uint64_t segments_replaced;
+        uint64_t etcd_full_seen;
 };
 
 struct holder {
@@ -91,6 +92,8 @@ struct holder {
         struct etcd *etcd;
         struct shm_pub *pub;
         unsigned pub_replaced; /* pub->replaced when last seen */
+        bool etcd_full;        /* etcd refuses writes: its NOSPACE alarm is raised */
+        bool alarm_busy;       /* an alarm list request is in flight */
         snowid_layout layout;
         bool layout_ready;
         char prefix[96]; /* "/snowid/<cluster>/" */
@@ -134,6 +137,9 @@ uint64_t id_now_ms(const struct holder *h, bool wall);
 char *i64(int64_t v, char buf[static 24]);
 struct holding *by_tag(struct holder *h, uint64_t tag);
 void note_etcd(struct holder *h, const struct etcd_reply *r);
+/* etcd full or not (its NOSPACE alarm): said once, on every report. */
+void holder_etcd_full(struct holder *h, bool full, const char *member);
+void check_alarms(struct holder *h);
 struct holding *acquiring(struct holder *h, const struct etcd_reply *r, enum hstate want);
 int read_back(const struct holding *g, const json_t *root, bool *ret_ours, uint64_t *ret_mark);
 void publish(struct holder *h);

@@ -284,9 +284,9 @@ static enum MHD_Result decode_id(struct http_server *srv, struct MHD_Connection 
 
 static const char *state_name(int state)
 {
-        static const char *const names[] = {"starting", "leased", "no-lease", "etcd-restored",
-                                            "layout-lost"};
-        return state >= 0 && state < 5 ? names[state] : "unknown";
+        static const char *const names[] = {"starting",    "leased",  "no-lease", "etcd-restored",
+                                            "layout-lost", "retired", "etcd-full"};
+        return state >= 0 && state < 7 ? names[state] : "unknown";
 }
 
 static enum MHD_Result status(struct http_server *srv, struct MHD_Connection *c)
@@ -320,6 +320,7 @@ static enum MHD_Result healthz(struct http_server *srv, struct MHD_Connection *c
                 return fail(srv, c, 503, "cannot read the segment");
         rcu_read_lock();
         const char *halted = rcu_dereference(srv->snap)->halted;
+        bool full = rcu_dereference(srv->snap)->etcd_full;
         rcu_read_unlock();
         if (halted && strcmp(halted, "checking")) {
                 /* a static string: safe past the read-side section */
@@ -329,6 +330,14 @@ static enum MHD_Result healthz(struct http_server *srv, struct MHD_Connection *c
                          !strcmp(halted, "etcd-restored")
                                  ? "etcd was restored from a snapshot or replaced"
                                  : "the cluster's layout or fence key is gone");
+                return fail(srv, c, 503, why);
+        }
+        if (full) {
+                snprintf(why, sizeof(why),
+                         "etcd-full: etcd's store is full (NOSPACE alarm) and it refuses every "
+                         "write; compact, defragment and disarm it (IDs stop at the deadline, "
+                         "%" PRId64 " ms from now)",
+                         st.headroom_ms);
                 return fail(srv, c, 503, why);
         }
         if (st.generation & 1)
@@ -423,6 +432,12 @@ static enum MHD_Result metrics(struct http_server *srv, struct MHD_Connection *c
                 s->holder.segments_replaced, s->handshakes.given, s->handshakes.refused,
                 s->handshakes.bad, s->handshakes.timeouts, s->handshakes.evicted,
                 s->handshakes.busy);
+        fprintf(f,
+                "# HELP snowid_etcd_full Whether etcd refuses writes because its store is full "
+                "(NOSPACE alarm).\n# TYPE snowid_etcd_full gauge\nsnowid_etcd_full %d\n"
+                "# HELP snowid_etcd_full_total Times etcd was found full.\n"
+                "# TYPE snowid_etcd_full_total counter\nsnowid_etcd_full_total %" PRIu64 "\n",
+                s->etcd_full, s->holder.etcd_full_seen);
         static const char *const le[] = {"0.001", "0.002", "0.005", "0.01", "0.05", "0.1", "1",
                                          "+Inf"};
         fprintf(f, "# HELP snowid_etcd_request_duration_seconds etcd request latency.\n"

@@ -26,6 +26,7 @@ struct http_snapshot {
         const char *lease;      /* "held", "lost", "claiming" */
         bool etcd_reachable;
         const char *halted;     /* NULL, or why nothing is extended (holder_halt_name) */
+        bool etcd_full;         /* etcd's NOSPACE alarm: writes refused */
         int64_t offset_ns;
         uint64_t mono_started_ms;
         struct holder_stats holder;

@@ -43,6 +43,7 @@ static void on_holder_change(struct holder *h, void *userdata)
                                                           : "claiming",
                         .etcd_reachable = h->etcd_reachable,
                         .halted = holder_halt_name(h->halted),
+                        .etcd_full = h->etcd_full,
                         .offset_ns = h->clock.offset_ns,
                         .mono_started_ms = app->started_ms,
                         .holder = h->stats,

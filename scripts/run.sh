@@ -28,7 +28,9 @@ cport=$(port) pport=$(port)
 etcd --name run --data-dir "$work/etcd" --log-level error \
     --listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
     --listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
-    --initial-cluster "run=http://127.0.0.1:$pport" >"$work/etcd.log" 2>&1 &
+    --initial-cluster "run=http://127.0.0.1:$pport" \
+    --auto-compaction-mode periodic --auto-compaction-retention 1h \
+    --quota-backend-bytes 8589934592 >"$work/etcd.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do
     curl -fs "http://127.0.0.1:$cport/health" >/dev/null 2>&1 && break

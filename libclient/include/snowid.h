@@ -49,6 +49,7 @@ enum snowid_state {
         SNOWID_STATE_RESTORED = 3,    /* etcd was restored: nothing extended until fenced */
         SNOWID_STATE_LAYOUT_LOST = 4, /* the cluster's layout or fence is gone */
         SNOWID_STATE_RETIRED = 5,     /* replaced by a newer segment (clients follow) */
+        SNOWID_STATE_ETCD_FULL = 6,   /* etcd's store is full: nothing extended */
 };
 
 /* Host-wide counts, kept by libsnowid on its slow paths (all processes). */

@@ -136,6 +136,7 @@ class Host:
         self.daemon = Daemon(h, etcd, instance=self.instance, env=env, name=f"snowidd-h{i}",
                              wrap=net.wrap(self.ns),
                              args=["--cluster", CLUSTER, "--lease-ttl", str(LEASE_TTL_S),
+                                   "--mark-step", "5",
                                    "--window", str(WINDOW_S), "--http", "127.0.0.1:7723",
                                    "--log-level", log_level])
         self.h = h

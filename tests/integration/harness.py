@@ -59,13 +59,19 @@ def unb64(s):
 class Etcd:
     """1 or 3 etcd members on loopback."""
 
-    def __init__(self, h, members=1, addrs=None, wrap=()):
+    # what a snowid cluster runs with (docs/etcd.md): history compacted
+    # hourly, and room to grow; a test may add flags (the last one wins)
+    SETTINGS = ["--auto-compaction-mode", "periodic", "--auto-compaction-retention", "1h",
+                "--quota-backend-bytes", str(8 << 30)]
+
+    def __init__(self, h, members=1, addrs=None, wrap=(), extra=()):
         """addrs: one address per member, each then on ports 2379/2380 (the
         members are in a network namespace of their own); wrap: a command
         prefix (ip netns exec NS) for the members and for requests to them."""
         self.h = h
         self.n = members
         self.wrap = list(wrap)
+        self.extra = list(extra)
         if addrs:
             hosts, self.client, self.peer = addrs, [2379] * members, [2380] * members
         else:
@@ -92,7 +98,7 @@ class Etcd:
             "--initial-advertise-peer-urls", self.peers[i],
             "--initial-cluster", self.initial_cluster, "--initial-cluster-token",
             self.token, "--initial-cluster-state", "new",
-            "--log-level", "error"]
+            "--log-level", "error"] + self.SETTINGS + self.extra
 
     def _post(self, url, body, timeout):
         if not self.wrap:
@@ -269,7 +275,11 @@ class Daemon:
         self.logf = self.h.path(f"{self.name}.log")
         urls = ",".join(self.etcd.urls) if hasattr(self.etcd, "urls") else self.etcd
         cmd = self.wrap + [SNOWIDD, "--config", "/dev/null", "--etcd", urls, "--instance", self.instance,
-               "--runtime-dir", self.h.rundir, "--log-level", "debug"] + self.args
+               "--runtime-dir", self.h.rundir, "--log-level", "debug",
+               # the tests time outages against the window: a mark written
+               # just window ahead (test_marks.py and the chaos test run the
+               # default schedule)
+               "--mark-step", "0"] + self.args
         with open(self.logf, "ab") as lf:
             self.proc = subprocess.Popen(cmd, env=env, stdout=lf, stderr=lf)
         self.h.cleanup(lambda p=self.proc: kill_quietly(p))
