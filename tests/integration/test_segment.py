@@ -344,8 +344,9 @@ def test_restart_without_fd_store(h):
 
 def test_pod_namespaces(h):
     """A client in its own mount and IPC namespace, a private /dev/shm, and
-    only the runtime directory of the host mounted at /run/snowid, as a pod
-    gets it; and a client in another time namespace, refused."""
+    only the runtime directory of the host mounted at /run/snowid (its own
+    path hidden), as a pod gets it; and a client in another time namespace,
+    refused."""
     etcd = Etcd(h)
     d = Daemon(h, etcd).start()
     script = f"""
@@ -357,7 +358,8 @@ mount --bind {h.rundir} /mnt/snowid-host
 mount -t tmpfs tmpfs /run
 mkdir /run/snowid
 mount --move /mnt/snowid-host /run/snowid
-mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs {h.rundir}
+test -z "$(ls -A {h.rundir})"
 test -z "$(ls -A /dev/shm)"
 test -S /run/snowid/{h.instance}.sock
 unset SNOWID_RUNTIME_DIR
