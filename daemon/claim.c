@@ -44,6 +44,12 @@ static void retry_in(struct holder *h, unsigned ms)
         holder_timer_in(h, &h->retry_timer, ms, on_retry);
 }
 
+static unsigned full_retry_max(const struct holder *h)
+{
+        unsigned half_ttl = h->cfg->lease_ttl_s * 500;
+        return half_ttl < FULL_RETRY_MAX_MS ? half_ttl : FULL_RETRY_MAX_MS;
+}
+
 unsigned next_backoff(struct holder *h, unsigned max)
 {
         unsigned ms = h->backoff_ms ? h->backoff_ms : RETRY_MIN_MS;
@@ -211,7 +217,9 @@ static void on_scan(void *userdata, const struct etcd_reply *r)
         }
         if (pick < 0) {
                 log_warning("All %" PRIu64 " worker numbers are taken; retrying", workers);
-                restart_acquisition(h, next_backoff(h, FULL_RETRY_MAX_MS));
+                /* a number frees when its lease expires: look again within
+                 * half a TTL, not the full back-off */
+                restart_acquisition(h, next_backoff(h, full_retry_max(h)));
                 goto out;
         }
         step_claim(h, (uint32_t)pick, mark[pick], modrev[pick], floor);

@@ -4,6 +4,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/random.h>
+#include <unistd.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <time.h>
@@ -179,6 +181,11 @@ int etcd_new(sd_event *event, const struct settings *cfg, struct etcd **ret)
         curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
         /* several endpoints each keep a connection alive */
         curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, (long)cfg->n_etcd * 4);
+        /* a fleet's hosts start at different members: the load spreads */
+        unsigned pick = 0;
+        if (getrandom(&pick, sizeof(pick), 0) != sizeof(pick))
+                pick = (unsigned)getpid();
+        e->cur = pick % cfg->n_etcd;
         *ret = e;
         return 0;
 }

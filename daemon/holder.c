@@ -381,6 +381,7 @@ static void on_keepalive(void *userdata, const struct etcd_reply *r)
                 return;
         json_t *res = r->json ? json_object_get(r->json, "result") : NULL;
         if (!etcd_ok(r) || !json_is_object(res) || etcd_int64(res, "TTL", &ttl) < 0) {
+                g->keepalive_next_ms = 0; /* again at the next renewal */
                 h->stats.renewal_failures++;
                 log_debug("Keepalive failed: %s", r->error ? r->error : "malformed answer");
                 return;
@@ -443,7 +444,11 @@ static void send_renewal(struct holder *h)
                 return;
         /* the lease is kept while halted: it writes no mark, and keeps the
          * number from a daemon that reaches the cluster before it is fenced */
-        if (!g->keepalive_busy) {
+        /* keepalives store nothing: a third of the TTL apart is enough for
+         * the lease (a failed one is retried at the next renewal) */
+        uint64_t mono = holder_mono_ms();
+        if (!g->keepalive_busy && mono >= g->keepalive_next_ms) {
+                g->keepalive_next_ms = mono + (uint64_t)h->cfg->lease_ttl_s * 1000 / 3;
                 g->keepalive_busy = etcd_call(h->etcd, "/v3/lease/keepalive",
                                               json_pack("{s:s}", "ID", i64(g->lease, l)),
                                               on_keepalive, h, g->id) == 0;

@@ -43,6 +43,7 @@ struct holding {
         int64_t hwm_modrev;  /* hwm/<n>'s mod revision when scanned; 0 if absent */
         bool fresh;          /* a clock reset: ID time back to the wall clock */
         bool keepalive_busy, extend_busy;
+        uint64_t keepalive_next_ms; /* CLOCK_MONOTONIC ms of the next keepalive */
         bool raising;        /* its mark read back low: raised before anything else */
 };
 
