@@ -7,16 +7,47 @@ import fcntl
 import json
 import mmap
 import os
+import re
 import signal
 import socket
 import struct
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
 
 from harness import (BUILD, CLI, SNOWIDD, Daemon, Etcd, Taker, check_unique_and_increasing, decode,
                      free_port, http_get, log, metric, run, take, wait_for)
+
+LIBSNOWID = os.path.join(BUILD, "libclient", "libsnowid.so.1")
+
+
+def _preload_sanitizers():
+    """ctypes can load a libsnowid built with AddressSanitizer only into a
+    process whose first library is the ASan runtime: start again with it
+    preloaded (leak checks off, for Python's own allocations), and give the
+    processes this test starts the environment it was given."""
+    saved = os.environ.pop("SNOWID_TEST_SAVED_ENV", None)
+    if saved is not None:
+        for k, v in json.loads(saved).items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        return
+    out = subprocess.run(["ldd", LIBSNOWID], capture_output=True, text=True).stdout
+    runtimes = [line.split("=>")[1].split()[0] for line in out.splitlines()
+                if "=>" in line and re.search(r"lib(a|ub)san\.so", line)]
+    if not runtimes:
+        return
+    env = dict(os.environ, LD_PRELOAD=" ".join(runtimes), ASAN_OPTIONS="detect_leaks=0",
+               SNOWID_TEST_SAVED_ENV=json.dumps({k: os.environ.get(k)
+                                                 for k in ("LD_PRELOAD", "ASAN_OPTIONS")}))
+    os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+
+_preload_sanitizers()
 
 HELLO = struct.Struct("=8sII")
 WELCOME = struct.Struct("=8siIIIQqI20s")
@@ -234,7 +265,7 @@ def test_stopped_daemon_and_budget(h):
     wait budget gets -EAGAIN at once (it does not ask the socket, which would
     wait on the stopped daemon); with a budget, it waits no longer than it."""
     import ctypes
-    lib = ctypes.CDLL(os.path.join(BUILD, "libclient", "libsnowid.so.1"))
+    lib = ctypes.CDLL(LIBSNOWID)
     etcd = Etcd(h)
     d = Daemon(h, etcd, args=["--window", "2", "--renew-interval", "500"]).start()
     handle = ctypes.c_void_p()
