@@ -244,11 +244,17 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                  "claims above %" PRIu64,
                  l->epoch_ms, l->time_bits, l->worker_bits, l->seq_bits, c->claims_above);
         /* ID time starts on the wall clock; a restart over a segment of the
-         * same epoch keeps it from going back (it may run ahead, slewing) */
+         * same epoch, or one that finds where the last daemon's ID time stood
+         * (the lock file: a restart without the fd store, whose clients
+         * carry their IDs over), keeps it from going back (it may run ahead,
+         * slewing) */
         struct clock_reading now = clock_read(h);
+        int64_t remembered;
         clock_reset(&h->clock, &now);
         if (h->pub->reused && READ_ONCE(h->pub->ctl->epoch_ms) == l->epoch_ms)
                 clock_raise(&h->clock, &now, READ_ONCE(h->pub->ctl->offset_ns));
+        if (shm_pub_remembered(h->pub, l->epoch_ms, &remembered))
+                clock_raise(&h->clock, &now, remembered);
         holder_acquire(h, false);
 }
 

@@ -34,6 +34,61 @@ int64_t shm_offset_for_wall(uint64_t epoch_ms)
         return shm_realtime_ns() - (int64_t)epoch_ms * 1000000 - shm_monotonic_ns();
 }
 
+/* What the lock file remembers: where ID time stood, for a restart that gets
+ * no segment back (no fd store).  CLOCK_MONOTONIC, and so the offset, means
+ * something only within one boot. */
+struct memo {
+        char magic[8];
+        char boot_id[40];
+        uint64_t epoch_ms;
+        int64_t offset_ns;
+};
+#define MEMO_MAGIC "SNOWIDm1"
+
+static void boot_id(char out[40])
+{
+        memset(out, 0, 40);
+        int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        ssize_t n = read(fd, out, 39);
+        close(fd);
+        if (n < 36)
+                memset(out, 0, 40);
+}
+
+static void memo_write(struct shm_pub *p, uint64_t epoch_ms, int64_t offset_ns)
+{
+        if (p->lock_fd < 0 || (p->memo_epoch_ms == epoch_ms && p->memo_offset_ns == offset_ns))
+                return;
+        struct memo m = {.magic = MEMO_MAGIC, .epoch_ms = epoch_ms, .offset_ns = offset_ns};
+        boot_id(m.boot_id);
+        /* best effort: without it, a restart without the fd store starts on
+         * the wall clock, as before */
+        if (pwrite(p->lock_fd, &m, sizeof(m), 0) == (ssize_t)sizeof(m))
+                p->memo_epoch_ms = epoch_ms, p->memo_offset_ns = offset_ns;
+}
+
+static void memo_read(struct shm_pub *p)
+{
+        struct memo m;
+        char id[40];
+        boot_id(id);
+        if (pread(p->lock_fd, &m, sizeof(m), 0) != (ssize_t)sizeof(m) ||
+            memcmp(m.magic, MEMO_MAGIC, 8) || !id[0] || memcmp(m.boot_id, id, sizeof(id)))
+                return;
+        p->memo_epoch_ms = m.epoch_ms;
+        p->memo_offset_ns = m.offset_ns;
+}
+
+int shm_pub_remembered(const struct shm_pub *p, uint64_t epoch_ms, int64_t *ret_offset_ns)
+{
+        if (!p->memo_epoch_ms || p->memo_epoch_ms != epoch_ms)
+                return 0;
+        *ret_offset_ns = p->memo_offset_ns;
+        return 1;
+}
+
 static void *map_fd(int fd, size_t size, int prot)
 {
         void *m = mmap(NULL, size, prot, MAP_SHARED, fd, 0);
@@ -216,6 +271,7 @@ int shm_pub_open(const char *dir, const char *instance, int ctl_fd, int ctr_fd,
                         r = errno == EWOULDBLOCK ? -EBUSY : -errno;
                         goto fail;
                 }
+                memo_read(p);
         }
         if (ctl_fd >= 0 && ctr_fd >= 0 && pub_adopt(p) == 0)
                 p->reused = 1;
@@ -368,6 +424,7 @@ int shm_pub_switch(struct shm_pub *p, const struct shm_publication *pub)
         WRITE_ONCE(ctl->deadline, pub->deadline);
         WRITE_ONCE(ctl->offset_ns, pub->offset_ns);
         WRITE_ONCE(ctl->state, SHM_STATE_LEASED);
+        memo_write(p, l->epoch_ms, pub->offset_ns);
         /* pairs with the load_acquire of gen at the start of a client call:
          * a client that reads this gen sees the new worker, layout and line */
         store_release(ctl->gen, next);
@@ -392,6 +449,7 @@ int shm_pub_extend(struct shm_pub *p, uint64_t deadline)
 void shm_pub_set_offset(struct shm_pub *p, int64_t offset_ns)
 {
         WRITE_ONCE(p->ctl->offset_ns, offset_ns);
+        memo_write(p, READ_ONCE(p->ctl->epoch_ms), offset_ns);
 }
 
 void shm_pub_set_state(struct shm_pub *p, enum shm_state state)

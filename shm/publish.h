@@ -20,6 +20,8 @@ struct shm_pub {
         struct shm_ctr *ctr;
         int reused;        /* a valid segment was handed back (a restart) */
         unsigned replaced; /* how many times a fresh segment replaced a damaged one */
+        uint64_t memo_epoch_ms; /* what the lock file remembers (0: nothing) */
+        int64_t memo_offset_ns;
 };
 
 /* What a switch publishes. */
@@ -43,6 +45,10 @@ struct shm_publication {
  * another publisher holds the lock, -EINVAL for a bad instance name. */
 int shm_pub_open(const char *dir, const char *instance, int ctl_fd, int ctr_fd,
                  struct shm_pub **ret);
+/* 1 and the offset (ID time ns = CLOCK_MONOTONIC ns + offset) of the last
+ * publisher of this instance in this boot, when it published for this
+ * epoch; kept in the lock file at each switch and each change of offset. */
+int shm_pub_remembered(const struct shm_pub *p, uint64_t epoch_ms, int64_t *ret_offset_ns);
 /* Unmaps and drops the lock; clients keep the segment, valid until its deadline. */
 struct shm_pub *shm_pub_close(struct shm_pub *p);
 /* Tells clients that the daemon is alive (every clock tick). */

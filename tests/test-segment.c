@@ -112,6 +112,44 @@ static void test_publisher_lock_and_adopt(void **state)
         shm_pub_close(b);
 }
 
+/* A restart that gets no segment back (no fd store) finds where ID time
+ * stood in the lock file: for the same epoch, in the same boot, undamaged. */
+static void test_lock_file_remembers_id_time(void **state)
+{
+        (void)state;
+        struct shm_pub *a, *b;
+        int64_t off = 0;
+        assert_int_equal(shm_pub_open(test_dir(), inst, -1, -1, &a), 0);
+        assert_false(shm_pub_remembered(a, 1, &off)); /* a first start: nothing */
+        struct shm_publication p = test_publication(3, 1000, 2000, INT64_C(7000000000));
+        assert_int_equal(shm_pub_switch(a, &p), 0);
+        shm_pub_set_offset(a, INT64_C(6500000000)); /* slewing back */
+        uint64_t epoch = p.layout.epoch_ms;
+        a = shm_pub_close(a); /* as kill -9 leaves it: nothing cleaned up */
+        assert_int_equal(shm_pub_open(test_dir(), inst, -1, -1, &b), 0);
+        assert_false(b->reused);
+        assert_true(shm_pub_remembered(b, epoch, &off));
+        assert_int_equal(off, INT64_C(6500000000));
+        assert_false(shm_pub_remembered(b, epoch + 1, &off)); /* another epoch */
+        b = shm_pub_close(b);
+
+        /* damaged, or from another boot: forgotten */
+        char name[4096];
+        snprintf(name, sizeof(name), "%s/%s.lock", test_dir(), inst);
+        int fd = open(name, O_RDWR | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(pwrite(fd, "X", 1, 0), 1);
+        assert_int_equal(shm_pub_open(test_dir(), inst, -1, -1, &b), 0);
+        assert_false(shm_pub_remembered(b, epoch, &off));
+        assert_int_equal(shm_pub_switch(b, &p), 0); /* written anew */
+        b = shm_pub_close(b);
+        assert_int_equal(pwrite(fd, "x", 1, 8), 1); /* no boot id has this byte */
+        assert_int_equal(shm_pub_open(test_dir(), inst, -1, -1, &b), 0);
+        assert_false(shm_pub_remembered(b, epoch, &off));
+        shm_pub_close(b);
+        close(fd);
+}
+
 /* Adopting what the fd store hands back refuses anything damaged. */
 static void adopt_after(void (*damage)(struct shm_pub *p), int want_reused)
 {
@@ -424,6 +462,7 @@ int main(void)
                 cmocka_unit_test_setup(test_instance_names, setup),
                 cmocka_unit_test_setup(test_absent, setup),
                 cmocka_unit_test_setup(test_publisher_lock_and_adopt, setup),
+                cmocka_unit_test_setup(test_lock_file_remembers_id_time, setup),
                 cmocka_unit_test_setup(test_adopt_refuses_damaged, setup),
                 cmocka_unit_test_setup(test_seals_and_modes, setup),
                 cmocka_unit_test_setup(test_open_errors, setup),

@@ -18,7 +18,7 @@ import urllib.error
 import urllib.request
 
 from harness import (BUILD, CLI, SNOWIDD, Daemon, Etcd, Taker, check_unique_and_increasing, decode,
-                     free_port, http_get, log, metric, run, take, wait_for)
+                     fence, free_port, id_time_now, http_get, log, mark, metric, run, take, wait_for)
 
 LIBSNOWID = os.path.join(BUILD, "libclient", "libsnowid.so.1")
 
@@ -373,6 +373,39 @@ def test_restart_without_fd_store(h):
     d2.stop()
 
 
+def test_restart_ahead_without_fd_store(h):
+    """ID time ahead of the wall clock (a fence far ahead, slewing back), then
+    snowidd killed (-9) and started again without the fd store: the new
+    daemon starts its ID time where the old one stood (the lock file keeps
+    it), so the running client's IDs go on increasing across the move."""
+    etcd = Etcd(h)
+    fence(etcd, "default", "--ahead", "120000", "--window", "3")
+    # every number marked below the fence: a claim starts just above the
+    # fence, not above the floor that the first daemon's marks raise
+    for n in range(1024):
+        etcd.put(f"/snowid/default/hwm/{n}", mark(id_time_now()))
+    args = ["--window", "3", "--renew-interval", "500"]
+    d = Daemon(h, etcd, args=args).start()
+    c = Taker(h, threads=2)
+    wait_for(lambda: c.last_id() is not None, 5, "the client's first IDs")
+    ahead = decode(c.last_id())[0] - id_time_now()
+    assert ahead > 60000, f"ID time only {ahead} ms ahead"
+    w0 = decode(c.last_id())[1]
+    first = decode(c.last_id())[0]
+    wait_for(lambda: decode(c.last_id())[0] > first + 2000, 10,
+             "ID time to move on past where the claim started")
+    d.kill9()
+    d2 = Daemon(h, etcd, name="d2", args=args).start()
+    wait_for(lambda: c.last_id() is not None and decode(c.last_id())[1] != w0, 15,
+             "the running client to move to the new segment")
+    size = os.path.getsize(c.prefix + ".0")
+    wait_for(lambda: os.path.getsize(c.prefix + ".0") > size + 8000, 5, "IDs after the move")
+    c.stop()
+    total = check_unique_and_increasing(c.ids())
+    log(f"restart {ahead / 1000:.0f} s ahead without the fd store: {total} IDs unique and increasing")
+    d2.stop()
+
+
 def test_pod_namespaces(h):
     """A client in its own mount and IPC namespace, a private /dev/shm, and
     only the runtime directory of the host mounted at /run/snowid (its own
@@ -417,4 +450,5 @@ if __name__ == "__main__":
     run([test_handshake_and_seals, test_who_may_take_ids, test_planted_socket,
          test_damaged_counters_replaced, test_stopped_daemon_and_budget,
          test_client_that_never_reads,
-         test_restart_without_fd_store, test_pod_namespaces])
+         test_restart_without_fd_store, test_restart_ahead_without_fd_store,
+         test_pod_namespaces])
