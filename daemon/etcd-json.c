@@ -131,9 +131,11 @@ static const char *plain_text(struct etcd_reply *r, const char *body, size_t len
  * while auth is on in plain text, before etcd itself sees the request. */
 static enum etcd_err http_err(long http, const char *msg, bool json)
 {
+        if (http == 403)
+                return ETCD_ERR_PERMISSION;
         if (http == 200 || !msg)
                 return ETCD_ERR_NONE;
-        if (strstr(msg, "permission denied") || http == 403)
+        if (strstr(msg, "permission denied"))
                 return ETCD_ERR_PERMISSION;
         if (strstr(msg, "authentication failed") || strstr(msg, "user name is empty") ||
             strstr(msg, "authentication is not enabled") || strstr(msg, "user name not found"))
