@@ -126,7 +126,7 @@ void holder_etcd_refused(void *userdata, const struct etcd_problem *p)
         bool changed = news || strcmp(msg, h->etcd_err_message);
         h->etcd_err = p->err;
         memcpy(h->etcd_err_message, msg, sizeof(msg));
-        if (changed) {
+        if (changed && !fatal) { /* for `snowid status`: nothing to show once exited */
                 holder_refusal_file(h);
                 holder_update_status(h);
         }
