@@ -107,7 +107,7 @@ void holder_etcd_refused(void *userdata, const struct etcd_problem *p)
                 hint(h, p->err, why, sizeof(why));
                 log_error("etcd at %s refuses snowidd (%s): %s. To fix: %s. %s", p->endpoint,
                           etcd_err_name(p->err), p->message, why,
-                          fatal  ? "Exiting: retrying cannot help"
+                          fatal           ? "Exiting: retrying cannot help"
                           : h->ready_sent ? "IDs go on until the deadline; trying again, up to "
                                             "30 s apart"
                                           : "Trying the other etcd members");
