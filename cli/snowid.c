@@ -11,6 +11,7 @@
 #include <curl/curl.h>
 
 #include "fence.h"
+#include "handshake.h"
 #include "snowid.h"
 
 #define N_MAX 1000000
@@ -374,6 +375,47 @@ static const char *state_name(int state)
         return state >= 0 && state < 7 ? names[state] : "unknown";
 }
 
+/* How etcd refuses the daemon, if it does: snowidd keeps "class<TAB>message"
+ * in <runtime-dir>/<instance>.etcd-error while it lasts (daemon/refusal.c). */
+static int read_etcd_error(const char *instance, char *cls, size_t cls_size, char *msg,
+                           size_t msg_size)
+{
+        char path[SHM_SOCK_PATH_MAX + 16], line[512];
+        if (!instance)
+                instance = getenv("SNOWID_INSTANCE");
+        if (shm_socket_path(path, sizeof(path), NULL, instance ? instance : "default") < 0)
+                return 0;
+        size_t n = strlen(path);
+        if (n < 5 || strcmp(path + n - 5, ".sock"))
+                return 0;
+        strcpy(path + n - 5, ".etcd-error");
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return 0;
+        char *got = fgets(line, sizeof(line), f);
+        fclose(f);
+        char *tab = got ? strchr(line, '\t') : NULL;
+        if (!tab)
+                return 0;
+        *tab = 0;
+        tab[1 + strcspn(tab + 1, "\n")] = 0;
+        snprintf(cls, cls_size, "%.*s", (int)cls_size - 1, line);
+        snprintf(msg, msg_size, "%.*s", (int)msg_size - 1, tab + 1);
+        return 1;
+}
+
+/* A JSON string of s (printable ASCII, as the daemon writes it). */
+static void print_json_string(const char *s)
+{
+        putchar('"');
+        for (; *s; s++) {
+                if (*s == '"' || *s == '\\')
+                        putchar('\\');
+                putchar((unsigned char)*s < 0x20 ? ' ' : *s);
+        }
+        putchar('"');
+}
+
 static int cmd_status(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -418,22 +460,34 @@ static int cmd_status(int argc, char **argv)
                 return fail(r, "cannot read the status");
         if (rl < 0)
                 snowid_layout_default(&l);
-        char deadline[64];
+        char deadline[64], cls[64], msg[400];
+        int refused = read_etcd_error(instance, cls, sizeof(cls), msg, sizeof(msg));
         format_rfc3339(st.deadline_unix_ms, deadline, sizeof(deadline));
-        if (json)
+        if (json) {
                 printf("{\"worker\":%" PRIu32 ",\"generation\":%" PRIu64 ",\"state\":\"%s\","
                        "\"deadline\":\"%s\",\"headroom_ms\":%" PRId64 ",\"daemon_pid\":%" PRId32
                        ",\"layout\":{\"epoch_ms\":%" PRIu64 ",\"time_bits\":%u,\"worker_bits\":%u,"
-                       "\"seq_bits\":%u}}\n",
+                       "\"seq_bits\":%u},\"etcd_error\":",
                        st.worker, st.generation, state_name(st.state), deadline, st.headroom_ms,
                        st.daemon_pid, l.epoch_ms, l.time_bits, l.worker_bits, l.seq_bits);
-        else
-                printf("worker:      %" PRIu32 "\ngeneration:  %" PRIu64 "%s\nstate:       %s\n"
+                if (refused) {
+                        print_json_string(cls);
+                        printf(",\"etcd_error_message\":");
+                        print_json_string(msg);
+                } else {
+                        printf("null,\"etcd_error_message\":null");
+                }
+                printf("}\n");
+                return 0;
+        }
+        printf("worker:      %" PRIu32 "\ngeneration:  %" PRIu64 "%s\nstate:       %s\n"
                        "deadline:    %s (headroom %" PRId64 " ms)\ndaemon pid:  %" PRId32 "\n"
                        "layout:      epoch %" PRIu64 " ms, %u/%u/%u bits\n",
                        st.worker, st.generation, st.generation & 1 ? " (switching)" : "",
                        state_name(st.state), deadline, st.headroom_ms, st.daemon_pid, l.epoch_ms,
                        l.time_bits, l.worker_bits, l.seq_bits);
+        if (refused)
+                printf("etcd error:  %s: %s\n", cls, msg);
         return 0;
 }
 

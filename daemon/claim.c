@@ -82,8 +82,9 @@ static void on_grant(void *userdata, const struct etcd_reply *r)
         }
         if (!etcd_ok(r) || etcd_int64(r->json, "ID", &id) < 0 ||
             etcd_int64(r->json, "TTL", &ttl) < 0 || id == 0 || ttl <= 0) {
-                log_warning("Cannot get a lease from %s: %s", etcd_endpoint(h->etcd),
-                            r->error ? r->error : "malformed answer");
+                if (r->err == ETCD_ERR_NONE) /* a refusal is said once, by refusal.c */
+                        log_warning("Cannot get a lease from %s: %s", etcd_endpoint(h->etcd),
+                                    r->error ? r->error : "malformed answer");
                 return retry_in(h, next_backoff(h, RETRY_MAX_MS));
         }
         g->lease = id;
@@ -144,8 +145,9 @@ static void on_scan(void *userdata, const struct etcd_reply *r)
         }
         if (!etcd_ok(r) || !json_is_true(json_object_get(r->json, "succeeded")) || same < 0 ||
             rf < 0) {
-                log_warning("Cannot read the worker numbers: %s",
-                            r->error ? r->error : "malformed answer");
+                if (r->err == ETCD_ERR_NONE)
+                        log_warning("Cannot read the worker numbers: %s",
+                                    r->error ? r->error : "malformed answer");
                 return restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
         }
         uint64_t workers = UINT64_C(1) << h->layout.worker_bits;

@@ -173,8 +173,9 @@ static void on_cluster(void *userdata, const struct etcd_reply *r)
         struct cluster_ident c = {0};
         snowid_layout l;
         if (!etcd_ok(r)) {
-                log_warning("Cannot read the cluster's layout from %s: %s", etcd_endpoint(h->etcd),
-                            r->error);
+                if (r->err == ETCD_ERR_NONE) /* a refusal is said once, by refusal.c */
+                        log_warning("Cannot read the cluster's layout from %s: %s",
+                                    etcd_endpoint(h->etcd), r->error);
                 return reread_in(h, REREAD_MS);
         }
         /* [layout, fence, floor, workers/, hwm/] */

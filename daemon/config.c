@@ -2,6 +2,7 @@
 /* Settings: /etc/snowid/snowidd.conf (key = value lines), then flags. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
 #include <pwd.h>
@@ -9,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -19,6 +22,8 @@
 
 #define DEFAULT_CONFIG "/etc/snowid/snowidd.conf"
 #define SLEW_TICK_MS 100 /* the daemon applies slew in ticks of CLOCK_TICK_MS (holder.c) */
+#define ETCD_URL_MAX 1024 /* one endpoint URL; longer is refused, never cut */
+#define SECRET_MAX 1023   /* the line of a password or token file */
 
 enum {
         O_ETCD = 256, O_CLUSTER, O_INSTANCE, O_LEASE_TTL, O_RENEW, O_WINDOW, O_EPOCH, O_TIME_BITS,
@@ -100,7 +105,8 @@ static const char help[] =
 
 static int bad(const char *origin, const char *key, const char *value, const char *why)
 {
-        fprintf(stderr, "snowidd: %s: bad setting %s = '%s': %s\n", origin, key, value, why);
+        fprintf(stderr, "snowidd: %s: bad setting %s = '%.200s'%s: %s\n", origin, key, value,
+                strlen(value) > 200 ? "..." : "", why);
         return EX_CONFIG_;
 }
 
@@ -141,9 +147,9 @@ static int set_etcd(struct settings *s, const char *origin, const char *v)
                         free(copy);
                         return bad(origin, "etcd", v, "each URL starts with http:// or https://");
                 }
-                if (s->n_etcd == ETCD_ENDPOINTS_MAX) {
+                if (s->n_etcd == ETCD_ENDPOINTS_MAX || strlen(tok) > ETCD_URL_MAX) {
                         free(copy);
-                        return bad(origin, "etcd", v, "at most 16 URLs");
+                        return bad(origin, "etcd", v, "at most 16 URLs of at most 1024 bytes each");
                 }
                 s->etcd[s->n_etcd++] = strdup(tok);
         }
@@ -290,6 +296,14 @@ static int load_file(struct settings *s, const char *path, bool must_exist)
         }
         char line[4096], origin[4200];
         int r = 0;
+        struct stat st;
+        /* a directory reads as empty: every default, silently */
+        if (fstat(fileno(f), &st) < 0 || !(S_ISREG(st.st_mode) || (S_ISCHR(st.st_mode) &&
+                                                               st.st_rdev == makedev(1, 3)))) {
+                fprintf(stderr, "snowidd: config %s is not a regular file\n", path);
+                fclose(f);
+                return EX_CONFIG_;
+        }
         for (unsigned n = 1; r == 0 && fgets(line, sizeof(line), f); n++) {
                 snprintf(origin, sizeof(origin), "%s:%u", path, n);
                 if (!strchr(line, '\n') && !feof(f)) {
@@ -333,18 +347,41 @@ static int read_secret(const char *key, const char *path, char **ret)
                 fprintf(stderr, "snowidd: cannot read %s %s: %s\n", key, path, strerror(errno));
                 return EX_CONFIG_;
         }
-        char buf[1024];
+        char buf[SECRET_MAX + 2];
+        errno = 0;
         if (!fgets(buf, sizeof(buf), f))
                 buf[0] = 0;
+        int err = ferror(f) ? errno : 0;
+        bool cut = !strchr(buf, '\n') && fgetc(f) != EOF;
         fclose(f);
         buf[strcspn(buf, "\r\n")] = 0;
-        if (!*buf) {
-                fprintf(stderr, "snowidd: %s %s is empty\n", key, path);
+        if (err || cut || !*buf) {
+                fprintf(stderr, "snowidd: %s %s %s\n", key, path,
+                        err ? strerror(err) : cut ? "has a first line longer than 1023 bytes"
+                                                  : "is empty");
+                memset(buf, 0, sizeof(buf));
                 return EX_CONFIG_;
         }
         *ret = strdup(buf);
         memset(buf, 0, sizeof(buf));
         return 0;
+}
+
+/* A file that libcurl opens later: read now, so that a wrong path is said
+ * at start (and by --check-config), not as a TLS failure. */
+static int check_readable(const char *key, const char *path)
+{
+        char byte;
+        int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) : -2;
+        ssize_t n = fd >= 0 ? read(fd, &byte, 1) : -1;
+        int err = errno;
+        if (fd >= 0)
+                close(fd);
+        if (!path || n > 0)
+                return 0;
+        fprintf(stderr, "snowidd: cannot read %s %s: %s\n", key, path,
+                n == 0 ? "it is empty" : strerror(err));
+        return EX_CONFIG_;
 }
 
 /* One id of an allow list: a number, or a name that must exist. */
@@ -467,6 +504,9 @@ static int check(struct settings *s)
                 fprintf(stderr, "snowidd: etcd-user and etcd-password-file go together\n");
                 return EX_CONFIG_;
         }
+        if (check_readable("etcd-cacert", s->cacert) || check_readable("etcd-cert", s->cert) ||
+            check_readable("etcd-key", s->key))
+                return EX_CONFIG_;
         if (s->password_file && read_secret("etcd-password-file", s->password_file, &s->password))
                 return EX_CONFIG_;
         if (s->http_token_file &&

@@ -4,6 +4,7 @@
  * and the gateway's integers, and an HTTP answer turned into an etcd_reply.
  * The fuzz targets feed these the same way the libcurl client does.
  */
+#include <curl/curl.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -111,6 +112,40 @@ int etcd_int64(const json_t *obj, const char *field, int64_t *ret)
         return 0;
 }
 
+/* The first line of a body that is not JSON (the gateway's own refusals are
+ * plain text), printable, into r->text. */
+static const char *plain_text(struct etcd_reply *r, const char *body, size_t len)
+{
+        size_t n = 0;
+        while (n < len && n < sizeof(r->text) - 1 && body[n] != '\n' && body[n] != '\r') {
+                unsigned char c = (unsigned char)body[n];
+                r->text[n++] = c < 0x20 || c > 0x7e ? '?' : (char)c;
+        }
+        r->text[n] = 0;
+        return n ? r->text : NULL;
+}
+
+/* etcd says why in its message: the gateway turns gRPC's codes into HTTP
+ * statuses (InvalidArgument 400 for a refused password or a missing user,
+ * PermissionDenied 403), and refuses a client certificate with a CommonName
+ * while auth is on in plain text, before etcd itself sees the request. */
+static enum etcd_err http_err(long http, const char *msg, bool json)
+{
+        if (http == 403)
+                return ETCD_ERR_PERMISSION;
+        if (http == 200 || !msg)
+                return ETCD_ERR_NONE;
+        if (strstr(msg, "permission denied"))
+                return ETCD_ERR_PERMISSION;
+        if (strstr(msg, "authentication failed") || strstr(msg, "user name is empty") ||
+            strstr(msg, "authentication is not enabled") || strstr(msg, "user name not found"))
+                return ETCD_ERR_AUTH;
+        if (!json && http >= 400 && http < 500 &&
+            (strstr(msg, "CommonName") || strstr(msg, "certificate")))
+                return ETCD_ERR_CERT;
+        return ETCD_ERR_NONE;
+}
+
 void etcd_reply_parse(struct etcd_reply *r, long http, const char *body, size_t len)
 {
         r->answered = true;
@@ -118,12 +153,54 @@ void etcd_reply_parse(struct etcd_reply *r, long http, const char *body, size_t 
         r->json = body ? json_loadb(body, len, 0, NULL) : NULL;
         if (http != 200) {
                 json_t *m = json_object_get(r->json, "message");
-                r->error = json_is_string(m) ? json_string_value(m) : "etcd answered an error";
+                const char *text = !r->json && body ? plain_text(r, body, len) : NULL;
+                r->error = json_is_string(m) ? json_string_value(m)
+                           : text            ? text
+                                             : "etcd answered an error";
                 /* gRPC's RESOURCE_EXHAUSTED through the gateway: HTTP 429 */
                 r->nospace = json_is_string(m) && strstr(json_string_value(m), "space exceeded");
+                r->err = http_err(http, json_is_string(m) ? json_string_value(m) : text, !text);
         } else if (!r->json || !json_is_object(r->json)) {
                 r->error = "etcd's answer is not a JSON object";
         }
+}
+
+enum etcd_err etcd_curl_err(int curl_code, const char *errbuf)
+{
+        switch (curl_code) {
+        case CURLE_PEER_FAILED_VERIFICATION: /* not signed by etcd-cacert, or the wrong name */
+        case CURLE_SSL_CACERT_BADFILE:
+        case CURLE_SSL_ISSUER_ERROR:
+        case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+        case CURLE_SSL_INVALIDCERTSTATUS:
+                return ETCD_ERR_TLS;
+        case CURLE_SSL_CERTPROBLEM: /* etcd-cert or etcd-key unusable */
+                return ETCD_ERR_CERT;
+        case CURLE_SSL_CONNECT_ERROR:
+        case CURLE_RECV_ERROR:
+        case CURLE_SEND_ERROR:
+                /* etcd's TLS alert about our certificate (missing, or not
+                 * signed by a CA it trusts): with TLS 1.3 it comes after the
+                 * handshake, on the first read.  Other handshake failures may
+                 * be a member going away: an outage. */
+                if (errbuf && strstr(errbuf, "alert") &&
+                    (strstr(errbuf, "certificate") || strstr(errbuf, "unknown ca")))
+                        return ETCD_ERR_CERT;
+                return ETCD_ERR_NONE;
+        default:
+                return ETCD_ERR_NONE;
+        }
+}
+
+const char *etcd_err_name(enum etcd_err err)
+{
+        static const char *const names[ETCD_ERR_MAX_] = {
+                [ETCD_ERR_AUTH] = "etcd-auth",
+                [ETCD_ERR_PERMISSION] = "etcd-permission",
+                [ETCD_ERR_TLS] = "etcd-tls",
+                [ETCD_ERR_CERT] = "etcd-cert",
+        };
+        return err > ETCD_ERR_NONE && err < ETCD_ERR_MAX_ ? names[err] : NULL;
 }
 
 void etcd_history_note(struct etcd_history *hist, int64_t rev_at_send, unsigned gen_at_send,

@@ -14,6 +14,8 @@
 #include "log.h"
 
 #define BODY_MAX (16u << 20) /* an answer larger than this is not one of ours */
+#define HOLD_MIN_MS 1000       /* after a refusal (auth, TLS...), the first wait */
+#define HOLD_MAX_MS 30000
 
 struct request {
         struct etcd *etcd;
@@ -29,6 +31,8 @@ struct request {
         uint64_t tag;
         uint64_t started;
         int64_t rev_at_send; /* the highest kv revision seen when it was sent */
+        unsigned member;     /* the endpoint it was sent to */
+        char errbuf[CURL_ERROR_SIZE]; /* libcurl's own words when it fails */
         unsigned gen_at_send;
         bool is_kv;
         bool is_auth;
@@ -47,6 +51,13 @@ struct etcd {
         struct request *requests;
         struct etcd_stats stats;
         struct etcd_history hist; /* of kv answers */
+        /* a refusal that needs an operator, and the wait it imposes */
+        struct etcd_problem problem;
+        uint32_t problem_members;  /* bit i: endpoint i refused this way */
+        uint64_t hold_until;       /* CLOCK_MONOTONIC usec; 0: no wait */
+        sd_event_source *hold_timer;
+        void (*problem_cb)(void *userdata, const struct etcd_problem *p);
+        void *problem_userdata;
 };
 
 static uint64_t now_usec(void)
@@ -220,6 +231,7 @@ struct etcd *etcd_free(struct etcd *e)
                 curl_multi_cleanup(e->multi);
         }
         sd_event_source_disable_unref(e->timer);
+        sd_event_source_disable_unref(e->hold_timer);
         sd_event_unref(e->event);
         free(e->token);
         free(e);
@@ -252,10 +264,105 @@ void etcd_history_reset(struct etcd *e)
         e->hist = (struct etcd_history){.gen = e->hist.gen + 1};
 }
 
+/* ---- refusals: a setting is wrong, so retrying soon cannot help ---- */
+
+static void fail_request(struct request *q, const struct etcd_reply *why);
+
+/* Sends what waited for the end of a hold (or for a token); what cannot be
+ * sent fails. */
+static void release_parked(struct etcd *e)
+{
+        for (struct request *q = e->requests, *next; q; q = next) {
+                next = q->next;
+                if (q->easy || q->is_auth)
+                        continue;
+                if (send_request(e, q) < 0) {
+                        struct etcd_reply fail = {.error = "cannot send the request"};
+                        fail_request(q, &fail);
+                }
+        }
+}
+
+static int on_hold_over(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        (void)s;
+        (void)usec;
+        release_parked(userdata);
+        return 0;
+}
+
+/* Whether q waits: a refusal holds back every request it concerns (all of
+ * them, except for permissions: lease calls are not checked against roles,
+ * and keepalives keep the number while an operator fixes the roles). */
+static bool held(const struct etcd *e, const struct request *q)
+{
+        return e->hold_until && now_usec() < e->hold_until && !q->is_auth &&
+               (e->problem.err != ETCD_ERR_PERMISSION || q->is_kv);
+}
+
+static void problem_seen(struct etcd *e, const struct request *q, const struct etcd_reply *r)
+{
+        struct etcd_problem *p = &e->problem;
+        uint64_t now = now_usec();
+        if (p->err != r->err) {
+                e->problem_members = 0;
+                p->in_row = 0;
+        }
+        p->err = r->err;
+        p->in_row++;
+        e->problem_members |= UINT32_C(1) << q->member;
+        p->members = (unsigned)__builtin_popcount(e->problem_members);
+        p->endpoint = e->cfg->etcd[q->member];
+        snprintf(p->message, sizeof(p->message), "%s", r->error ? r->error : "no reason given");
+        if (now >= e->hold_until) {
+                /* a new round of tries: wait longer (requests already in
+                 * flight fail within the same round) */
+                p->hold_ms = p->hold_ms ? p->hold_ms * 2 : HOLD_MIN_MS;
+                if (p->hold_ms > HOLD_MAX_MS)
+                        p->hold_ms = HOLD_MAX_MS;
+                e->hold_until = now + (uint64_t)p->hold_ms * 1000;
+                if (!e->hold_timer) {
+                        if (sd_event_add_time(e->event, &e->hold_timer, CLOCK_MONOTONIC,
+                                              e->hold_until, 1000, on_hold_over, e) >= 0)
+                                sd_event_source_set_description(e->hold_timer, "etcd-hold");
+                } else {
+                        sd_event_source_set_time(e->hold_timer, e->hold_until);
+                        sd_event_source_set_enabled(e->hold_timer, SD_EVENT_ONESHOT);
+                }
+        }
+        if (e->problem_cb)
+                e->problem_cb(e->problem_userdata, p);
+}
+
+/* A request of the kind the refusal concerned went through. */
+static void problem_cleared(struct etcd *e, const struct request *q)
+{
+        if (e->problem.err == ETCD_ERR_NONE ||
+            (e->problem.err == ETCD_ERR_PERMISSION && !q->is_kv))
+                return;
+        e->problem = (struct etcd_problem){0};
+        e->problem_members = 0;
+        e->hold_until = 0;
+        if (e->hold_timer)
+                sd_event_source_set_enabled(e->hold_timer, SD_EVENT_OFF);
+        if (e->problem_cb)
+                e->problem_cb(e->problem_userdata, &e->problem);
+        release_parked(e);
+}
+
+void etcd_on_problem(struct etcd *e, void (*cb)(void *userdata, const struct etcd_problem *p),
+                     void *userdata)
+{
+        e->problem_cb = cb;
+        e->problem_userdata = userdata;
+}
+
+/* ---- requests ---- */
+
 static void finish(struct request *q, CURLcode result)
 {
         struct etcd *e = q->etcd;
-        struct etcd_reply r = {.tag = q->tag, .usec = now_usec() - q->started};
+        struct etcd_reply r = {.tag = q->tag, .usec = now_usec() - q->started, .kv = q->is_kv};
 
         e->in_flight--;
         if (result == CURLE_OK) {
@@ -267,11 +374,20 @@ static void finish(struct request *q, CURLcode result)
                 if (q->is_kv && etcd_ok(&r))
                         etcd_history_note(&e->hist, q->rev_at_send, q->gen_at_send, &r);
         } else {
-                r.error = q->too_big ? "etcd's answer is too large" : curl_easy_strerror(result);
+                r.err = etcd_curl_err(result, q->errbuf);
+                r.error = q->too_big     ? "etcd's answer is too large"
+                          : q->errbuf[0] ? q->errbuf
+                                         : curl_easy_strerror(result);
         }
         account(e, r.usec, etcd_ok(&r));
-        if (!r.answered || r.http >= 500)
+        /* a member whose certificate fails, or that refuses ours, may be
+         * the only one set up wrong */
+        if (!r.answered || r.http >= 500 || r.err == ETCD_ERR_TLS || r.err == ETCD_ERR_CERT)
                 rotate(e); /* try another member next time */
+        if (r.err != ETCD_ERR_NONE)
+                problem_seen(e, q, &r);
+        else if (etcd_ok(&r))
+                problem_cleared(e, q);
         if (r.answered && r.http == 401 && e->token && !q->is_auth) {
                 /* the token expired: authenticate again, then resend this one */
                 free(e->token);
@@ -288,10 +404,8 @@ static void finish(struct request *q, CURLcode result)
                 q->answer_len = 0;
                 e->in_flight++;
                 if (send_request(e, again) < 0) {
-                        struct etcd_reply fail = {.tag = q->tag, .error = "cannot resend"};
-                        e->in_flight--;
-                        q->cb(q->userdata, &fail);
-                        request_free(q);
+                        struct etcd_reply fail = {.error = "cannot resend"};
+                        fail_request(q, &fail);
                 }
                 return;
         }
@@ -305,27 +419,56 @@ static void finish(struct request *q, CURLcode result)
 
 static int start_auth(struct etcd *e);
 
+/* Fails a request that never got (or never will get) its own answer. */
+static void fail_request(struct request *q, const struct etcd_reply *why)
+{
+        struct etcd_reply fail = *why;
+        fail.tag = q->tag;
+        fail.json = NULL;
+        fail.kv = q->is_kv;
+        fail.usec = 0;
+        q->etcd->in_flight--;
+        q->cb(q->userdata, &fail);
+        request_free(q);
+}
+
 static int send_request(struct etcd *e, struct request *q)
 {
         const struct settings *cfg = e->cfg;
-        char url[2048];
+        char *url = NULL, *auth = NULL;
 
+        if (held(e, q)) {
+                /* parked until the hold is over; on_hold_over() sends it */
+                q->easy = NULL;
+                return 0;
+        }
         if (cfg->user && !e->token && !q->is_auth) {
                 /* parked until authenticate answers; auth_done() sends it */
                 q->easy = NULL;
                 return e->authenticating ? 0 : start_auth(e);
         }
-        snprintf(url, sizeof(url), "%s%s", cfg->etcd[e->cur], q->path);
-        q->easy = curl_easy_init();
-        if (!q->easy)
+        /* built to size: a URL or token is never cut short */
+        if (asprintf(&url, "%s%s", cfg->etcd[e->cur], q->path) < 0)
                 return -ENOMEM;
-        q->headers = curl_slist_append(NULL, "Content-Type: application/json");
-        if (e->token && !q->is_auth) {
-                char h[1100];
-                snprintf(h, sizeof(h), "Authorization: %s", e->token);
-                q->headers = curl_slist_append(q->headers, h);
+        if (e->token && !q->is_auth && asprintf(&auth, "Authorization: %s", e->token) < 0) {
+                free(url);
+                return -ENOMEM;
         }
-        curl_easy_setopt(q->easy, CURLOPT_URL, url);
+        q->member = e->cur;
+        q->errbuf[0] = 0;
+        q->easy = curl_easy_init();
+        if (!q->easy) {
+                free(url);
+                free(auth);
+                return -ENOMEM;
+        }
+        q->headers = curl_slist_append(NULL, "Content-Type: application/json");
+        if (auth)
+                q->headers = curl_slist_append(q->headers, auth);
+        free(auth);
+        curl_easy_setopt(q->easy, CURLOPT_URL, url); /* copied by libcurl */
+        free(url);
+        curl_easy_setopt(q->easy, CURLOPT_ERRORBUFFER, q->errbuf);
         curl_easy_setopt(q->easy, CURLOPT_PRIVATE, q);
         curl_easy_setopt(q->easy, CURLOPT_POSTFIELDS, q->body);
         curl_easy_setopt(q->easy, CURLOPT_HTTPHEADER, q->headers);
@@ -356,21 +499,24 @@ static void auth_done(struct etcd *e, const struct etcd_reply *r)
         if (etcd_ok(r) && json_is_string(t)) {
                 free(e->token);
                 e->token = strdup(json_string_value(t));
-        } else {
-                log_warning("etcd authentication as '%s' failed: %s", e->cfg->user,
-                            r->error ? r->error : "no token in the answer");
+        } else if (r->err == ETCD_ERR_NONE) {
+                log_debug("etcd authentication as '%s' failed: %s", e->cfg->user,
+                          r->error ? r->error : "no token in the answer");
         }
-        /* send, or fail, every request parked behind authentication */
+        /* send, or fail, every request parked behind authentication: a
+         * refusal is theirs too (the holder says it once) */
         for (struct request *q = e->requests, *next; q; q = next) {
                 next = q->next;
                 if (q->easy || q->is_auth)
                         continue;
-                if (!e->token || send_request(e, q) < 0) {
-                        struct etcd_reply fail = {.tag = q->tag,
-                                                  .error = "etcd authentication failed"};
-                        e->in_flight--;
-                        q->cb(q->userdata, &fail);
-                        request_free(q);
+                if (!e->token) {
+                        struct etcd_reply fail = *r;
+                        if (!fail.error)
+                                fail.error = "no token in etcd's answer to authenticate";
+                        fail_request(q, &fail);
+                } else if (send_request(e, q) < 0) {
+                        struct etcd_reply fail = {.error = "cannot send the request"};
+                        fail_request(q, &fail);
                 }
         }
 }

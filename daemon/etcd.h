@@ -15,6 +15,18 @@
 
 struct etcd;
 
+/* A failure that retrying cannot mend: a setting (or etcd's users and roles)
+ * is wrong.  Anything else (no answer, a 5xx, a timeout) is an outage, and
+ * is retried quietly.  docs/etcd.md says what each means. */
+enum etcd_err {
+        ETCD_ERR_NONE,
+        ETCD_ERR_AUTH,       /* etcd refused the user or password, or wants a user */
+        ETCD_ERR_PERMISSION, /* the user has no role on the cluster's keys */
+        ETCD_ERR_TLS,        /* etcd's certificate failed verification */
+        ETCD_ERR_CERT,       /* etcd (or its gateway) refused our client certificate */
+        ETCD_ERR_MAX_,
+};
+
 struct etcd_reply {
         bool answered;   /* an HTTP answer came (any status) */
         long http;       /* its status, 0 if none */
@@ -32,6 +44,9 @@ struct etcd_reply {
         bool went_back;
         /* etcd refused a write because its store is full (NOSPACE alarm) */
         bool nospace;
+        enum etcd_err err;
+        bool kv;         /* a /v3/kv/ request: the only ones etcd checks roles on */
+        char text[160];  /* a plain-text error body, as etcd said it (r->error) */
 };
 
 static inline bool etcd_ok(const struct etcd_reply *r)
@@ -77,6 +92,27 @@ const struct etcd_stats *etcd_stats(const struct etcd *e);
  * short error unless it is a 200 with a JSON object.  r->tag and r->usec are
  * left as they are; the caller frees r->json. */
 void etcd_reply_parse(struct etcd_reply *r, long http, const char *body, size_t len);
+/* The class of a transfer that got no answer: libcurl's code and the text
+ * of its CURLOPT_ERRORBUFFER. */
+enum etcd_err etcd_curl_err(int curl_code, const char *errbuf);
+/* "etcd-auth", "etcd-permission", "etcd-tls", "etcd-cert"; NULL for none. */
+const char *etcd_err_name(enum etcd_err err);
+
+/* The last failure of a class above, kept until a request of its kind goes
+ * through (for the permission class, a kv request: lease calls are not
+ * checked against roles). */
+struct etcd_problem {
+        enum etcd_err err;   /* ETCD_ERR_NONE: cleared */
+        char message[256];   /* etcd's or TLS's own words */
+        const char *endpoint;
+        unsigned in_row;     /* failures of this class in a row */
+        unsigned members;    /* how many endpoints refused this way */
+        unsigned hold_ms;    /* requests it concerns wait this long before the next try */
+};
+/* cb runs after every failure of a class above and once when it clears,
+ * before the callback of the request concerned. */
+void etcd_on_problem(struct etcd *e, void (*cb)(void *userdata, const struct etcd_problem *p),
+                     void *userdata);
 
 /* Base64, as the gateway wants it: standard alphabet with padding. */
 char *b64_encode(const void *data, size_t len);

@@ -110,6 +110,8 @@ struct holding *by_tag(struct holder *h, uint64_t tag)
 
 void note_etcd(struct holder *h, const struct etcd_reply *r)
 {
+        if (r->err != ETCD_ERR_NONE)
+                return; /* etcd is there, refusing us: refusal.c says why */
         bool ok = r->answered && r->http < 500;
         if (ok != h->etcd_reachable)
                 log_notice("etcd is %s", ok ? "reachable again" : "unreachable");
@@ -573,9 +575,14 @@ static int on_setclock(sd_event_source *s, int fd, uint32_t revents, void *userd
 
 void holder_update_status(struct holder *h)
 {
-        char buf[256];
+        char buf[512], etcd[320];
         if (h->on_change)
                 h->on_change(h, h->on_change_userdata);
+        if (h->etcd_err != ETCD_ERR_NONE)
+                snprintf(etcd, sizeof(etcd), "refused (%s: %s)", etcd_err_name(h->etcd_err),
+                         h->etcd_err_message);
+        else
+                snprintf(etcd, sizeof(etcd), "%s", h->etcd_reachable ? "reachable" : "unreachable");
         int64_t headroom = h->cur.state == H_NONE
                                    ? 0
                                    : (int64_t)READ_ONCE(h->pub->ctl->deadline) -
@@ -583,14 +590,14 @@ void holder_update_status(struct holder *h)
         if (h->cur.state == H_HELD)
                 snprintf(buf, sizeof(buf), "STATUS=worker %" PRId32 ", headroom %" PRId64
                          " ms, etcd %s", h->cur.worker, headroom,
-                         h->etcd_reachable ? "reachable" : "unreachable");
+                         etcd);
         else if (h->cur.state == H_LOST)
                 snprintf(buf, sizeof(buf), "STATUS=lost worker %" PRId32 ", headroom %" PRId64
                          " ms, claiming another; etcd %s", h->cur.worker, headroom,
-                         h->etcd_reachable ? "reachable" : "unreachable");
+                         etcd);
         else
                 snprintf(buf, sizeof(buf), "STATUS=claiming a worker number; etcd %s",
-                         h->etcd_reachable ? "reachable" : "unreachable");
+                         etcd);
         sd_notify(0, buf);
 }
 
@@ -621,6 +628,8 @@ int holder_start(struct holder *h, sd_event *event, const struct settings *cfg,
         int r = etcd_new(event, cfg, &h->etcd);
         if (r < 0)
                 return r;
+        etcd_on_problem(h->etcd, holder_etcd_refused, h);
+        holder_refusal_file(h); /* an earlier daemon's is stale */
         r = sd_event_add_time_relative(event, &h->renew_timer, CLOCK_MONOTONIC,
                                        (uint64_t)cfg->renew_ms * 1000, 1000, on_renew_timer, h);
         if (r >= 0)

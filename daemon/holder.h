@@ -85,6 +85,7 @@ struct holder_stats {
         uint64_t marks_raised, fences_adopted, restores_seen;
         uint64_t segments_replaced;
         uint64_t etcd_full_seen;
+        uint64_t etcd_refusals; /* times etcd began refusing (auth, roles, TLS) */
 };
 
 struct holder {
@@ -94,6 +95,8 @@ struct holder {
         struct shm_pub *pub;
         unsigned pub_replaced; /* pub->replaced when last seen */
         bool etcd_full;        /* etcd refuses writes: its NOSPACE alarm is raised */
+        enum etcd_err etcd_err; /* etcd refuses us: a setting is wrong (refusal.c) */
+        char etcd_err_message[256];
         bool alarm_busy;       /* an alarm list request is in flight */
         snowid_layout layout;
         bool layout_ready;
@@ -141,6 +144,10 @@ void note_etcd(struct holder *h, const struct etcd_reply *r);
 /* etcd full or not (its NOSPACE alarm): said once, on every report. */
 void holder_etcd_full(struct holder *h, bool full, const char *member);
 void check_alarms(struct holder *h);
+/* refusal.c: etcd refuses snowidd (auth, roles, TLS): said once, fatal
+ * before READY, else reported until it clears. */
+void holder_etcd_refused(void *userdata, const struct etcd_problem *p);
+void holder_refusal_file(const struct holder *h);
 struct holding *acquiring(struct holder *h, const struct etcd_reply *r, enum hstate want);
 int read_back(const struct holding *g, const json_t *root, bool *ret_ours, uint64_t *ret_mark);
 void publish(struct holder *h);

@@ -308,6 +308,11 @@ static enum MHD_Result status(struct http_server *srv, struct MHD_Connection *c)
                 "deadline", deadline, "headroom_ms", (json_int_t)st.headroom_ms,
                 "etcd_reachable", s->etcd_reachable, "halted", s->halted ? s->halted : "no", "uptime_s",
                 (json_int_t)((mono_ms() - s->mono_started_ms) / 1000));
+        /* how etcd refuses us, if it does: class and its own words */
+        json_object_set_new(j, "etcd_error", s->etcd_error ? json_string(s->etcd_error) : json_null());
+        json_object_set_new(j, "etcd_error_message", s->etcd_error
+                                                           ? json_string(s->etcd_error_message)
+                                                           : json_null());
         rcu_read_unlock();
         return reply_json(srv, c, 200, j, NULL, NULL);
 }
@@ -321,6 +326,11 @@ static enum MHD_Result healthz(struct http_server *srv, struct MHD_Connection *c
         rcu_read_lock();
         const char *halted = rcu_dereference(srv->snap)->halted;
         bool full = rcu_dereference(srv->snap)->etcd_full;
+        const char *refused = rcu_dereference(srv->snap)->etcd_error;
+        if (refused) /* the message lives in the snapshot: copied inside the section */
+                snprintf(why, sizeof(why), "%s: etcd refuses snowidd: %.160s (the log says "
+                         "what to check)",
+                         refused, rcu_dereference(srv->snap)->etcd_error_message);
         rcu_read_unlock();
         if (halted && strcmp(halted, "checking")) {
                 /* a static string: safe past the read-side section */
@@ -340,6 +350,8 @@ static enum MHD_Result healthz(struct http_server *srv, struct MHD_Connection *c
                          st.headroom_ms);
                 return fail(srv, c, 503, why);
         }
+        if (refused)
+                return fail(srv, c, 503, why);
         if (st.generation & 1)
                 return fail(srv, c, 503, "no worker number published yet, or a switch is under way");
         if (st.headroom_ms < 1000) {

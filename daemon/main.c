@@ -50,6 +50,9 @@ static void on_holder_change(struct holder *h, void *userdata)
                         .etcd = *etcd_stats(h->etcd),
                         .handshakes = app->serve ? *serve_stats(app->serve) : (struct serve_stats){0},
                 };
+                snprintf(snap->etcd_error_message, sizeof(snap->etcd_error_message), "%s",
+                         h->etcd_err_message);
+                snap->etcd_error = etcd_err_name(h->etcd_err);
                 http_publish(app->http, snap);
         }
 }

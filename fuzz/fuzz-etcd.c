@@ -39,6 +39,8 @@ struct etcd {
         unsigned in_flight;
         struct etcd_stats stats;
         struct etcd_history hist;
+        void (*problem_cb)(void *userdata, const struct etcd_problem *p);
+        void *problem_userdata;
 };
 
 int etcd_new(sd_event *event, const struct settings *cfg, struct etcd **ret)
@@ -107,6 +109,13 @@ const struct etcd_stats *etcd_stats(const struct etcd *e)
         return &e->stats;
 }
 
+void etcd_on_problem(struct etcd *e, void (*cb)(void *userdata, const struct etcd_problem *p),
+                     void *userdata)
+{
+        e->problem_cb = cb;
+        e->problem_userdata = userdata;
+}
+
 static struct settings cfg;
 static struct shm_pub *pub;
 
@@ -154,6 +163,13 @@ static bool answer(struct etcd *e, const char *part, size_t len)
                 etcd_reply_parse(&r, http, part, len);
                 if (c->is_kv && etcd_ok(&r))
                         etcd_history_note(&e->hist, c->rev_at_send, c->gen_at_send, &r);
+        }
+        /* a refusal (auth, roles, a certificate), as the real client reports it */
+        if (r.err != ETCD_ERR_NONE && e->problem_cb) {
+                struct etcd_problem p = {.err = r.err, .endpoint = "http://fuzz:2379",
+                                         .in_row = 1, .members = 1};
+                snprintf(p.message, sizeof(p.message), "%s", r.error);
+                e->problem_cb(e->problem_userdata, &p);
         }
         c->cb(c->userdata, &r);
         json_decref(r.json);

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How the daemon classes etcd's refusals (daemon/etcd-json.c): answers as
+ * etcd 3.4's gateway sends them (the bodies were taken from a real etcd with
+ * auth and TLS on), and libcurl's codes with the text of its error buffer.
+ * A refusal names a setting to fix; everything else is an outage.
+ */
+#include <curl/curl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "etcd.h"
+
+struct answer {
+        long http;
+        const char *body;
+        enum etcd_err want;
+        const char *error; /* what r.error must say; NULL: not checked */
+};
+
+#define JSON_ERR(msg, code) "{\"error\":\"" msg "\",\"message\":\"" msg "\",\"code\":" #code "}"
+
+static const struct answer answers[] = {
+        /* refusals */
+        {400, JSON_ERR("etcdserver: authentication failed, invalid user ID or password", 3),
+         ETCD_ERR_AUTH, "etcdserver: authentication failed, invalid user ID or password"},
+        {400, JSON_ERR("etcdserver: user name is empty", 3), ETCD_ERR_AUTH,
+         "etcdserver: user name is empty"},
+        {412, JSON_ERR("etcdserver: authentication is not enabled", 9), ETCD_ERR_AUTH, NULL},
+        {403, JSON_ERR("etcdserver: permission denied", 7), ETCD_ERR_PERMISSION,
+         "etcdserver: permission denied"},
+        {403, "{}", ETCD_ERR_PERMISSION, "etcd answered an error"},
+        {400, "CommonName of client sending a request against gateway will be ignored and not "
+              "used as expected\n",
+         ETCD_ERR_CERT,
+         "CommonName of client sending a request against gateway will be ignored and not used "
+         "as expected"},
+        /* outages, and errors a retry or a new token mends */
+        {401, JSON_ERR("etcdserver: invalid auth token", 16), ETCD_ERR_NONE, NULL},
+        {503, JSON_ERR("etcdserver: no leader", 14), ETCD_ERR_NONE, "etcdserver: no leader"},
+        {503, "{\"error\":{\"grpc_code\":14,\"http_code\":503,\"message\":\"etcdserver: no "
+              "leader\",\"http_status\":\"Service Unavailable\"}}",
+         ETCD_ERR_NONE, "etcd answered an error"},
+        {500, JSON_ERR("context deadline exceeded", 2), ETCD_ERR_NONE, NULL},
+        {429, JSON_ERR("etcdserver: mvcc: database space exceeded", 8), ETCD_ERR_NONE, NULL},
+        {400, JSON_ERR("illegal base64 data at input byte 0", 3), ETCD_ERR_NONE, NULL},
+        {404, JSON_ERR("etcdserver: requested lease not found", 5), ETCD_ERR_NONE, NULL},
+        {404, "404 page not found\n", ETCD_ERR_NONE, "404 page not found"},
+        {502, "<html>bad gateway: no certificate</html>", ETCD_ERR_NONE, NULL},
+        {200, "{\"header\":{\"revision\":\"1\"}}", ETCD_ERR_NONE, NULL},
+        {200, "certificate", ETCD_ERR_NONE, "etcd's answer is not a JSON object"},
+};
+
+static void test_answers(void **state)
+{
+        (void)state;
+        for (size_t i = 0; i < sizeof(answers) / sizeof(*answers); i++) {
+                const struct answer *a = &answers[i];
+                struct etcd_reply r = {0};
+                etcd_reply_parse(&r, a->http, a->body, strlen(a->body));
+                if (r.err != a->want)
+                        fail_msg("answer %zu (%ld %s): class %d, not %d", i, a->http, a->body,
+                                 r.err, a->want);
+                if (a->error)
+                        assert_string_equal(r.error, a->error);
+                if (a->http != 200)
+                        assert_non_null(r.error);
+                assert_true(r.answered);
+                json_decref(r.json);
+        }
+}
+
+/* A plain-text refusal is kept in the reply, one printable line, cut to fit. */
+static void test_plain_text(void **state)
+{
+        char body[600];
+        struct etcd_reply r = {0};
+        (void)state;
+        memset(body, 'x', sizeof(body));
+        memcpy(body, "CommonName\x01\x7f", 12);
+        etcd_reply_parse(&r, 400, body, sizeof(body));
+        assert_int_equal(r.err, ETCD_ERR_CERT);
+        assert_ptr_equal(r.error, r.text);
+        assert_int_equal(strlen(r.text), sizeof(r.text) - 1);
+        assert_memory_equal(r.text, "CommonName??xx", 14);
+        assert_null(r.json);
+
+        memset(&r, 0, sizeof(r));
+        etcd_reply_parse(&r, 400, "first\r\nCommonName", 17);
+        assert_string_equal(r.error, "first");
+        assert_int_equal(r.err, ETCD_ERR_NONE); /* only the first line counts */
+
+        memset(&r, 0, sizeof(r));
+        etcd_reply_parse(&r, 400, NULL, 0);
+        assert_string_equal(r.error, "etcd answered an error");
+        assert_int_equal(r.err, ETCD_ERR_NONE);
+}
+
+static void test_curl(void **state)
+{
+        (void)state;
+        static const struct {
+                int code;
+                const char *errbuf;
+                enum etcd_err want;
+        } cases[] = {
+                {CURLE_PEER_FAILED_VERIFICATION,
+                 "SSL certificate problem: unable to get local issuer certificate", ETCD_ERR_TLS},
+                {CURLE_PEER_FAILED_VERIFICATION,
+                 "SSL: no alternative certificate subject name matches target host name "
+                 "'localhost'",
+                 ETCD_ERR_TLS},
+                {CURLE_SSL_CACERT_BADFILE, "error setting certificate file: /x", ETCD_ERR_TLS},
+                {CURLE_SSL_CERTPROBLEM, "unable to set private key file: 'k.pem' type PEM",
+                 ETCD_ERR_CERT},
+                {CURLE_RECV_ERROR,
+                 "OpenSSL SSL_read: OpenSSL/3.0.19: error:0A000412:SSL routines::sslv3 alert "
+                 "bad certificate, errno 0",
+                 ETCD_ERR_CERT},
+                {CURLE_SSL_CONNECT_ERROR,
+                 "OpenSSL/3.0.19: error:0A00045C:SSL routines::tlsv13 alert certificate required",
+                 ETCD_ERR_CERT},
+                {CURLE_SSL_CONNECT_ERROR, "OpenSSL/3.0.19: error:0A000418:SSL routines::tlsv1 "
+                                          "alert unknown ca",
+                 ETCD_ERR_CERT},
+                /* a member going away mid-handshake, or never there */
+                {CURLE_SSL_CONNECT_ERROR,
+                 "OpenSSL SSL_connect: SSL_ERROR_SYSCALL in connection to 127.0.0.1:2379",
+                 ETCD_ERR_NONE},
+                {CURLE_RECV_ERROR, "Recv failure: Connection reset by peer", ETCD_ERR_NONE},
+                {CURLE_RECV_ERROR, NULL, ETCD_ERR_NONE},
+                {CURLE_COULDNT_CONNECT, "Failed to connect to 127.0.0.1 port 2379",
+                 ETCD_ERR_NONE},
+                {CURLE_OPERATION_TIMEDOUT, "Operation timed out after 2000 milliseconds",
+                 ETCD_ERR_NONE},
+                {CURLE_GOT_NOTHING, "Empty reply from server", ETCD_ERR_NONE},
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
+                if (etcd_curl_err(cases[i].code, cases[i].errbuf) != cases[i].want)
+                        fail_msg("curl %d '%s': not class %d", cases[i].code,
+                                 cases[i].errbuf ? cases[i].errbuf : "(null)", cases[i].want);
+}
+
+static void test_names(void **state)
+{
+        (void)state;
+        assert_null(etcd_err_name(ETCD_ERR_NONE));
+        assert_string_equal(etcd_err_name(ETCD_ERR_AUTH), "etcd-auth");
+        assert_string_equal(etcd_err_name(ETCD_ERR_PERMISSION), "etcd-permission");
+        assert_string_equal(etcd_err_name(ETCD_ERR_TLS), "etcd-tls");
+        assert_string_equal(etcd_err_name(ETCD_ERR_CERT), "etcd-cert");
+        assert_null(etcd_err_name(ETCD_ERR_MAX_));
+        assert_null(etcd_err_name((enum etcd_err)-1));
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_answers),
+                cmocka_unit_test(test_plain_text),
+                cmocka_unit_test(test_curl),
+                cmocka_unit_test(test_names),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
