@@ -245,8 +245,15 @@ static void on_cluster(void *userdata, const struct etcd_reply *r)
                 cluster_halt(h, HALT_RESTORED);
                 goto retry;
         }
-        /* once, before the first claim */
-        if (!h->layout_ready && region_check(h, r, 5, l.worker_bits, lk.create_revision) <= 0)
+        /* once, before the first claim; a layout other than the one given
+         * is refused first (holder_layout_read), with nothing recorded */
+        bool given_differs = h->cfg->layout_given &&
+                             (l.epoch_ms != h->cfg->layout.epoch_ms ||
+                              l.time_bits != h->cfg->layout.time_bits ||
+                              l.worker_bits != h->cfg->layout.worker_bits ||
+                              l.seq_bits != h->cfg->layout.seq_bits);
+        if (!h->layout_ready && !given_differs &&
+            region_check(h, r, 5, l.worker_bits, lk.create_revision) <= 0)
                 goto out;
         holder_layout_read(h, &l, &c);
         goto out;

@@ -87,6 +87,13 @@ def test_two_regions(h):
     assert st == 200, body
     j = json.loads(body)
     assert j["worker_range"] == {"from": 0, "to": 3} and j["region"] == "eu", j
+    # docs/regions.md step 3: each region's record copied into the other's
+    # etcd; a daemon of us configured into eu's numbers is then refused
+    eu_rec = eu_etcd.get(f"/snowid/{CLUSTER}/ranges/eu")[0]
+    us_etcd.put(f"/snowid/{CLUSTER}/ranges/eu", eu_rec)
+    refused(region_daemon(h, us_etcd, "us-bad", "us", "3-5"), "overlaps 0-3 recorded by "
+            "region 'eu'")
+    assert record(us_etcd, "us") == {"from": 4, "to": 7}
     # snowid fence raises the floor past every mark, numbers outside this
     # region's range included (a mark of number 9 left 2 minutes ahead)
     ahead = id_time_now() + 120000
