@@ -37,8 +37,8 @@ static void on_record(void *userdata, const struct etcd_reply *r)
                 return cluster_read_in(h, 1000);
         }
         if (json_is_true(json_object_get(r->json, "succeeded")))
-                log_notice("Recorded region '%s''s worker range at %sranges/%s", h->cfg->region,
-                           h->prefix, h->cfg->region);
+                log_notice("Recorded the worker range of region '%s' at %sranges/%s",
+                           h->cfg->region, h->prefix, h->cfg->region);
         /* read again either way: a record written meanwhile is checked too */
         cluster_read_in(h, 0);
 }
