@@ -431,7 +431,8 @@ static int cmd_status(int argc, char **argv)
                 case 'h':
                         printf("Usage: snowid status [--instance NAME] [--json]\n\n"
                                "Shows the segment that snowidd publishes: worker, generation, "
-                               "lease state,\ndeadline and its headroom, layout, daemon pid.\n");
+                               "lease state,\ndeadline and its headroom, layout, daemon pid, the "
+                               "worker range it\nclaims in.\n");
                         return 0;
                 case 'i':
                         instance = optarg;
@@ -455,21 +456,30 @@ static int cmd_status(int argc, char **argv)
         }
         r = snowid_get_status(s, &st);
         int rl = snowid_get_layout(s, &l);
+        uint32_t from, to;
+        int rr = snowid_get_worker_range(s, &from, &to);
         snowid_close(s);
         if (r < 0)
                 return fail(r, "cannot read the status");
         if (rl < 0)
                 snowid_layout_default(&l);
-        char deadline[64], cls[64], msg[400];
+        char deadline[64], range[48], cls[64], msg[400];
         int refused = read_etcd_error(instance, cls, sizeof(cls), msg, sizeof(msg));
         format_rfc3339(st.deadline_unix_ms, deadline, sizeof(deadline));
+        /* a daemon before worker ranges, or one still reading the layout */
+        if (rr < 0)
+                snprintf(range, sizeof(range), json ? "null" : "unknown");
+        else
+                snprintf(range, sizeof(range), json ? "{\"from\":%" PRIu32 ",\"to\":%" PRIu32 "}"
+                                                    : "%" PRIu32 "-%" PRIu32,
+                         from, to);
         if (json) {
                 printf("{\"worker\":%" PRIu32 ",\"generation\":%" PRIu64 ",\"state\":\"%s\","
                        "\"deadline\":\"%s\",\"headroom_ms\":%" PRId64 ",\"daemon_pid\":%" PRId32
                        ",\"layout\":{\"epoch_ms\":%" PRIu64 ",\"time_bits\":%u,\"worker_bits\":%u,"
-                       "\"seq_bits\":%u},\"etcd_error\":",
+                       "\"seq_bits\":%u},\"worker_range\":%s,\"etcd_error\":",
                        st.worker, st.generation, state_name(st.state), deadline, st.headroom_ms,
-                       st.daemon_pid, l.epoch_ms, l.time_bits, l.worker_bits, l.seq_bits);
+                       st.daemon_pid, l.epoch_ms, l.time_bits, l.worker_bits, l.seq_bits, range);
                 if (refused) {
                         print_json_string(cls);
                         printf(",\"etcd_error_message\":");
@@ -482,10 +492,11 @@ static int cmd_status(int argc, char **argv)
         }
         printf("worker:      %" PRIu32 "\ngeneration:  %" PRIu64 "%s\nstate:       %s\n"
                        "deadline:    %s (headroom %" PRId64 " ms)\ndaemon pid:  %" PRId32 "\n"
-                       "layout:      epoch %" PRIu64 " ms, %u/%u/%u bits\n",
+                       "layout:      epoch %" PRIu64 " ms, %u/%u/%u bits\n"
+                       "range:       %s\n",
                        st.worker, st.generation, st.generation & 1 ? " (switching)" : "",
                        state_name(st.state), deadline, st.headroom_ms, st.daemon_pid, l.epoch_ms,
-                       l.time_bits, l.worker_bits, l.seq_bits);
+                       l.time_bits, l.worker_bits, l.seq_bits, range);
         if (refused)
                 printf("etcd error:  %s: %s\n", cls, msg);
         return 0;

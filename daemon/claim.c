@@ -188,14 +188,16 @@ static void on_scan(void *userdata, const struct etcd_reply *r)
         }
         /* a number without a mark starts above the floor (never trusted as 0) */
         uint64_t unmarked = floor + 1 + FLOOR_SLACK_MS;
-        for (uint64_t n = 0; n < workers; n++)
+        /* only numbers of this daemon's range (another region claims the rest) */
+        uint64_t first = h->range_from, last = h->range_to;
+        for (uint64_t n = first; n <= last; n++)
                 if (!modrev[n])
                         mark[n] = unmarked;
         /* free numbers whose mark is behind the clock: one at random, which
          * spreads daemons that start together; else the lowest mark */
         uint64_t now = id_now_ms(h, g->fresh), past = 0, lowest = UINT64_MAX;
         int64_t pick = -1, low = -1;
-        for (uint64_t n = 0; n < workers; n++) {
+        for (uint64_t n = first; n <= last; n++) {
                 if (taken[n])
                         continue;
                 if (mark[n] < now && (uint64_t)random() % ++past == 0)
@@ -218,7 +220,9 @@ static void on_scan(void *userdata, const struct etcd_reply *r)
                 pick = low;
         }
         if (pick < 0) {
-                log_warning("All %" PRIu64 " worker numbers are taken; retrying", workers);
+                log_warning("All %" PRIu64 " worker numbers are taken (range %" PRIu64 "-%" PRIu64
+                            "); retrying",
+                            last - first + 1, first, last);
                 /* a number frees when its lease expires: look again within
                  * half a TTL, not the full back-off */
                 restart_acquisition(h, next_backoff(h, full_retry_max(h)));

@@ -50,6 +50,11 @@ static void reread_in(struct holder *h, unsigned ms)
         holder_timer_in(h, &h->reread_timer, ms, on_reread_timer);
 }
 
+void cluster_read_in(struct holder *h, unsigned ms)
+{
+        reread_in(h, ms);
+}
+
 static json_t *layout_value(const snowid_layout *l)
 {
         char buf[160];
@@ -178,13 +183,16 @@ static void on_cluster(void *userdata, const struct etcd_reply *r)
                                     etcd_endpoint(h->etcd), r->error);
                 return reread_in(h, REREAD_MS);
         }
-        /* [layout, fence, floor, workers/, hwm/] */
+        /* [layout, fence, floor, workers/, hwm/, ranges/] */
         int rl = txn_kv(r->json, 0, &lk), rf = txn_kv(r->json, 1, &fk), rfl = txn_kv(r->json, 2, &flk);
         if (rl < 0 || rf < 0 || rfl < 0) {
                 log_warning("etcd's answer about the layout is malformed; asking again");
                 goto retry;
         }
         if (rl == 0 && !h->layout_ready && never_used(r->json, rf, rfl)) {
+                /* a layout the range does not fit is not made */
+                if (!region_range_fits(h, h->cfg->layout.worker_bits))
+                        goto out;
                 if ((UINT64_C(1) << h->cfg->layout.worker_bits) <= INIT_MAX)
                         init_marks(h, 0);
                 else
@@ -238,6 +246,16 @@ static void on_cluster(void *userdata, const struct etcd_reply *r)
                 cluster_halt(h, HALT_RESTORED);
                 goto retry;
         }
+        /* once, before the first claim; a layout other than the one given
+         * is refused first (holder_layout_read), with nothing recorded */
+        bool given_differs = h->cfg->layout_given &&
+                             (l.epoch_ms != h->cfg->layout.epoch_ms ||
+                              l.time_bits != h->cfg->layout.time_bits ||
+                              l.worker_bits != h->cfg->layout.worker_bits ||
+                              l.seq_bits != h->cfg->layout.seq_bits);
+        if (!h->layout_ready && !given_differs &&
+            region_check(h, r, 5, l.worker_bits, lk.create_revision) <= 0)
+                goto out;
         holder_layout_read(h, &l, &c);
         goto out;
 retry:
@@ -251,12 +269,13 @@ out:
 void cluster_read(struct holder *h)
 {
         const char *p = h->prefix;
-        json_t *body = json_pack("{s:[o, o, o, o, o]}", "success",
+        json_t *body = json_pack("{s:[o, o, o, o, o, o]}", "success",
                                  txn_range(txn_key(p, "layout", -1), NULL, false),
                                  txn_range(txn_key(p, "fence", -1), NULL, false),
                                  txn_range(txn_key(p, "floor", -1), NULL, false),
                                  txn_range(txn_key(p, "workers/", -1), txn_key(p, "workers0", -1), true),
-                                 txn_range(txn_key(p, "hwm/", -1), txn_key(p, "hwm0", -1), false));
+                                 txn_range(txn_key(p, "hwm/", -1), txn_key(p, "hwm0", -1), false),
+                                 txn_range(txn_key(p, "ranges/", -1), txn_key(p, "ranges0", -1), false));
         if (etcd_call(h->etcd, "/v3/kv/txn", body, on_cluster, h, 0) < 0)
                 reread_in(h, REREAD_MS);
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "range.h"
 #include "http.h"
 #include "handshake.h"
 #include "segment.h"
@@ -30,6 +31,7 @@ enum {
         O_WORKER_BITS, O_SEQ_BITS, O_ALLOW_GROUPS, O_ALLOW_USERS, O_RUNTIME_DIR, O_CACERT, O_CERT, O_KEY, O_USER, O_PASSWORD_FILE,
         O_LOG_LEVEL, O_ETCD_TIMEOUT, O_STEP_BACK, O_SLEW, O_LEAD, O_CONFIG, O_CHECK, O_HELP,
         O_HTTP, O_HTTP_TOKEN_FILE, O_HTTP_MAX_COUNT, O_HTTP_THREADS, O_MARK_STEP,
+        O_WORKER_RANGE, O_REGION,
 };
 
 /* One table serves the flags and the config file's keys. */
@@ -45,6 +47,8 @@ static const struct option options[] = {
         {"time-bits", required_argument, NULL, O_TIME_BITS},
         {"worker-bits", required_argument, NULL, O_WORKER_BITS},
         {"seq-bits", required_argument, NULL, O_SEQ_BITS},
+        {"worker-range", required_argument, NULL, O_WORKER_RANGE},
+        {"region", required_argument, NULL, O_REGION},
         {"allow-users", required_argument, NULL, O_ALLOW_USERS},
         {"allow-groups", required_argument, NULL, O_ALLOW_GROUPS},
         {"group", required_argument, NULL, O_ALLOW_GROUPS}, /* its older name */
@@ -85,6 +89,9 @@ static const char help[] =
         "                            this many seconds at rest (default 5)\n"
         "  --epoch MS --time-bits N --worker-bits N --seq-bits N\n"
         "                            layout, used when the cluster's layout is first created\n"
+        "  --worker-range FROM-TO    claim only worker numbers FROM to TO (default all)\n"
+        "  --region NAME             records the range under this name, refused if it\n"
+        "                            overlaps another region's record (default default)\n"
         "  --runtime-dir DIR         where the socket lives (default " SHM_RUNTIME_DIR_DEFAULT ")\n"
         "  --allow-users U[,U...]    users (names or uids) who may take IDs; * for anyone\n"
         "  --allow-groups G[,G...]   groups (names or gids) whose members may take IDs\n"
@@ -225,6 +232,17 @@ static int apply(struct settings *s, const char *origin, int id, const char *key
                   : id == O_WORKER_BITS ? &s->layout.worker_bits
                                         : &s->layout.seq_bits) = (unsigned)x;
                 s->layout_given = true;
+                return 0;
+        case O_WORKER_RANGE:
+                if (worker_range_parse(v, &s->range_from, &s->range_to) < 0)
+                        return bad(origin, key, v, "FROM-TO, worker numbers with FROM <= TO, "
+                                                   "e.g. 0-511");
+                s->range_given = true;
+                return 0;
+        case O_REGION:
+                if (!name_ok(v))
+                        return bad(origin, key, v, "1 to 64 of A-Z a-z 0-9 _ -");
+                set_str(&s->region, v);
                 return 0;
         case O_ALLOW_USERS:
         case O_ALLOW_GROUPS:
@@ -468,6 +486,15 @@ static int check(struct settings *s)
                         s->layout.time_bits, s->layout.worker_bits, s->layout.seq_bits);
                 return EX_CONFIG_;
         }
+        /* without layout settings, the layout stored in etcd decides (holder) */
+        if (s->range_given && s->layout_given &&
+            !worker_range_fits(s->range_from, s->range_to, s->layout.worker_bits)) {
+                fprintf(stderr, "snowidd: worker-range %u-%u does not fit %u worker bits "
+                                "(numbers 0 to %" PRIu64 ")\n",
+                        s->range_from, s->range_to, s->layout.worker_bits,
+                        (UINT64_C(1) << s->layout.worker_bits) - 1);
+                return EX_CONFIG_;
+        }
         if (s->renew_ms * 2 > s->lease_ttl_s * 1000) {
                 fprintf(stderr, "snowidd: renew-interval %u ms must be at most half of lease-ttl "
                                 "%u s\n", s->renew_ms, s->lease_ttl_s);
@@ -543,6 +570,7 @@ int settings_load(struct settings *s, int argc, char **argv)
                 .log_level = LOG_INFO,
                 .cluster = strdup("default"),
                 .instance = strdup("default"),
+                .region = strdup("default"),
                 .runtime_dir = strdup(SHM_RUNTIME_DIR_DEFAULT),
         };
         snowid_layout_default(&s->layout);
@@ -608,6 +636,7 @@ void settings_free(struct settings *s)
                 free(s->etcd[i]);
         free(s->cluster);
         free(s->instance);
+        free(s->region);
         free(s->runtime_dir);
         free(s->allow_users);
         free(s->allow_groups);

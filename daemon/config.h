@@ -26,6 +26,9 @@ struct settings {
         unsigned lead_ms;        /* how far the counter may run ahead of ID time */
         snowid_layout layout;
         bool layout_given;       /* any of --epoch/--*-bits was set */
+        bool range_given;        /* worker-range was set; else the whole worker space */
+        uint32_t range_from, range_to;
+        char *region;            /* names this region's range record (docs/regions.md) */
         char *runtime_dir;       /* the socket and the lock live here */
         char *allow_users;       /* "name-or-uid,..." or "*" */
         char *allow_groups;      /* "name-or-gid,..." */
@@ -52,3 +55,12 @@ void settings_free(struct settings *s);
 /* Root, snowidd's own user, and whoever the allow lists name (a group by its
  * primary or any supplementary gid) may take IDs. */
 bool settings_allowed(const struct settings *s, uid_t uid, const gid_t *gids, unsigned n_gids);
+
+/* The numbers this daemon claims in a layout of worker_bits: worker-range,
+ * or the whole space. */
+static inline void settings_worker_range(const struct settings *s, unsigned worker_bits,
+                                         uint32_t *ret_from, uint32_t *ret_to)
+{
+        *ret_from = s->range_given ? s->range_from : 0;
+        *ret_to = s->range_given ? s->range_to : (uint32_t)((UINT64_C(1) << worker_bits) - 1);
+}

@@ -100,6 +100,7 @@ struct holder {
         bool alarm_busy;       /* an alarm list request is in flight */
         snowid_layout layout;
         bool layout_ready;
+        uint32_t range_from, range_to; /* the numbers claimed in, once the layout is read */
         char prefix[96]; /* "/snowid/<cluster>/" */
         char host[128];
         char token[17];
@@ -163,9 +164,18 @@ void give_up_lease(struct holder *h, int64_t lease);
 uint64_t holder_id_now_ms(const struct holder *h);
 /* cluster.c: the layout, the fence, halts, raising marks */
 void cluster_read(struct holder *h);
+void cluster_read_in(struct holder *h, unsigned ms);
 bool cluster_ok(struct holder *h, const struct etcd_reply *r, int fence_op);
 void cluster_halt(struct holder *h, enum halt why);
 void marks_raise(struct holder *h, int32_t worker, uint64_t mark, int64_t lease,
                  uint64_t for_holding);
 void marks_retired(struct holder *h, int32_t worker, uint64_t mark);
 uint64_t marks_own(const struct holder *h, int32_t worker);
+/* region.c: the worker range.  Whether it fits worker_bits (else logged,
+ * and the daemon exits 78). */
+bool region_range_fits(struct holder *h, unsigned worker_bits);
+/* With the ranges/ records read at op of r: 1 the range is checked and
+ * recorded (h->range_*); 0 a record is being written, the cluster read
+ * again after; -1 refused (the daemon exits 78). */
+int region_check(struct holder *h, const struct etcd_reply *r, size_t op, unsigned worker_bits,
+                 int64_t layout_rev);

@@ -298,8 +298,16 @@ static enum MHD_Result status(struct http_server *srv, struct MHD_Connection *c)
         rfc3339(st.deadline_unix_ms, deadline, sizeof(deadline));
         rcu_read_lock();
         const struct http_snapshot *s = rcu_dereference(srv->snap);
+        uint32_t from, to;
+        settings_worker_range(srv->cfg, s->layout.worker_bits, &from, &to);
+        /* the whole space is known only once the layout is */
+        json_t *range = s->layout_ready || srv->cfg->range_given
+                                ? json_pack("{s:I, s:I}", "from", (json_int_t)from, "to",
+                                            (json_int_t)to)
+                                : json_null();
         json_t *j = json_pack(
-                "{s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:s, s:s, s:s, s:I, s:b, s:s, s:I}",
+                "{s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:s, s:s, s:s, s:I, s:b, s:s, s:I, "
+                "s:s, s:o}",
                 "cluster", srv->cfg->cluster, "instance", srv->cfg->instance, "layout", "epoch_ms",
                 (json_int_t)s->layout.epoch_ms, "time_bits", (json_int_t)s->layout.time_bits,
                 "worker_bits", (json_int_t)s->layout.worker_bits, "seq_bits",
@@ -307,7 +315,8 @@ static enum MHD_Result status(struct http_server *srv, struct MHD_Connection *c)
                 (json_int_t)st.generation, "state", state_name(st.state), "lease", s->lease,
                 "deadline", deadline, "headroom_ms", (json_int_t)st.headroom_ms,
                 "etcd_reachable", s->etcd_reachable, "halted", s->halted ? s->halted : "no", "uptime_s",
-                (json_int_t)((mono_ms() - s->mono_started_ms) / 1000));
+                (json_int_t)((mono_ms() - s->mono_started_ms) / 1000), "region", srv->cfg->region,
+                "worker_range", range);
         /* how etcd refuses us, if it does: class and its own words */
         json_object_set_new(j, "etcd_error", s->etcd_error ? json_string(s->etcd_error) : json_null());
         json_object_set_new(j, "etcd_error_message", s->etcd_error

@@ -484,6 +484,19 @@ SNOWID_EXPORT int snowid_get_host_stats(snowid *s, snowid_host_stats *ret)
         return 0;
 }
 
+SNOWID_EXPORT int snowid_get_worker_range(snowid *s, uint32_t *ret_from, uint32_t *ret_to)
+{
+        if (!s || !ret_from || !ret_to)
+                return -EINVAL;
+        const struct shm_ctl *ctl = load_acquire(s->seg)->ctl; /* pairs with snowid_follow() */
+        uint32_t from = READ_ONCE(ctl->range_from), end = READ_ONCE(ctl->range_end);
+        if (end == 0 || from >= end)
+                return -ENODATA;
+        *ret_from = from;
+        *ret_to = end - 1;
+        return 0;
+}
+
 SNOWID_EXPORT int snowid_get_status(snowid *s, snowid_status *ret)
 {
         if (!s || !ret)

@@ -114,3 +114,6 @@ int shm_listen(const char *dir, const char *instance, int *ret_fd);
 /* For snowidd's own HTTP threads (libsnowid, not exported): a handle on two
  * descriptors it already holds (taken over), following through path. */
 int snowid_open_fds(int ctl_fd, int ctr_fd, const char *path, snowid **ret);
+/* For `snowid status` (libsnowid, private): the worker numbers the daemon
+ * claims in; -ENODATA from a daemon that does not say. */
+int snowid_get_worker_range(snowid *s, uint32_t *ret_from, uint32_t *ret_to);

@@ -334,6 +334,8 @@ static int pub_replace(struct shm_pub *p)
         WRITE_ONCE(to->eagain, READ_ONCE(from->eagain));
         WRITE_ONCE(to->dropped, READ_ONCE(from->dropped));
         WRITE_ONCE(to->issued, READ_ONCE(from->issued));
+        WRITE_ONCE(p->ctl->range_from, READ_ONCE(old.ctl->range_from));
+        WRITE_ONCE(p->ctl->range_end, READ_ONCE(old.ctl->range_end));
         WRITE_ONCE(old.ctl->state, SHM_STATE_RETIRED);
         pub_unmap(&old);
         p->replaced++;
@@ -455,6 +457,12 @@ void shm_pub_set_offset(struct shm_pub *p, int64_t offset_ns)
 void shm_pub_set_state(struct shm_pub *p, enum shm_state state)
 {
         WRITE_ONCE(p->ctl->state, (uint32_t)state);
+}
+
+void shm_pub_set_range(struct shm_pub *p, uint32_t from, uint32_t to)
+{
+        WRITE_ONCE(p->ctl->range_from, from);
+        WRITE_ONCE(p->ctl->range_end, to + 1); /* to < 2^31 */
 }
 
 uint64_t shm_pub_counter_ms(const struct shm_pub *p)

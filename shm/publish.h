@@ -63,6 +63,8 @@ int shm_pub_switch(struct shm_pub *p, const struct shm_publication *pub);
 int shm_pub_extend(struct shm_pub *p, uint64_t deadline);
 void shm_pub_set_offset(struct shm_pub *p, int64_t offset_ns);
 void shm_pub_set_state(struct shm_pub *p, enum shm_state state);
+/* The worker numbers the daemon claims in, from..to, for snowid status. */
+void shm_pub_set_range(struct shm_pub *p, uint32_t from, uint32_t to);
 /* ms of the live counter, for the daemon's backstop. */
 uint64_t shm_pub_counter_ms(const struct shm_pub *p);
 

@@ -30,6 +30,8 @@
  * offset_ns      | publisher: in a switch,   | every client call        | WRITE_ONCE / READ_ONCE
  *                | and by clock slewing      |                          | (any value is safe)
  * lead_ms        | publisher, in a switch    | client slow path         | READ_ONCE
+ * range_from,    | publisher, once the       | snowid status (through   | WRITE_ONCE / READ_ONCE
+ * range_end      | layout is known           | a private call)          | (a display: no pairing)
  * line[i].state  | publisher raises it at a  | clients: CAS forward or  | atomic RMW only; it
  *                | switch (CAS forward);     | fetch_add; publisher     | only ever grows
  *                | clients CAS / fetch_add   | reads it for its backstop|
@@ -101,7 +103,11 @@ struct shm_ctl {
 
         /* line 2: liveness */
         alignas(64) _Atomic uint64_t heartbeat_ms; /* CLOCK_MONOTONIC ms of the daemon's last tick */
-        uint8_t reserved2[56];
+        /* the numbers the daemon claims in: [range_from, range_end); end 0:
+         * not said (a daemon before worker ranges; the bytes were reserved) */
+        _Atomic uint32_t range_from;
+        _Atomic uint32_t range_end;
+        uint8_t reserved2[48];
 };
 
 struct shm_line {
@@ -140,6 +146,8 @@ _Static_assert(offsetof(struct shm_ctl, epoch_ms) == 88, "shm_ctl is an ABI");
 _Static_assert(offsetof(struct shm_ctl, worker) == 96, "shm_ctl is an ABI");
 _Static_assert(offsetof(struct shm_ctl, lead_ms) == 103, "shm_ctl is an ABI");
 _Static_assert(offsetof(struct shm_ctl, heartbeat_ms) == 128, "shm_ctl is an ABI");
+_Static_assert(offsetof(struct shm_ctl, range_from) == 136, "shm_ctl is an ABI");
+_Static_assert(offsetof(struct shm_ctl, range_end) == 140, "shm_ctl is an ABI");
 _Static_assert(sizeof(struct shm_line) == SHM_LINE_SIZE, "one counter per cache line");
 _Static_assert(sizeof(struct shm_stats) == 64, "stats fill one line");
 _Static_assert(offsetof(struct shm_ctr, stats) == SHM_LINES * SHM_LINE_SIZE, "stats after lines");
