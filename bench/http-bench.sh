@@ -37,6 +37,21 @@ build/daemon/snowidd --config /dev/null --etcd "http://127.0.0.1:$c" --instance 
     --http "127.0.0.1:$hp" --http-threads "${HTTP_THREADS:-1}" 2>"$work/snowidd.log" &
 pids+=($!)
 until curl -fs "http://127.0.0.1:$hp/healthz" >/dev/null 2>&1; do sleep 0.1; done
+# the rate limiter: two more daemons with one token, one with every limit
+# off, one with limits that are checked on every request but never reached
+lp=$(port) op=$(port)
+echo "bench s3cret-bench-token" >"$work/tokens-off"
+echo "bench s3cret-bench-token ids=1000000000 requests=1000000000" >"$work/tokens-on"
+build/daemon/snowidd --config /dev/null --etcd "http://127.0.0.1:$c" --instance "$inst-off" \
+    --http "127.0.0.1:$op" --http-threads "${HTTP_THREADS:-1}" --http-token-file "$work/tokens-off" \
+    --http-address-ids 0 --http-address-requests 0 2>"$work/snowidd-off.log" &
+pids+=($!)
+build/daemon/snowidd --config /dev/null --etcd "http://127.0.0.1:$c" --instance "$inst-on" \
+    --http "127.0.0.1:$lp" --http-threads "${HTTP_THREADS:-1}" --http-token-file "$work/tokens-on" \
+    --http-address-ids 1000000000 --http-address-requests 1000000000 2>"$work/snowidd-on.log" &
+pids+=($!)
+until curl -fs "http://127.0.0.1:$op/healthz" >/dev/null 2>&1 &&
+      curl -fs "http://127.0.0.1:$lp/healthz" >/dev/null 2>&1; do sleep 0.1; done
 
 mkdir -p "$work/nginx"
 cat >"$work/nginx/nginx.conf" <<NGINX
@@ -61,11 +76,15 @@ until curl -fs "http://127.0.0.1:$np/" >/dev/null 2>&1; do sleep 0.1; done
 cat >"$work/post.lua" <<'LUA'
 wrk.method = "POST"
 LUA
+cat >"$work/post-token.lua" <<'LUA'
+wrk.method = "POST"
+wrk.headers["Authorization"] = "Bearer s3cret-bench-token"
+LUA
 
 # run NAME URL -> "rps p50_ms p90_ms p99_ms"
 run() {
     local res
-    res=$(wrk -t"$threads" -c"$conns" -d"${secs}s" --latency -s "$work/post.lua" "$2")
+    res=$(wrk -t"$threads" -c"$conns" -d"${secs}s" --latency -s "$work/${3:-post}.lua" "$2")
     echo "$res" >"$work/$1.txt"
     echo "$res" | python3 -c '
 import re, sys
@@ -82,6 +101,15 @@ print(rps, ms(50), ms(90), ms(99), non2xx.group(1) if non2xx else 0)'
 read -r n_rps n_50 n_90 n_99 n_bad < <(run nginx "http://127.0.0.1:$np/v1/ids")
 read -r s_rps s_50 s_90 s_99 s_bad < <(run snowid1 "http://127.0.0.1:$hp/v1/ids?count=1")
 read -r k_rps k_50 k_90 k_99 k_bad < <(run snowid1000 "http://127.0.0.1:$hp/v1/ids?count=1000")
+# limiter off and on, alternated three times each; the median of each
+lim_off=() lim_on=()
+for i in 1 2 3; do
+    read -r r _ < <(run off$i "http://127.0.0.1:$op/v1/ids?count=1" post-token)
+    lim_off+=("$r")
+    read -r r _ < <(run on$i "http://127.0.0.1:$lp/v1/ids?count=1" post-token)
+    lim_on+=("$r")
+done
+grep -q "Non-2xx" "$work"/on*.txt "$work"/off*.txt && { echo "http-bench: a limiter run had errors"; exit 1; }
 
 python3 - "$out" <<PY
 import sys
@@ -101,6 +129,13 @@ with open(f"{out}/http.md", "w") as f:
 with open(f"{out}/http.dat", "w") as f:
     f.write(f'"nginx 200" {n_rps/1000:.1f} 0\n"snowid count=1" {s_rps/1000:.1f} 0\n')
     f.write(f'"ceiling (IDs)" 0 {ceiling/1e6:.3f}\n"snowid count=1000 (IDs)" 0 {k_rps*1000/1e6:.3f}\n')
+with open(f"{out}/http.md", "a") as f:
+    off, on = sorted([${lim_off[*]// /, }])[1], sorted([${lim_on[*]// /, }])[1]
+    f.write(f"\nRate limiter, count=1 with a bearer token, three runs each alternated, medians: "
+            f"limits off {off:,.0f} requests/s, limits on (checked on every request, never "
+            f"reached) {on:,.0f} requests/s: {100 * on / off:.1f}% "
+            f"(runs off: {', '.join(f'{x:,.0f}' for x in [${lim_off[*]// /, }])}; "
+            f"on: {', '.join(f'{x:,.0f}' for x in [${lim_on[*]// /, }])})\n")
 print(open(f"{out}/http.md").read())
 PY
 gnuplot <<GP

@@ -32,6 +32,8 @@ enum {
         O_LOG_LEVEL, O_ETCD_TIMEOUT, O_STEP_BACK, O_SLEW, O_LEAD, O_CONFIG, O_CHECK, O_HELP,
         O_HTTP, O_HTTP_TOKEN_FILE, O_HTTP_MAX_COUNT, O_HTTP_THREADS, O_MARK_STEP,
         O_WORKER_RANGE, O_REGION,
+        O_HTTP_TOKEN_IDS, O_HTTP_TOKEN_REQUESTS, O_HTTP_ADDRESS_IDS, O_HTTP_ADDRESS_REQUESTS,
+        O_HTTP_CONNECTIONS, O_HTTP_CONNECTIONS_PER_ADDRESS, O_HTTP_READ_TIMEOUT,
 };
 
 /* One table serves the flags and the config file's keys. */
@@ -67,6 +69,13 @@ static const struct option options[] = {
         {"http-token-file", required_argument, NULL, O_HTTP_TOKEN_FILE},
         {"http-max-count", required_argument, NULL, O_HTTP_MAX_COUNT},
         {"http-threads", required_argument, NULL, O_HTTP_THREADS},
+        {"http-token-ids", required_argument, NULL, O_HTTP_TOKEN_IDS},
+        {"http-token-requests", required_argument, NULL, O_HTTP_TOKEN_REQUESTS},
+        {"http-address-ids", required_argument, NULL, O_HTTP_ADDRESS_IDS},
+        {"http-address-requests", required_argument, NULL, O_HTTP_ADDRESS_REQUESTS},
+        {"http-connections", required_argument, NULL, O_HTTP_CONNECTIONS},
+        {"http-connections-per-address", required_argument, NULL, O_HTTP_CONNECTIONS_PER_ADDRESS},
+        {"http-read-timeout", required_argument, NULL, O_HTTP_READ_TIMEOUT},
         {"config", required_argument, NULL, O_CONFIG},
         {"check-config", no_argument, NULL, O_CHECK},
         {"help", no_argument, NULL, O_HELP},
@@ -103,9 +112,21 @@ static const char help[] =
         "  --slew US                 how much ID time may slow per second (default 1000)\n"
         "  --lead MS                 how far the counter may run ahead of the clock (default 1)\n"
         "  --http ADDR:PORT          serve the HTTP API there (off unless set)\n"
-        "  --http-token-file FILE    require 'Authorization: Bearer <token>' on /v1/\n"
+        "  --http-token-file FILE    require 'Authorization: Bearer <token>' on /v1/; one\n"
+        "                            token a line: NAME SECRET [ids=N] [requests=N]\n"
         "  --http-max-count N        most IDs one request may take (default 10000)\n"
         "  --http-threads N          HTTP worker threads (default 2)\n"
+        "  --http-token-ids N        IDs per second per token, unless its line says (0: no\n"
+        "                            limit; default 0)\n"
+        "  --http-token-requests N   requests per second per token (default 0)\n"
+        "  --http-address-ids N      IDs per second per client address (an IPv6 /64)\n"
+        "                            (default 1000000)\n"
+        "  --http-address-requests N requests per second per client address (default 0)\n"
+        "  --http-connections N      open HTTP connections in all (default 1024; fits\n"
+        "                            the open-file limit)\n"
+        "  --http-connections-per-address N   open connections per address (default 64)\n"
+        "  --http-read-timeout SEC   time to send a whole request, from connecting or from\n"
+        "                            the last answer; trickling does not extend it (default 10)\n"
         "  --log-level LEVEL         err, warning, notice, info or debug (default info)\n"
         "  --check-config            validate the settings and exit\n"
         "  --help                    this text\n";
@@ -288,6 +309,29 @@ static int apply(struct settings *s, const char *origin, int id, const char *key
                 if (parse_uint(v, 1, 64, &x) < 0)
                         return bad(origin, key, v, "1 to 64");
                 s->http_threads = (unsigned)x;
+                return 0;
+        case O_HTTP_TOKEN_IDS:
+        case O_HTTP_TOKEN_REQUESTS:
+        case O_HTTP_ADDRESS_IDS:
+        case O_HTTP_ADDRESS_REQUESTS:
+                if (parse_uint(v, 0, LIMIT_RATE_MAX, &x) < 0)
+                        return bad(origin, key, v, "per second, 0 (no limit) to 1000000000");
+                *(id == O_HTTP_TOKEN_IDS        ? &s->http_token_ids
+                  : id == O_HTTP_TOKEN_REQUESTS ? &s->http_token_requests
+                  : id == O_HTTP_ADDRESS_IDS    ? &s->http_address_ids
+                                                : &s->http_address_requests) = (unsigned)x;
+                return 0;
+        case O_HTTP_CONNECTIONS:
+        case O_HTTP_CONNECTIONS_PER_ADDRESS:
+                if (parse_uint(v, 1, 1000000, &x) < 0)
+                        return bad(origin, key, v, "1 to 1000000");
+                *(id == O_HTTP_CONNECTIONS ? &s->http_connections
+                                           : &s->http_connections_per_address) = (unsigned)x;
+                return 0;
+        case O_HTTP_READ_TIMEOUT:
+                if (parse_uint(v, 1, 3600, &x) < 0)
+                        return bad(origin, key, v, "seconds, 1 to 3600");
+                s->http_read_timeout_s = (unsigned)x;
                 return 0;
         case O_LOG_LEVEL: {
                 static const char *const names[] = {"err", "warning", "notice", "info", "debug"};
@@ -536,9 +580,15 @@ static int check(struct settings *s)
                 return EX_CONFIG_;
         if (s->password_file && read_secret("etcd-password-file", s->password_file, &s->password))
                 return EX_CONFIG_;
-        if (s->http_token_file &&
-            read_secret("http-token-file", s->http_token_file, &s->http_token))
-                return EX_CONFIG_;
+        if (s->http_token_file) {
+                char err[512];
+                if (tokens_load(s->http_token_file, (struct rate){s->http_token_ids},
+                                (struct rate){s->http_token_requests}, &s->http_tokens,
+                                &s->n_http_tokens, err, sizeof(err)) < 0) {
+                        fprintf(stderr, "snowidd: http-token-file: %s\n", err);
+                        return EX_CONFIG_;
+                }
+        }
         if (s->http_token_file && !s->http) {
                 fprintf(stderr, "snowidd: http-token-file is set but http is not\n");
                 return EX_CONFIG_;
@@ -567,6 +617,10 @@ int settings_load(struct settings *s, int argc, char **argv)
                 .lead_ms = 1,
                 .http_max_count = 10000,
                 .http_threads = 2,
+                .http_address_ids = 1000000,
+                .http_connections = 1024,
+                .http_connections_per_address = 64,
+                .http_read_timeout_s = 10,
                 .log_level = LOG_INFO,
                 .cluster = strdup("default"),
                 .instance = strdup("default"),
@@ -650,7 +704,5 @@ void settings_free(struct settings *s)
         free(s->password);
         free(s->http);
         free(s->http_token_file);
-        if (s->http_token)
-                memset(s->http_token, 0, strlen(s->http_token));
-        free(s->http_token);
+        tokens_free(s->http_tokens, s->n_http_tokens);
 }

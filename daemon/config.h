@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ratelimit.h"
 #include "snowid.h"
 
 #define EX_CONFIG_ 78 /* sysexits.h EX_CONFIG: a bad setting, not worth a restart */
@@ -42,9 +43,14 @@ struct settings {
         bool check_config;
         char *http;              /* "ADDR:PORT" or NULL: the HTTP API is off */
         char *http_token_file;
-        char *http_token;        /* read from http_token_file */
+        struct token *http_tokens; /* read from http_token_file */
+        unsigned n_http_tokens;
         unsigned http_max_count;
         unsigned http_threads;
+        unsigned http_token_ids, http_token_requests;     /* per second, per token; 0: none */
+        unsigned http_address_ids, http_address_requests; /* per second, per address */
+        unsigned http_connections, http_connections_per_address;
+        unsigned http_read_timeout_s; /* a whole request, however it trickles */
 };
 
 /* Parses defaults, then the config file, then flags.  0 to run, 1 when

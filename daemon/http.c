@@ -2,9 +2,11 @@
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,11 +19,26 @@
 #include "http.h"
 #include "log.h"
 #include "handshake.h"
+#include "ratelimit.h"
 #include "segment.h"
 #include "snowid.h"
 
 #define BODY_MAX 4096
 #define CODES 600
+
+/* One per connection (MHD's socket context).  The read deadline lives here:
+ * MHD's own timeout restarts with every byte, so a client that trickles its
+ * headers would hold the connection for ever. */
+struct conn {
+        struct conn *prev, *next; /* srv->conns, under srv->conns_lock */
+        int fd;                   /* a duplicate: never reused while listed */
+        bool cut;
+        uint64_t addr;            /* addr_key() */
+        /* CLOCK_MONOTONIC ns by which the request being read must be read
+         * whole; 0 while one is being answered.  Relaxed: it guards nothing
+         * else; the sweeper acts on a value at most one sweep old. */
+        _Atomic int64_t deadline;
+};
 
 struct http_server {
         struct MHD_Daemon *mhd;
@@ -30,6 +47,16 @@ struct http_server {
         struct http_snapshot *snap; /* RCU: rcu_assign_pointer / rcu_dereference */
         _Atomic uint64_t ids_served;
         _Atomic uint64_t by_code[CODES];
+        struct token anonymous;     /* counts requests made without a token file */
+        struct rate addr_ids, addr_requests;
+        struct addr_table *addrs;
+        _Atomic uint64_t limited_addr_ids, limited_addr_requests, deadline_cuts, conns_open;
+        int64_t read_timeout_ns;
+        pthread_mutex_t conns_lock;
+        struct conn conns;          /* list head */
+        pthread_t sweeper;
+        pthread_cond_t stop_cond;
+        bool stopping, sweeper_started;
 };
 
 struct snapshot_box {
@@ -38,6 +65,8 @@ struct snapshot_box {
 };
 
 struct request {
+        struct conn *conn;
+        struct token *token;
         size_t len;
         bool too_large;
         char body[BODY_MAX + 1];
@@ -48,6 +77,13 @@ static uint64_t mono_ms(void)
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_ns(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* ---- responses ---- */
@@ -145,19 +181,77 @@ static void rfc3339(uint64_t unix_ms, char *buf, size_t size)
         snprintf(buf + n, size - n, ".%03uZ", (unsigned)(unix_ms % 1000));
 }
 
-/* Constant time in the length of the expected token. */
-static bool token_ok(const char *given, const char *want)
-{
-        size_t gl = strlen(given), wl = strlen(want);
-        unsigned char d = gl != wl;
-        for (size_t i = 0; i < wl; i++)
-                d |= (unsigned char)want[i] ^ (unsigned char)(i < gl ? given[i] : 0);
-        return d == 0;
-}
-
 static bool accepts(const char *accept, const char *type)
 {
         return accept && strstr(accept, type);
+}
+
+/* ---- limits ---- */
+
+static enum MHD_Result too_many(struct http_server *srv, struct MHD_Connection *c, const char *by,
+                                const char *what, int64_t wait_ns)
+{
+        char after[24];
+        int64_t secs = (wait_ns + 999999999) / 1000000000;
+        snprintf(after, sizeof(after), "%" PRId64, secs > 0 ? secs : 1);
+        json_t *j = json_pack("{s:s,s:s,s:s,s:I}", "error", "rate limit exceeded", "limit", what,
+                              "by", by, "retry_after_s", (json_int_t)(secs > 0 ? secs : 1));
+        return reply_json(srv, c, 429, j, "Retry-After", after);
+}
+
+static struct addr_slot *addr_slot(struct http_server *srv, const struct request *q,
+                                   struct rate r, int64_t now)
+{
+        return r.per_s ? addr_slot_get(srv->addrs, q->conn->addr, now) : NULL;
+}
+
+/* A request's share of its address's and its token's request rates. */
+static int limit_requests(struct http_server *srv, struct request *q, const char **by,
+                          int64_t *wait)
+{
+        int64_t now = mono_ns();
+        struct addr_slot *a = addr_slot(srv, q, srv->addr_requests, now);
+        if (a && bucket_take(&a->requests, srv->addr_requests, 1, now, wait) < 0) {
+                atomic_fetch_add_explicit(&srv->limited_addr_requests, 1, memory_order_relaxed);
+                *by = "address";
+                return -1;
+        }
+        struct token *t = q->token;
+        if (bucket_take(&t->requests_bucket, t->requests, 1, now, wait) < 0) {
+                atomic_fetch_add_explicit(&t->limited_requests, 1, memory_order_relaxed);
+                *by = "token";
+                return -1;
+        }
+        return 0;
+}
+
+/* n IDs from the address's and the token's ID rates; given back (refund)
+ * when they could not be taken. */
+static int limit_ids(struct http_server *srv, struct request *q, uint64_t n, bool refund,
+                     const char **by, int64_t *wait)
+{
+        int64_t now = mono_ns();
+        struct addr_slot *a = addr_slot(srv, q, srv->addr_ids, now);
+        struct token *t = q->token;
+        if (refund) {
+                if (a)
+                        bucket_refund(&a->ids, srv->addr_ids, n);
+                bucket_refund(&t->ids_bucket, t->ids, n);
+                return 0;
+        }
+        if (a && bucket_take(&a->ids, srv->addr_ids, n, now, wait) < 0) {
+                atomic_fetch_add_explicit(&srv->limited_addr_ids, 1, memory_order_relaxed);
+                *by = "address";
+                return -1;
+        }
+        if (bucket_take(&t->ids_bucket, t->ids, n, now, wait) < 0) {
+                if (a)
+                        bucket_refund(&a->ids, srv->addr_ids, n);
+                atomic_fetch_add_explicit(&t->limited_ids, 1, memory_order_relaxed);
+                *by = "token";
+                return -1;
+        }
+        return 0;
 }
 
 /* ---- endpoints ---- */
@@ -208,6 +302,10 @@ static enum MHD_Result take_ids(struct http_server *srv, struct MHD_Connection *
                 return fail(srv, c, 406, "IDs come as application/json, text/plain or "
                                          "application/octet-stream");
 
+        const char *by;
+        int64_t wait;
+        if (limit_ids(srv, q, count, false, &by, &wait) < 0)
+                return too_many(srv, c, by, "ids", wait);
         snowid_layout l;
         int r = snowid_get_layout(srv->ids, &l);
         uint64_t *ids = malloc(count * sizeof(uint64_t));
@@ -221,12 +319,14 @@ static enum MHD_Result take_ids(struct http_server *srv, struct MHD_Connection *
         }
         if (r < 0) {
                 free(ids);
+                limit_ids(srv, q, count, true, NULL, NULL);
                 return fail(srv, c, r == -EAGAIN ? 503 : 500,
                             r == -EAGAIN ? "no ID can be issued now (no lease, or past the "
                                            "deadline)"
                                          : "the segment is damaged");
         }
         atomic_fetch_add_explicit(&srv->ids_served, count, memory_order_relaxed);
+        atomic_fetch_add_explicit(&q->token->n_ids, count, memory_order_relaxed);
 
         if (fmt == F_BINARY) {
                 for (uint64_t i = 0; i < count; i++)
@@ -387,6 +487,45 @@ static enum MHD_Result metrics(struct http_server *srv, struct MHD_Connection *c
         fprintf(f, "# HELP snowid_http_ids_total IDs served over HTTP.\n"
                    "# TYPE snowid_http_ids_total counter\nsnowid_http_ids_total %" PRIu64 "\n",
                 atomic_load(&srv->ids_served));
+        fprintf(f, "# HELP snowid_http_token_requests_total Requests by bearer token (its name; "
+                   "none: no token).\n# TYPE snowid_http_token_requests_total counter\n");
+        for (unsigned i = 0; i <= srv->cfg->n_http_tokens; i++) {
+                const struct token *t = i < srv->cfg->n_http_tokens ? &srv->cfg->http_tokens[i] : &srv->anonymous;
+                fprintf(f, "snowid_http_token_requests_total{token=\"%s\"} %" PRIu64 "\n", t->name,
+                        atomic_load_explicit(&t->n_requests, memory_order_relaxed));
+        }
+        fprintf(f, "# HELP snowid_http_token_ids_total IDs served, by bearer token.\n"
+                   "# TYPE snowid_http_token_ids_total counter\n");
+        for (unsigned i = 0; i <= srv->cfg->n_http_tokens; i++) {
+                const struct token *t = i < srv->cfg->n_http_tokens ? &srv->cfg->http_tokens[i] : &srv->anonymous;
+                fprintf(f, "snowid_http_token_ids_total{token=\"%s\"} %" PRIu64 "\n", t->name,
+                        atomic_load_explicit(&t->n_ids, memory_order_relaxed));
+        }
+        fprintf(f, "# HELP snowid_http_limited_total Requests refused (429) by a rate limit: "
+                   "a token's or an address's, of IDs or of requests.\n"
+                   "# TYPE snowid_http_limited_total counter\n");
+        for (unsigned i = 0; i < srv->cfg->n_http_tokens; i++) {
+                const struct token *t = &srv->cfg->http_tokens[i];
+                fprintf(f,
+                        "snowid_http_limited_total{by=\"token\",token=\"%s\",limit=\"ids\"} %" PRIu64
+                        "\nsnowid_http_limited_total{by=\"token\",token=\"%s\",limit=\"requests\"} "
+                        "%" PRIu64 "\n",
+                        t->name, atomic_load_explicit(&t->limited_ids, memory_order_relaxed),
+                        t->name, atomic_load_explicit(&t->limited_requests, memory_order_relaxed));
+        }
+        fprintf(f,
+                "snowid_http_limited_total{by=\"address\",limit=\"ids\"} %" PRIu64 "\n"
+                "snowid_http_limited_total{by=\"address\",limit=\"requests\"} %" PRIu64 "\n"
+                "# HELP snowid_http_connections Open HTTP connections.\n"
+                "# TYPE snowid_http_connections gauge\nsnowid_http_connections %" PRIu64 "\n"
+                "# HELP snowid_http_read_deadline_cuts_total Connections shut because a request "
+                "was not read whole within http-read-timeout.\n"
+                "# TYPE snowid_http_read_deadline_cuts_total counter\n"
+                "snowid_http_read_deadline_cuts_total %" PRIu64 "\n",
+                atomic_load_explicit(&srv->limited_addr_ids, memory_order_relaxed),
+                atomic_load_explicit(&srv->limited_addr_requests, memory_order_relaxed),
+                atomic_load_explicit(&srv->conns_open, memory_order_relaxed),
+                atomic_load_explicit(&srv->deadline_cuts, memory_order_relaxed));
         fprintf(f, "# HELP snowid_http_requests_total HTTP requests answered, by status code.\n"
                    "# TYPE snowid_http_requests_total counter\n");
         for (unsigned code = 100; code < CODES; code++) {
@@ -498,11 +637,25 @@ static enum MHD_Result route(struct http_server *srv, struct MHD_Connection *c, 
                              const char *method, struct request *q)
 {
         bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
-        if (!strncmp(url, "/v1/", 4) && srv->cfg->http_token) {
+        const char *by;
+        int64_t wait;
+        /* the address's rate first: unauthenticated floods count too */
+        q->token = &srv->anonymous;
+        if (!strncmp(url, "/v1/", 4) && srv->cfg->http_tokens) {
                 const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-                if (!auth || strncmp(auth, "Bearer ", 7) || !token_ok(auth + 7, srv->cfg->http_token))
+                struct token *t = NULL;
+                if (auth && !strncmp(auth, "Bearer ", 7))
+                        t = tokens_find(srv->cfg->http_tokens, srv->cfg->n_http_tokens, auth + 7);
+                if (!t) {
+                        if (limit_requests(srv, q, &by, &wait) < 0)
+                                return too_many(srv, c, by, "requests", wait);
                         return fail(srv, c, 401, "a valid bearer token is required");
+                }
+                q->token = t;
         }
+        if (limit_requests(srv, q, &by, &wait) < 0)
+                return too_many(srv, c, by, "requests", wait);
+        atomic_fetch_add_explicit(&q->token->n_requests, 1, memory_order_relaxed);
         if (!strcmp(url, "/v1/ids"))
                 return !strcmp(method, "POST") ? take_ids(srv, c, q) : not_allowed(srv, c, "POST");
         if (!strncmp(url, "/v1/ids/", 8))
@@ -525,9 +678,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         (void)version;
         if (!q) {
                 /* the first call only sets up: queuing now would end keep-alive */
+                const union MHD_ConnectionInfo *ci =
+                        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+                struct conn *k = ci ? ci->socket_context : NULL;
+                if (!k || k->fd < 0)
+                        return MHD_NO; /* no deadline could be kept: closed */
                 q = calloc(1, sizeof(*q));
                 if (!q)
                         return MHD_NO;
+                q->conn = k;
                 *req_cls = q;
                 return MHD_YES;
         }
@@ -541,17 +700,96 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 *upload_size = 0;
                 return MHD_YES;
         }
+        /* read whole: no deadline while it is answered */
+        atomic_store_explicit(&q->conn->deadline, 0, memory_order_relaxed);
         return route(srv, c, url, method, q);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-        (void)cls;
-        (void)c;
+        struct http_server *srv = cls;
         (void)toe;
+        const union MHD_ConnectionInfo *ci =
+                MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        struct conn *k = ci ? ci->socket_context : NULL;
+        /* the next request on this connection: read whole by then */
+        if (k)
+                atomic_store_explicit(&k->deadline, mono_ns() + srv->read_timeout_ns,
+                                      memory_order_relaxed);
         free(*req_cls);
         *req_cls = NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+        struct http_server *srv = cls;
+        struct conn *k = *socket_context;
+        if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+                const union MHD_ConnectionInfo *fi =
+                        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+                const union MHD_ConnectionInfo *ai =
+                        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+                k = calloc(1, sizeof(*k));
+                if (!k)
+                        return; /* its first request closes it */
+                /* a descriptor of our own, so the sweeper never shuts a
+                 * number that MHD closed and the kernel gave to another */
+                k->fd = fi ? fcntl(fi->connect_fd, F_DUPFD_CLOEXEC, 3) : -1;
+                k->addr = ai && ai->client_addr ? addr_key(ai->client_addr) : 1;
+                atomic_init(&k->deadline, mono_ns() + srv->read_timeout_ns);
+                pthread_mutex_lock(&srv->conns_lock);
+                k->next = srv->conns.next;
+                k->prev = &srv->conns;
+                k->next->prev = k;
+                srv->conns.next = k;
+                pthread_mutex_unlock(&srv->conns_lock);
+                atomic_fetch_add_explicit(&srv->conns_open, 1, memory_order_relaxed);
+                *socket_context = k;
+                return;
+        }
+        if (!k)
+                return;
+        pthread_mutex_lock(&srv->conns_lock);
+        k->prev->next = k->next;
+        k->next->prev = k->prev;
+        pthread_mutex_unlock(&srv->conns_lock);
+        if (k->fd >= 0)
+                close(k->fd);
+        free(k);
+        *socket_context = NULL;
+        atomic_fetch_sub_explicit(&srv->conns_open, 1, memory_order_relaxed);
+}
+
+/* Five times a second, shuts every connection whose request is not read
+ * whole by its deadline; MHD then sees the end of it and closes it.  The
+ * lock is taken here and when a connection opens or closes, never per
+ * request. */
+static void *sweep(void *arg)
+{
+        struct http_server *srv = arg;
+        pthread_mutex_lock(&srv->conns_lock);
+        while (!srv->stopping) {
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                ts.tv_nsec += 200000000;
+                if (ts.tv_nsec >= 1000000000)
+                        ts.tv_sec++, ts.tv_nsec -= 1000000000;
+                pthread_cond_timedwait(&srv->stop_cond, &srv->conns_lock, &ts);
+                int64_t now = mono_ns();
+                for (struct conn *k = srv->conns.next; k != &srv->conns; k = k->next) {
+                        int64_t d = atomic_load_explicit(&k->deadline, memory_order_relaxed);
+                        if (d && d < now && !k->cut && k->fd >= 0) {
+                                shutdown(k->fd, SHUT_RDWR);
+                                k->cut = true;
+                                atomic_fetch_add_explicit(&srv->deadline_cuts, 1,
+                                                          memory_order_relaxed);
+                        }
+                }
+        }
+        pthread_mutex_unlock(&srv->conns_lock);
+        return NULL;
 }
 
 int http_parse_listen(const char *spec, void *ret, unsigned *ret_len)
@@ -607,6 +845,24 @@ struct http_snapshot *http_snapshot_new(void)
         return box ? &box->snap : NULL;
 }
 
+static void server_free(struct http_server *srv)
+{
+        if (srv->sweeper_started) {
+                pthread_mutex_lock(&srv->conns_lock);
+                srv->stopping = true;
+                pthread_cond_signal(&srv->stop_cond);
+                pthread_mutex_unlock(&srv->conns_lock);
+                pthread_join(srv->sweeper, NULL);
+        }
+        pthread_cond_destroy(&srv->stop_cond);
+        pthread_mutex_destroy(&srv->conns_lock);
+        if (srv->snap)
+                free(caa_container_of(srv->snap, struct snapshot_box, snap));
+        snowid_close(srv->ids);
+        free(srv->addrs);
+        free(srv);
+}
+
 int http_start(const struct settings *cfg, const struct shm_pub *pub, struct http_server **ret)
 {
         unsigned char sa[128];
@@ -618,6 +874,22 @@ int http_start(const struct settings *cfg, const struct shm_pub *pub, struct htt
         if (!srv)
                 return -ENOMEM;
         srv->cfg = cfg;
+        snprintf(srv->anonymous.name, sizeof(srv->anonymous.name), "none");
+        srv->addr_ids = (struct rate){cfg->http_address_ids};
+        srv->addr_requests = (struct rate){cfg->http_address_requests};
+        srv->read_timeout_ns = (int64_t)cfg->http_read_timeout_s * 1000000000;
+        srv->conns.next = srv->conns.prev = &srv->conns;
+        pthread_mutex_init(&srv->conns_lock, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&srv->stop_cond, &ca);
+        pthread_condattr_destroy(&ca);
+        srv->addrs = calloc(1, sizeof(*srv->addrs));
+        if (!srv->addrs) {
+                server_free(srv);
+                return -ENOMEM;
+        }
         char path[SHM_SOCK_PATH_MAX];
         int ctl = dup(pub->ctl_ro_fd), ctr = dup(pub->ctr_fd);
         r = shm_socket_path(path, sizeof(path), cfg->runtime_dir, cfg->instance);
@@ -632,32 +904,40 @@ int http_start(const struct settings *cfg, const struct shm_pub *pub, struct htt
                         close(ctr);
         }
         if (r < 0) {
-                free(srv);
+                server_free(srv);
                 return r;
         }
         struct http_snapshot *s = http_snapshot_new();
         if (!s) {
-                snowid_close(srv->ids);
-                free(srv);
+                server_free(srv);
                 return -ENOMEM;
         }
         s->worker = -1;
         s->lease = "claiming";
         s->mono_started_ms = mono_ms();
         rcu_assign_pointer(srv->snap, s);
+        r = -pthread_create(&srv->sweeper, NULL, sweep, srv);
+        if (r < 0) {
+                server_free(srv);
+                return r;
+        }
+        srv->sweeper_started = true;
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
                          (((struct sockaddr *)sa)->sa_family == AF_INET6 ? MHD_USE_IPv6 : 0);
         srv->mhd = MHD_start_daemon(
                 flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, sa,
                 MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
-                MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTION_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
-                (unsigned)30, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+                MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->http_connections,
+                MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->http_connections_per_address,
+                /* idle (and a stalled reader of an answer); the read deadline
+                 * is the sweeper's */
+                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_read_timeout_s,
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
                 MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_NOTIFY_COMPLETED,
-                on_completed, srv, MHD_OPTION_END);
+                on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+                MHD_OPTION_END);
         if (!srv->mhd) {
-                snowid_close(srv->ids);
-                free(caa_container_of(s, struct snapshot_box, snap));
-                free(srv);
+                server_free(srv);
                 return -EADDRINUSE;
         }
         *ret = srv;
@@ -677,7 +957,5 @@ void http_stop(struct http_server *srv)
         MHD_stop_daemon(srv->mhd);
         synchronize_rcu();
         rcu_barrier();
-        free(caa_container_of(srv->snap, struct snapshot_box, snap));
-        snowid_close(srv->ids);
-        free(srv);
+        server_free(srv);
 }

@@ -16,8 +16,6 @@
 #include "publish.h"
 #include "serve.h"
 
-#define HTTP_CONNECTION_LIMIT 4096
-
 /* What the loop knows, as one immutable object. */
 struct http_snapshot {
         snowid_layout layout;

@@ -110,22 +110,35 @@ static int listen_socket(const struct settings *cfg, int *fd)
         return r;
 }
 
-/* Descriptors: the HTTP server's connections, the handshakes (a held answer
- * is one descriptor here and two in flight, which the kernel counts against
- * this limit too), and a few dozen more (etcd, the segment, the journal). */
-static void check_nofile(const struct settings *cfg)
+/* Descriptors: each HTTP connection (two: its read deadline keeps a
+ * duplicate), the handshakes (a held answer is one descriptor here and two in
+ * flight, which the kernel counts against this limit too), and a few dozen
+ * more (etcd, the segment, the journal).  The soft limit is raised to what
+ * full load needs; under a lower hard limit the HTTP connections are fitted
+ * into it, so that a flood is refused by the limits, never by EMFILE. */
+static void check_nofile(struct settings *cfg)
 {
         struct rlimit rl;
-        uint64_t need = (cfg->http ? HTTP_CONNECTION_LIMIT : 0) + SERVE_CONN_MAX +
-                        SERVE_HELD_MAX * 3 + 64;
-        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < need) {
-                rl.rlim_cur = rl.rlim_max < need ? rl.rlim_max : need;
-                setrlimit(RLIMIT_NOFILE, &rl);
-                if (rl.rlim_cur < need)
-                        log_warning("RLIMIT_NOFILE is %llu, below the %llu descriptors that full "
-                                    "load needs: raise LimitNOFILE=",
-                                    (unsigned long long)rl.rlim_cur, (unsigned long long)need);
-        }
+        uint64_t other = SERVE_CONN_MAX + SERVE_HELD_MAX * 3 + 64,
+                 need = (cfg->http ? 2 * (uint64_t)cfg->http_connections : 0) + other;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= need)
+                return;
+        rl.rlim_cur = rl.rlim_max < need ? rl.rlim_max : need;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+        if (rl.rlim_cur >= need)
+                return;
+        if (cfg->http && rl.rlim_cur >= other + 16) {
+                cfg->http_connections = (unsigned)((rl.rlim_cur - other) / 2);
+                if (cfg->http_connections_per_address > cfg->http_connections)
+                        cfg->http_connections_per_address = cfg->http_connections;
+                log_warning("RLIMIT_NOFILE is %llu: http-connections lowered to %u to fit it "
+                            "(raise LimitNOFILE= for more)",
+                            (unsigned long long)rl.rlim_cur, cfg->http_connections);
+        } else
+                log_warning("RLIMIT_NOFILE is %llu, below the %llu descriptors that full "
+                            "load needs: raise LimitNOFILE=",
+                            (unsigned long long)rl.rlim_cur, (unsigned long long)need);
 }
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)

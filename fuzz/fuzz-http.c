@@ -34,13 +34,13 @@ static struct settings cfg;
 static struct http_server *srv;
 static struct shm_pub *pub;
 static unsigned port;
-static char *token;
+static struct token token; /* rates: a limit reached now and then */
 
 static void cleanup(void)
 {
         http_stop(srv);
         shm_pub_close(pub);
-        free(token);
+        free(token.secret);
         settings_free(&cfg);
 }
 
@@ -83,7 +83,9 @@ static void setup(void)
                                        .offset_ns = p.offset_ns};
         http_publish(srv, snap);
         port = http_port(srv);
-        token = strdup("fuzz-token");
+        token.secret = strdup("fuzz-token");
+        snprintf(token.name, sizeof(token.name), "fuzz");
+        token.requests = (struct rate){20000};
         atexit(cleanup);
 }
 
@@ -95,7 +97,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 return 0;
         shm_pub_heartbeat(pub); /* snowidd's tick: the daemon is alive */
         /* read by the server's thread only while a request of ours is in it */
-        cfg.http_token = data[0] & 1 ? token : NULL;
+        cfg.http_tokens = data[0] & 1 ? &token : NULL;
+        cfg.n_http_tokens = data[0] & 1;
 
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
@@ -153,6 +156,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         abort();
                 }
         }
-        cfg.http_token = NULL;
+        cfg.http_tokens = NULL;
+        cfg.n_http_tokens = 0;
         return 0;
 }

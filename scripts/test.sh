@@ -64,7 +64,7 @@ ASAN_OPTIONS=detect_leaks=1 run_suite build-asan -Db_sanitize=address,undefined 
 # with its HTTP threads.  GCC warns that TSan does not model atomic fences
 # (-Wtsan): every access to the shared segment is atomic, so no report can
 # come from it either way; the fence orderings are what model/ checks.
-TEST_ARGS=(client multiproc etcd-daemon etcd-http)
+TEST_ARGS=(client multiproc ratelimit etcd-daemon etcd-http etcd-http-limits)
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
     run_suite build-tsan -Db_sanitize=thread -Db_lundef=false -Dc_args=-Wno-tsan
 TEST_ARGS=()

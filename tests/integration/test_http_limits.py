@@ -1,0 +1,218 @@
+# SPDX-License-Identifier: MIT
+"""The HTTP API as its own gateway: rate limits per token and per address,
+a connection limit per address, a read deadline that a trickle cannot
+extend.  Clients come from several loopback addresses (127.0.0.2, .3, ...),
+as clients of several hosts would."""
+import http.client
+import json
+import resource
+import socket
+import subprocess
+import threading
+import time
+
+from harness import SNOWIDD, Daemon, Etcd, free_port, log, metric, run, wait_for
+
+
+def post(port, path, src, token=None, timeout=10):
+    """(status, headers, body) of a POST from source address src."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout, source_address=(src, 0))
+    try:
+        c.request("POST", path, headers={"Authorization": f"Bearer {token}"} if token else {})
+        r = c.getresponse()
+        return r.status, dict(r.getheaders()), r.read()
+    finally:
+        c.close()
+
+
+def served_within(port, src, seconds):
+    """A request from src answered 200 within seconds (the connection too)."""
+    t0 = time.monotonic()
+    st, _, body = post(port, "/v1/ids", src, timeout=seconds)
+    took = time.monotonic() - t0
+    assert st == 200 and json.loads(body)["ids"], (st, body)
+    assert took < seconds, f"{took:.2f} s"
+    return took
+
+
+def keep_posting(port, path, src, token, stop, counts):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(src, 0))
+    hdr = {"Authorization": f"Bearer {token}"}
+    while not stop.is_set():
+        c.request("POST", path, headers=hdr)
+        r = c.getresponse()
+        body = r.read()
+        counts[r.status] = counts.get(r.status, 0) + 1
+        if r.status == 429:
+            counts.setdefault("retry_after", set()).add(r.getheader("Retry-After"))
+            counts["error"] = json.loads(body)
+        elif r.status == 200:
+            counts["ids"] = counts.get("ids", 0) + len(json.loads(body)["ids"])
+
+
+def test_rate_limits(h):
+    """A token over its rates gets 429 with Retry-After, while another token,
+    and the same token's limits aside, everyone else is served at full
+    speed; an address over its ID rate likewise."""
+    etcd = Etcd(h)
+    port = free_port()
+    tokens = h.path("tokens")
+    with open(tokens, "w") as f:
+        f.write("# name secret limits\n"
+                "slow s3cr3t-slow-0123456789 ids=2000 requests=100\n"
+                "fast s3cr3t-fast-0123456789\n")
+    d = Daemon(h, etcd, args=["--http", f"127.0.0.1:{port}", "--http-token-file", tokens,
+                              "--http-address-ids", "50000", "--http-threads", "2"]).start()
+    wait_for(lambda: metric(port, "snowid_http_connections") is not None, 5, "the HTTP API")
+
+    stop = threading.Event()
+    slow, fast = {}, {}
+    workers = [threading.Thread(target=keep_posting,
+                                args=(port, "/v1/ids?count=10", "127.0.0.2",
+                                      "s3cr3t-slow-0123456789", stop, slow)),
+               threading.Thread(target=keep_posting,
+                                args=(port, "/v1/ids?count=1", "127.0.0.3",
+                                      "s3cr3t-fast-0123456789", stop, fast))]
+    t0 = time.monotonic()
+    for w in workers:
+        w.start()
+    wait_for(lambda: slow.get(429, 0) >= 50 and fast.get(200, 0) >= 1000, 20,
+             "the slow token limited while the fast one is served")
+    stop.set()
+    for w in workers:
+        w.join()
+    secs = time.monotonic() - t0
+    # a burst of one second, then the rate
+    assert slow.get(200, 0) <= 100 * (secs + 1) + 5, (slow.get(200), secs)
+    assert slow["ids"] <= 2000 * (secs + 1) + 10, (slow["ids"], secs)
+    assert slow["retry_after"] <= {"1"}, slow["retry_after"]
+    assert slow["error"]["by"] == "token" and slow["error"]["limit"] in ("ids", "requests")
+    assert fast.get(429, 0) == 0, fast
+    limited = metric(port, 'snowid_http_limited_total{by="token",token="slow",limit="requests"}')
+    limited += metric(port, 'snowid_http_limited_total{by="token",token="slow",limit="ids"}')
+    assert limited == slow[429], (limited, slow[429])
+    assert metric(port, 'snowid_http_token_ids_total{token="slow"}') == slow["ids"]
+    assert metric(port, 'snowid_http_token_ids_total{token="fast"}') == fast["ids"]
+    log(f"token limits: slow {slow[200] / secs:.0f} req/s served, {slow[429]} refused (429); "
+        f"fast {fast[200] / secs:.0f} req/s, 0 refused")
+
+    # an address over its ID rate (50,000/s): 429 by address; another served
+    over = [post(port, "/v1/ids?count=10000", "127.0.0.4", "s3cr3t-fast-0123456789")[0]
+            for _ in range(12)]
+    assert over.count(200) in range(5, 9) and over.count(429) >= 6, over
+    st, hd, body = post(port, "/v1/ids?count=10000", "127.0.0.4", "s3cr3t-fast-0123456789")
+    assert st == 429 and json.loads(body)["by"] == "address" and int(hd["Retry-After"]) >= 1
+    assert post(port, "/v1/ids?count=10000", "127.0.0.5", "s3cr3t-fast-0123456789")[0] == 200
+    # an unknown token: 401, and it still counts against the address's requests
+    assert post(port, "/v1/ids", "127.0.0.6", "nope")[0] == 401
+    d.stop()
+
+
+def test_idle_connections(h):
+    """5,000 idle connections from one address: at most its 64 are kept; the
+    API keeps serving other addresses at once."""
+    etcd = Etcd(h)
+    port = free_port()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 20000), hard))
+    h.cleanup(lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard)))
+    d = Daemon(h, etcd, args=["--http", f"127.0.0.1:{port}"]).start()
+    wait_for(lambda: metric(port, "snowid_http_connections") is not None, 5, "the HTTP API")
+    idle = []
+    h.cleanup(lambda: [s.close() for s in idle])
+    for _ in range(5000):
+        s = socket.socket()
+        s.bind(("127.0.0.2", 0))
+        s.setblocking(False)
+        try:
+            s.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        idle.append(s)
+    took = [served_within(port, f"127.0.0.{3 + i % 3}", 2) for i in range(50)]
+    held = metric(port, "snowid_http_connections")
+    assert held <= 64 + 2, held
+    log(f"5000 idle connections from one address: {held:.0f} held; other addresses served, "
+        f"slowest {max(took) * 1000:.0f} ms of 50")
+    d.stop()
+
+
+def test_slowloris(h):
+    """Connections from several addresses that trickle their headers, a byte
+    every 200 ms: each is shut at the read deadline (3 s) however it trickles,
+    and other addresses are served all along."""
+    etcd = Etcd(h)
+    port = free_port()
+    d = Daemon(h, etcd, args=["--http", f"127.0.0.1:{port}", "--http-read-timeout", "3"]).start()
+    wait_for(lambda: metric(port, "snowid_http_connections") is not None, 5, "the HTTP API")
+    slow = []
+    h.cleanup(lambda: [s.close() for s, _ in slow])
+    for i in range(120):
+        s = socket.socket()
+        s.bind((f"127.0.0.{10 + i % 3}", 0))
+        s.connect(("127.0.0.1", port))
+        s.setblocking(False)
+        slow.append((s, time.monotonic()))
+    request = b"POST /v1/ids HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 400
+    closed = {}
+    took = []
+    t0 = time.monotonic()
+    for k in range(60):  # 12 s of trickling
+        for n, (s, start) in enumerate(slow):
+            if n in closed:
+                continue
+            try:
+                s.send(request[k:k + 1])
+                if s.recv(1024) == b"":
+                    closed[n] = time.monotonic() - start
+            except BlockingIOError:
+                pass
+            except OSError:
+                closed[n] = time.monotonic() - start
+        if k % 10 == 0:
+            took.append(served_within(port, "127.0.0.20", 2))
+        if len(closed) == len(slow):
+            break
+        time.sleep(0.2)  # the trickle's pace, not a wait for a condition
+    assert len(closed) == len(slow), f"{len(slow) - len(closed)} trickling connections still open"
+    assert max(closed.values()) < 5, max(closed.values())
+    assert min(closed.values()) > 2.5, min(closed.values())
+    cuts = metric(port, "snowid_http_read_deadline_cuts_total")
+    assert cuts >= len(slow), cuts
+    served_within(port, "127.0.0.20", 2)
+    log(f"slowloris: {len(slow)} trickling connections from 3 addresses shut after "
+        f"{min(closed.values()):.1f}-{max(closed.values()):.1f} s (deadline 3 s); another address "
+        f"served throughout, slowest {max(took) * 1000:.0f} ms")
+    d.stop()
+
+
+def test_token_file_errors(h):
+    """A bad token file is refused with the line and why, exit 78."""
+    cases = {
+        "a b c d e f\n": "more than",
+        "bad/name secret\n": "a name is",
+        "x secret ids=fast\n": "ids=N or requests=N",
+        "x s1\ny s1\n": "given twice",
+        "x s1\nx s2\n": "given twice",
+        "# only a comment\n": "has no token",
+    }
+    empty = h.path("empty.conf")
+    open(empty, "w").close()
+    for text, want in cases.items():
+        path = h.path("tokens")
+        with open(path, "w") as f:
+            f.write(text)
+        r = subprocess.run([SNOWIDD, "--config", empty, "--http", "127.0.0.1:1",
+                            "--http-token-file", path, "--check-config"],
+                           capture_output=True, text=True, timeout=10)
+        assert r.returncode == 78 and want in r.stderr, (text, r.returncode, r.stderr)
+    with open(path, "w") as f:
+        f.write("legacy-secret-alone\n")
+    r = subprocess.run([SNOWIDD, "--config", empty, "--http", "127.0.0.1:1",
+                        "--http-token-file", path, "--check-config"],
+                       capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0 and "valid" in r.stdout, (r.returncode, r.stderr)
+
+
+if __name__ == "__main__":
+    run([test_rate_limits, test_idle_connections, test_slowloris, test_token_file_errors])
