@@ -585,7 +585,7 @@ static int check(struct settings *s)
                 if (tokens_load(s->http_token_file, (struct rate){s->http_token_ids},
                                 (struct rate){s->http_token_requests}, &s->http_tokens,
                                 &s->n_http_tokens, err, sizeof(err)) < 0) {
-                        fprintf(stderr, "snowidd: http-token-file: %s\n", err);
+                        fprintf(stderr, "snowidd: %s\n", err);
                         return EX_CONFIG_;
                 }
         }

@@ -127,7 +127,7 @@ int tokens_load(const char *path, struct rate def_ids, struct rate def_requests,
 {
         FILE *f = fopen(path, "re");
         if (!f) {
-                snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+                snprintf(err, errlen, "cannot read http-token-file %s: %s", path, strerror(errno));
                 return -EINVAL;
         }
         struct token *t = calloc(LIMIT_TOKENS_MAX, sizeof(*t));
@@ -164,12 +164,12 @@ int tokens_load(const char *path, struct rate def_ids, struct rate def_requests,
         explicit_bzero(line, sizeof(line));
         fclose(f);
         if (r == 0 && n == 0) {
-                snprintf(err, errlen, "%s has no token", path);
+                snprintf(err, errlen, "http-token-file %s has no token", path);
                 r = -EINVAL;
         } else if (r == -ENOMEM && !t)
                 snprintf(err, errlen, "out of memory");
         else if (r < 0)
-                snprintf(err, errlen, "%s:%u: %s", path, lineno, why);
+                snprintf(err, errlen, "http-token-file %s:%u: %s", path, lineno, why);
         if (r < 0) {
                 tokens_free(t, n);
                 return r;
