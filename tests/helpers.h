@@ -77,6 +77,16 @@ static inline int test_pub_open(const char *instance, struct shm_pub **ret)
         abort();
 }
 
+/* Stops p's handshake server (and its thread): before a fork whose children
+ * start threads, which ThreadSanitizer cannot follow after a multi-threaded
+ * fork.  Handles already open go on without it. */
+static inline void test_pub_stop_server(struct shm_pub *p)
+{
+        for (int i = 0; i < TEST_PUBS_MAX; i++)
+                if (p && test_pubs[i].pub == p)
+                        test_pubs[i].srv = shm_server_stop(test_pubs[i].srv);
+}
+
 static inline struct shm_pub *test_pub_close(struct shm_pub *p)
 {
         for (int i = 0; i < TEST_PUBS_MAX; i++)
