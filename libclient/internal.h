@@ -27,7 +27,7 @@ struct snowid {
         _Atomic uint64_t max_wait_ns;
         _Atomic int64_t next_follow_ns; /* no new handshake before this (rate limit) */
         _Atomic int follower;           /* pid of the process whose thread follows, or 0 */
-        uint64_t uuid_key;              /* UUIDs' random bits (uuid7.c); set at open, then read-only */
+        uint64_t uuid_key;              /* of UUIDs' random bits (uuid7.c); set once at open */
         char path[SHM_SOCK_PATH_MAX];
 };
 
