@@ -19,7 +19,9 @@
  * that makes IDs unique.  Fields are in the ID's order of significance, so
  * byte-wise order is the order values were taken in.
  */
+#include <endian.h>
 #include <errno.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -40,18 +42,19 @@ static inline uint64_t mask(unsigned bits)
         return (UINT64_C(1) << bits) - 1;
 }
 
+/* one byte swap and one unaligned store each (the caller's array may sit at
+ * any address) */
 static inline void put_be64(uint8_t *p, uint64_t v)
 {
-        for (int i = 7; i >= 0; i--, v >>= 8)
-                p[i] = (uint8_t)v;
+        v = htobe64(v);
+        memcpy(p, &v, sizeof(v));
 }
 
 static inline uint64_t get_be64(const uint8_t *p)
 {
-        uint64_t v = 0;
-        for (int i = 0; i < 8; i++)
-                v = v << 8 | p[i];
-        return v;
+        uint64_t v;
+        memcpy(&v, p, sizeof(v));
+        return be64toh(v);
 }
 
 /* How many low sequence bits go to rand_b: those past rand_a's 12. */
@@ -107,17 +110,8 @@ static int take_uuids(snowid *s, uint8_t (*ret_uuids)[16], size_t n)
 
 SNOWID_EXPORT int snowid_next_uuid7(snowid *s, uint8_t ret_uuid[16])
 {
-        uint8_t u[1][16];
-
-        /* one copy of 16 bytes: the out-parameter stays untouched on failure */
-        if (!ret_uuid)
-                return -EINVAL;
-        int r = take_uuids(s, u, 1);
-        if (r < 0)
-                return r;
-        for (int i = 0; i < 16; i++)
-                ret_uuid[i] = u[0][i];
-        return 0;
+        /* take_uuids() writes only once it has succeeded */
+        return take_uuids(s, (uint8_t(*)[16])ret_uuid, 1);
 }
 
 SNOWID_EXPORT int snowid_next_uuid7_batch(snowid *s, uint8_t (*ret_uuids)[16], size_t n)
