@@ -94,8 +94,9 @@ static int take_uuids(snowid *s, uint8_t (*ret_uuids)[16], size_t n)
         int r = snowid_take(s, n, &x, &sn, &epoch);
         if (r < 0)
                 return r;
-        /* take() bounded the ms by the deadline (below 2^63); a segment's
-         * epoch is below 2^42 unless damaged, so the sum cannot wrap */
+        /* take() bounded the ms by the deadline (below 2^63), and an epoch
+         * below 2^48 keeps the sum from wrapping; snowidd publishes epochs
+         * below 2^42, so a larger one is damage */
         uint64_t last_ms = (x + n - 1) >> sn.seq_bits;
         if (epoch >> 48)
                 return -EPROTO;
