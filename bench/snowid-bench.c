@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * snowid-bench: what one ID costs, and how close a host gets to the layout's
- * ceiling, beside three baselines measured in the same run:
+ * snowid-bench: what one ID (and one UUIDv7) costs, and how close a host gets
+ * to the layout's ceiling, beside three baselines measured in the same run:
  *
  *   textbook  a mutex around clock, last ms and sequence, spinning to the
  *             next ms when the sequence runs out (Snowflake as usually written)
@@ -125,10 +125,12 @@ static __attribute__((noinline)) uint64_t fetchadd_next(void)
 
 /* ---- generators, by name ---- */
 
-enum gen { G_SNOWID, G_SNOWID64, G_SNOWID4096, G_TEXTBOOK, G_LOCKFREE, G_FETCHADD };
+enum gen { G_SNOWID, G_SNOWID64, G_SNOWID4096, G_UUID7, G_UUID7_64, G_TEXTBOOK, G_LOCKFREE,
+           G_FETCHADD };
 static const char *const gen_names[] = {"snowid", "snowid batch 64", "snowid batch 4096",
+                                        "snowid uuid7", "snowid uuid7 batch 64",
                                         "textbook", "lockfree", "fetchadd"};
-static const unsigned gen_batch[] = {1, 64, 4096, 1, 1, 1};
+static const unsigned gen_batch[] = {1, 64, 4096, 1, 64, 1, 1, 1};
 
 static _Thread_local uint64_t sink;
 static double snowid_t1, snowid_t2;
@@ -143,6 +145,10 @@ static inline int take(enum gen g, snowid *s, uint64_t *buf)
                 return snowid_next_batch(s, buf, 64);
         case G_SNOWID4096:
                 return snowid_next_batch(s, buf, 4096);
+        case G_UUID7:
+                return snowid_next_uuid7(s, (uint8_t *)buf);
+        case G_UUID7_64:
+                return snowid_next_uuid7_batch(s, (uint8_t(*)[16])buf, 64);
         case G_TEXTBOOK:
                 sink += textbook_next();
                 return 0;
@@ -231,7 +237,7 @@ static void *run_thread(void *p)
 
 static double throughput_threads(enum gen g, int nthreads)
 {
-        snowid *s = g <= G_SNOWID4096 ? open_or_die() : NULL;
+        snowid *s = g <= G_UUID7_64 ? open_or_die() : NULL;
         pthread_t t[8];
         struct run r[8];
         _Atomic int go = 0;
@@ -378,8 +384,8 @@ int main(int argc, char **argv)
         printf("| generator | median ns/ID | p99 | p99.9 | median vs lockfree |\n");
         printf("| --- | ---: | ---: | ---: | ---: |\n");
         struct lat lf = latency(G_LOCKFREE);
-        static const enum gen lat_gens[] = {G_SNOWID, G_SNOWID64, G_SNOWID4096,
-                                            G_TEXTBOOK, G_LOCKFREE, G_FETCHADD};
+        static const enum gen lat_gens[] = {G_SNOWID,   G_SNOWID64, G_SNOWID4096, G_UUID7,
+                                            G_UUID7_64, G_TEXTBOOK, G_LOCKFREE,   G_FETCHADD};
         for (size_t i = 0; i < sizeof(lat_gens) / sizeof(lat_gens[0]); i++) {
                 enum gen g = lat_gens[i];
                 struct lat l = g == G_LOCKFREE ? lf : latency(g);

@@ -13,6 +13,7 @@
 #include "fence.h"
 #include "handshake.h"
 #include "snowid.h"
+#include "uuid-text.h"
 
 #define N_MAX 1000000
 
@@ -110,7 +111,8 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 }
 
 /* snowid next --url: the daemon's HTTP API, for hosts without a daemon. */
-static int next_remote(const char *url, uint64_t n, const char *token_file, uint64_t wait_ms)
+static int next_remote(const char *url, uint64_t n, const char *token_file, uint64_t wait_ms,
+                       int uuid)
 {
         char full[4096], auth[1100];
         struct buffer b = {0};
@@ -119,7 +121,8 @@ static int next_remote(const char *url, uint64_t n, const char *token_file, uint
         size_t ul = strlen(url);
         while (ul && url[ul - 1] == '/')
                 ul--;
-        snprintf(full, sizeof(full), "%.*s/v1/ids?count=%" PRIu64, (int)ul, url, n);
+        snprintf(full, sizeof(full), "%.*s/v1/ids?count=%" PRIu64 "%s", (int)ul, url, n,
+                 uuid ? "&format=uuid7" : "");
         if (token_file) {
                 FILE *f = fopen(token_file, "re");
                 char tok[1024] = "";
@@ -175,18 +178,21 @@ static int cmd_next(int argc, char **argv)
                 {"wait", required_argument, NULL, 'w'},
                 {"url", required_argument, NULL, 'u'},
                 {"token-file", required_argument, NULL, 't'},
+                {"uuid7", no_argument, NULL, 'U'},
                 {}};
         const char *instance = NULL, *format = "dec", *url = NULL, *token_file = NULL;
         uint64_t n = 1, wait_ms = 1000;
-        int c;
+        int uuid = 0, c;
 
         while ((c = getopt_long(argc, argv, "hi:f:n:w:u:t:", opts, NULL)) >= 0) {
                 switch (c) {
                 case 'h':
                         printf("Usage: snowid next [-n N] [--instance NAME] [--format dec|hex|json]"
-                               " [--wait MS]\n\n"
+                               " [--uuid7] [--wait MS]\n\n"
                                "Takes N IDs (default 1, at most %d) from the host's snowidd and "
                                "prints them, one a line.\n"
+                               "  --uuid7     UUIDv7s (8-4-4-4-12 hex) from the same counter "
+                               "instead\n"
                                "  --wait MS   how long to wait for a lease or the clock "
                                "(default 1000)\n"
                                "  --url URL   take them from a daemon's HTTP API instead "
@@ -214,6 +220,9 @@ static int cmd_next(int argc, char **argv)
                 case 't':
                         token_file = optarg;
                         break;
+                case 'U':
+                        uuid = 1;
+                        break;
                 case 'w':
                         if (parse_u64(optarg, 3600000, &wait_ms) < 0)
                                 return usage_error("bad wait '%s' (ms, at most 3600000)", optarg);
@@ -224,10 +233,12 @@ static int cmd_next(int argc, char **argv)
         }
         if (optind < argc)
                 return usage_error("unexpected argument '%s'", argv[optind]);
+        if (uuid && !strcmp(format, "hex"))
+                return usage_error("%s", "--uuid7 takes --format dec (UUIDs as written) or json");
         if (url) {
                 if (strcmp(format, "dec") || instance)
                         return usage_error("%s", "--url takes no --instance or --format");
-                return next_remote(url, n, token_file, wait_ms);
+                return next_remote(url, n, token_file, wait_ms, uuid);
         }
 
         snowid *s;
@@ -244,8 +255,11 @@ static int cmd_next(int argc, char **argv)
                 return fail(r, "cannot read the layout");
         }
         uint64_t chunk_max = UINT64_C(1) << l.seq_bits;
-        uint64_t *ids = malloc(sizeof(uint64_t) * (n < chunk_max ? n : chunk_max));
-        if (!ids) {
+        /* a chunk of either form: 16 bytes a UUID */
+        void *buf = malloc(16 * (n < chunk_max ? n : chunk_max));
+        uint64_t *ids = buf;
+        uint8_t(*uuids)[16] = buf;
+        if (!buf) {
                 snowid_close(s);
                 return fail(-ENOMEM, "out of memory");
         }
@@ -254,11 +268,18 @@ static int cmd_next(int argc, char **argv)
                 fputs("{\"ids\":[", stdout);
         for (uint64_t done = 0; done < n;) {
                 size_t k = (size_t)(n - done < chunk_max ? n - done : chunk_max);
-                r = snowid_next_batch(s, ids, k);
+                r = uuid ? snowid_next_uuid7_batch(s, uuids, k) : snowid_next_batch(s, ids, k);
                 if (r < 0)
                         break;
                 for (size_t i = 0; i < k; i++) {
-                        if (json)
+                        char text[UUID_TEXT_LEN + 1];
+                        if (uuid) {
+                                uuid_to_text(uuids[i], text);
+                                if (json)
+                                        printf("%s\"%s\"", done + i ? "," : "", text);
+                                else
+                                        puts(text);
+                        } else if (json)
                                 printf("%s\"%" PRIu64 "\"", done + i ? "," : "", ids[i]);
                         else if (!strcmp(format, "hex"))
                                 printf("0x%016" PRIx64 "\n", ids[i]);
@@ -269,7 +290,7 @@ static int cmd_next(int argc, char **argv)
         }
         if (json && r >= 0)
                 puts("]}");
-        free(ids);
+        free(buf);
         snowid_close(s);
         if (r < 0)
                 return fail(r, r == -EAGAIN ? "no ID could be issued (no lease, or the deadline "
@@ -301,8 +322,10 @@ static int cmd_decode(int argc, char **argv)
                         printf("Usage: snowid decode [--instance NAME | --epoch MS --time-bits T "
                                "--worker-bits W --seq-bits S] [--json] ID...\n\n"
                                "Prints each ID's time (RFC 3339 UTC and unix ms), worker and "
-                               "sequence.  Without\nlayout flags, the layout of the running "
-                               "instance is used, or the default 41/10/12.\n");
+                               "sequence.  An ID is\na 64-bit decimal number or a UUIDv7 "
+                               "(8-4-4-4-12 hex) from snowid.  Without\nlayout flags, the "
+                               "layout of the running instance is used, or the default "
+                               "41/10/12.\n");
                         return 0;
                 case 'i':
                         instance = optarg;
@@ -348,21 +371,30 @@ static int cmd_decode(int argc, char **argv)
         int status = 0;
         for (int i = optind; i < argc; i++) {
                 snowid_parts p;
-                char when[64];
-                if (parse_u64(argv[i], UINT64_MAX, &v) < 0 || snowid_decode(&l, v, &p) < 0) {
-                        fprintf(stderr, "%s: '%s' is not an ID of this layout\n", program, argv[i]);
+                uint8_t u[16];
+                char when[64], id[UUID_TEXT_LEN + 1];
+                size_t len = strlen(argv[i]);
+                int uuid = uuid_text_like(argv[i], len);
+                if (uuid ? uuid_from_text(argv[i], len, u) < 0 || snowid_decode_uuid7(&l, u, &p) < 0
+                         : parse_u64(argv[i], UINT64_MAX, &v) < 0 || snowid_decode(&l, v, &p) < 0) {
+                        fprintf(stderr, "%s: '%s' is not %s of this layout\n", program, argv[i],
+                                uuid ? "a UUIDv7" : "an ID");
                         status = 1;
                         continue;
                 }
+                if (uuid)
+                        uuid_to_text(u, id);
+                else
+                        snprintf(id, sizeof(id), "%" PRIu64, v);
                 format_rfc3339(p.unix_ms, when, sizeof(when));
                 if (json)
-                        printf("{\"id\":\"%" PRIu64 "\",\"time\":\"%s\",\"unix_ms\":%" PRIu64
+                        printf("{\"id\":\"%s\",\"time\":\"%s\",\"unix_ms\":%" PRIu64
                                ",\"worker\":%" PRIu32 ",\"sequence\":%" PRIu32 "}\n",
-                               v, when, p.unix_ms, p.worker, p.sequence);
+                               id, when, p.unix_ms, p.worker, p.sequence);
                 else
-                        printf("%" PRIu64 "\ttime=%s\tunix_ms=%" PRIu64 "\tworker=%" PRIu32
+                        printf("%s\ttime=%s\tunix_ms=%" PRIu64 "\tworker=%" PRIu32
                                "\tsequence=%" PRIu32 "\n",
-                               v, when, p.unix_ms, p.worker, p.sequence);
+                               id, when, p.unix_ms, p.worker, p.sequence);
         }
         return status;
 }

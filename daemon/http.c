@@ -22,6 +22,7 @@
 #include "ratelimit.h"
 #include "segment.h"
 #include "snowid.h"
+#include "uuid-text.h"
 
 #define BODY_MAX 4096
 #define CODES 600
@@ -258,16 +259,93 @@ static int limit_ids(struct http_server *srv, struct request *q, uint64_t n, boo
 
 enum format { F_JSON, F_TEXT, F_BINARY };
 
+/* Which form a request asks for: ?format=int64|uuid7, else a format
+ * parameter on the Accept media type ("Accept: text/plain; format=uuid7");
+ * the 64-bit ID by default. */
+static int id_form(const char *qformat, const char *accept, bool *ret_uuid)
+{
+        if (qformat) {
+                if (strcmp(qformat, "uuid7") && strcmp(qformat, "int64"))
+                        return -EINVAL;
+                *ret_uuid = !strcmp(qformat, "uuid7");
+                return 0;
+        }
+        /* media type parameter names are case-insensitive (RFC 9110 8.3.1) */
+        *ret_uuid = accept && strcasestr(accept, "format=uuid7");
+        return 0;
+}
+
+static enum MHD_Result none_issued(struct http_server *srv, struct MHD_Connection *c, int r)
+{
+        return fail(srv, c, r == -EAGAIN ? 503 : 500,
+                    r == -EAGAIN ? "no ID can be issued now (no lease, or past the deadline)"
+                                 : "the segment is damaged");
+}
+
+/* count UUIDv7s, in chunks of at most 2^seq_bits (one atomic operation each),
+ * as 36-character strings or 16 bytes each */
+static enum MHD_Result take_uuids(struct http_server *srv, struct MHD_Connection *c,
+                                  struct request *q, uint64_t count, enum format fmt,
+                                  uint64_t chunk)
+{
+        uint8_t(*u)[16] = malloc(count * 16);
+        if (!u)
+                return fail(srv, c, 500, "out of memory");
+        for (uint64_t done = 0; done < count;) {
+                size_t k = (size_t)(count - done < chunk ? count - done : chunk);
+                int r = snowid_next_uuid7_batch(srv->ids, u + done, k);
+                if (r < 0) {
+                        free(u);
+                        limit_ids(srv, q, count, true, NULL, NULL);
+                        return none_issued(srv, c, r);
+                }
+                done += k;
+        }
+        atomic_fetch_add_explicit(&srv->ids_served, count, memory_order_relaxed);
+        atomic_fetch_add_explicit(&q->token->n_ids, count, memory_order_relaxed);
+        if (fmt == F_BINARY)
+                return reply(srv, c, 200, "application/octet-stream", (char *)u, count * 16,
+                             NULL, NULL);
+        char *out = malloc(count * (UUID_TEXT_LEN + 3) + 16), *p = out;
+        if (!out) {
+                free(u);
+                return fail(srv, c, 500, "out of memory");
+        }
+        if (fmt == F_JSON)
+                p = stpcpy(p, "{\"ids\":[");
+        for (uint64_t i = 0; i < count; i++) {
+                if (fmt == F_JSON) {
+                        if (i)
+                                *p++ = ',';
+                        *p++ = '"';
+                        p = uuid_to_text(u[i], p);
+                        *p++ = '"';
+                } else {
+                        p = uuid_to_text(u[i], p);
+                        *p++ = '\n';
+                }
+        }
+        if (fmt == F_JSON)
+                p = stpcpy(p, "]}");
+        free(u);
+        return reply(srv, c, 200, fmt == F_JSON ? "application/json" : "text/plain; charset=utf-8",
+                     out, (size_t)(p - out), NULL, NULL);
+}
+
 static enum MHD_Result take_ids(struct http_server *srv, struct MHD_Connection *c,
                                 struct request *q)
 {
         const char *qcount = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "count");
+        const char *qformat = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
         const char *ctype = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
         const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
         uint64_t count = 1;
+        bool uuid;
 
         if (q->too_large)
                 return fail(srv, c, 413, "the body is larger than 4096 bytes");
+        if (id_form(qformat, accept, &uuid) < 0)
+                return fail(srv, c, 400, "format must be int64 or uuid7");
         if (qcount) {
                 if (parse_u64_strict(qcount, strlen(qcount), &count) < 0)
                         return fail(srv, c, 400, "count must be a positive integer");
@@ -308,10 +386,14 @@ static enum MHD_Result take_ids(struct http_server *srv, struct MHD_Connection *
                 return too_many(srv, c, by, "ids", wait);
         snowid_layout l;
         int r = snowid_get_layout(srv->ids, &l);
+        uint64_t chunk = r < 0 ? 1 : UINT64_C(1) << l.seq_bits;
+        if (uuid && r < 0)
+                limit_ids(srv, q, count, true, NULL, NULL);
+        if (uuid)
+                return r < 0 ? none_issued(srv, c, r) : take_uuids(srv, c, q, count, fmt, chunk);
         uint64_t *ids = malloc(count * sizeof(uint64_t));
         if (!ids)
                 return fail(srv, c, 500, "out of memory");
-        uint64_t chunk = r < 0 ? 1 : UINT64_C(1) << l.seq_bits;
         for (uint64_t done = 0; r >= 0 && done < count;) {
                 size_t k = (size_t)(count - done < chunk ? count - done : chunk);
                 r = snowid_next_batch(srv->ids, ids + done, k);
@@ -320,10 +402,7 @@ static enum MHD_Result take_ids(struct http_server *srv, struct MHD_Connection *
         if (r < 0) {
                 free(ids);
                 limit_ids(srv, q, count, true, NULL, NULL);
-                return fail(srv, c, r == -EAGAIN ? 503 : 500,
-                            r == -EAGAIN ? "no ID can be issued now (no lease, or past the "
-                                           "deadline)"
-                                         : "the segment is damaged");
+                return none_issued(srv, c, r);
         }
         atomic_fetch_add_explicit(&srv->ids_served, count, memory_order_relaxed);
         atomic_fetch_add_explicit(&q->token->n_ids, count, memory_order_relaxed);
@@ -360,21 +439,29 @@ static enum MHD_Result take_ids(struct http_server *srv, struct MHD_Connection *
                      out, (size_t)(p - out), NULL, NULL);
 }
 
+/* GET /v1/ids/{id}: a decimal 64-bit ID or a UUIDv7 (8-4-4-4-12 hex) */
 static enum MHD_Result decode_id(struct http_server *srv, struct MHD_Connection *c, const char *s)
 {
-        uint64_t id;
+        uint64_t id = 0;
+        uint8_t u[16];
         snowid_layout l;
         snowid_parts p;
-        char when[48];
-        if (parse_u64_strict(s, strlen(s), &id) < 0)
-                return fail(srv, c, 400, "an ID is a decimal number");
+        char when[48], idbuf[UUID_TEXT_LEN + 1];
+        size_t len = strlen(s);
+        bool uuid = uuid_text_like(s, len);
+        if (uuid ? uuid_from_text(s, len, u) < 0 : parse_u64_strict(s, len, &id) < 0)
+                return fail(srv, c, 400, uuid ? "a UUID is 8-4-4-4-12 hex digits"
+                                              : "an ID is a decimal number or a UUID");
         if (snowid_get_layout(srv->ids, &l) < 0)
                 return fail(srv, c, 503, "no layout published yet");
-        if (snowid_decode(&l, id, &p) < 0)
-                return fail(srv, c, 400, "not an ID of this layout");
+        if (uuid ? snowid_decode_uuid7(&l, u, &p) < 0 : snowid_decode(&l, id, &p) < 0)
+                return fail(srv, c, 400, uuid ? "not a UUIDv7 of this layout"
+                                              : "not an ID of this layout");
         rfc3339(p.unix_ms, when, sizeof(when));
-        char idbuf[24];
-        *u64_to(idbuf, id) = 0;
+        if (uuid)
+                uuid_to_text(u, idbuf); /* lowercase, as snowidd hands them out */
+        else
+                *u64_to(idbuf, id) = 0;
         return reply_json(srv, c, 200,
                           json_pack("{s:s, s:s, s:I, s:I, s:I}", "id", idbuf, "time", when,
                                     "unix_ms", (json_int_t)p.unix_ms, "worker",

@@ -150,12 +150,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         snowid_layout layout;
         uint64_t ids[8];
         int have_layout = snowid_get_layout(s, &layout) == 0;
+        uint8_t uuids[8][16];
         for (int round = 0; round < 3; round++) {
                 int r = round < 2 ? snowid_next(s, ids) : snowid_next_batch(s, ids, 8);
                 if (r >= 0 && have_layout) {
                         snowid_parts parts;
                         if (snowid_decode(&layout, ids[0], &parts) < 0)
                                 abort(); /* an ID its own layout cannot read */
+                }
+                /* the UUID forms read the epoch as well, through the same checks */
+                r = round < 2 ? snowid_next_uuid7(s, uuids[0])
+                              : snowid_next_uuid7_batch(s, uuids, 8);
+                if (r >= 0 && have_layout) {
+                        snowid_parts parts;
+                        if (snowid_decode_uuid7(&layout, uuids[0], &parts) < 0)
+                                abort(); /* a UUID its own layout cannot read */
                 }
         }
         snowid_status st;

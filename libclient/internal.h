@@ -27,8 +27,21 @@ struct snowid {
         _Atomic uint64_t max_wait_ns;
         _Atomic int64_t next_follow_ns; /* no new handshake before this (rate limit) */
         _Atomic int follower;           /* pid of the process whose thread follows, or 0 */
+        uint64_t uuid_key;              /* of UUIDs' random bits (uuid7.c); set once at open */
         char path[SHM_SOCK_PATH_MAX];
 };
+
+/* What take() read from one generation (next.c): everything a value needs
+ * to become an ID or a UUID. */
+struct snap {
+        uint64_t gen;
+        uint32_t worker;
+        unsigned worker_bits, seq_bits;
+};
+
+/* n consecutive counter values (the first in *ret_x), the generation they
+ * belong to and its epoch: the fast path of snowid_next(), for the UUID forms. */
+int snowid_take(snowid *s, uint64_t n, uint64_t *ret_x, struct snap *ret_sn, uint64_t *ret_epoch);
 
 /* Asks the socket for the segment, if g (the caller's) is retired or its
  * daemon gone; 1 if the handle has moved to a newer segment, else 0.

@@ -13,12 +13,6 @@
 
 #include "internal.h"
 
-struct snap {
-        uint64_t gen;
-        uint32_t worker;
-        unsigned worker_bits, seq_bits;
-};
-
 enum wait_verdict { GO = 0, RETRY = 1 };
 
 static void count(_Atomic uint64_t *counter)
@@ -113,9 +107,11 @@ static int wait_switch(snowid *s, const struct seg *g, int64_t *until)
 }
 
 /* Takes n consecutive counter values; returns the first, and the snapshot
- * of the generation they belong to. */
+ * of the generation they belong to, and its epoch when ret_epoch is not NULL.
+ * ret_epoch is a constant at each call: only the UUID forms read the epoch,
+ * so snowid_next() compiles to what it was without it. */
 static inline __attribute__((always_inline)) int take(snowid *s, uint64_t n, uint64_t *ret_x,
-                                                     struct snap *ret_sn)
+                                                     struct snap *ret_sn, uint64_t *ret_epoch)
 {
         int64_t until = 0;
 
@@ -137,6 +133,9 @@ static inline __attribute__((always_inline)) int take(snowid *s, uint64_t n, uin
                 sn.worker = READ_ONCE(ctl->worker);
                 sn.worker_bits = READ_ONCE(ctl->worker_bits);
                 sn.seq_bits = READ_ONCE(ctl->seq_bits);
+                /* read between the two reads of gen, like the worker: the
+                 * epoch of this generation (it changes only in a switch) */
+                uint64_t epoch = ret_epoch ? READ_ONCE(ctl->epoch_ms) : 0;
                 uint64_t deadline = READ_ONCE(ctl->deadline);
                 uint64_t now = id_time_ms(ctl);
                 uint64_t limit = now + READ_ONCE(ctl->lead_ms);
@@ -191,6 +190,8 @@ static inline __attribute__((always_inline)) int take(snowid *s, uint64_t n, uin
                 }
                 *ret_x = x;
                 *ret_sn = sn;
+                if (ret_epoch)
+                        *ret_epoch = epoch;
                 return 0;
         }
 }
@@ -209,7 +210,7 @@ SNOWID_EXPORT int snowid_next(snowid *s, uint64_t *ret_id)
 
         if (unlikely(!s || !ret_id))
                 return -EINVAL;
-        int r = take(s, 1, &x, &sn);
+        int r = take(s, 1, &x, &sn, NULL);
         if (unlikely(r < 0))
                 return r;
         *ret_id = compose(&sn, x);
@@ -223,7 +224,7 @@ SNOWID_EXPORT int snowid_next_batch(snowid *s, uint64_t *ret_ids, size_t n)
 
         if (!s || !ret_ids || n == 0)
                 return -EINVAL;
-        int r = take(s, n, &x, &sn);
+        int r = take(s, n, &x, &sn, NULL);
         if (r < 0)
                 return r;
         /* values within one ms compose to consecutive IDs: fill runs */
@@ -242,4 +243,11 @@ SNOWID_EXPORT int snowid_next_batch(snowid *s, uint64_t *ret_ids, size_t n)
                 v = run_end;
         }
         return 0;
+}
+
+/* The UUID forms (uuid7.c) take their values here, through exactly the
+ * checks and fences of snowid_next(), with the epoch of the same generation. */
+int snowid_take(snowid *s, uint64_t n, uint64_t *ret_x, struct snap *ret_sn, uint64_t *ret_epoch)
+{
+        return take(s, n, ret_x, ret_sn, ret_epoch);
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -241,6 +242,20 @@ out:
         return r;
 }
 
+/* The key of a handle's UUID random bits (uuid7.c).  It makes nothing
+ * unique, so it never waits for the kernel's pool (GRND_NONBLOCK, early at
+ * boot) and makes do with the clock and the pid where getrandom() fails. */
+static uint64_t uuid_key_new(void)
+{
+        uint64_t k;
+        if (getrandom(&k, sizeof(k), GRND_NONBLOCK) == (ssize_t)sizeof(k))
+                return k;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t)ts.tv_sec << 32 ^ (uint64_t)ts.tv_nsec ^ (uint64_t)getpid() << 20 ^
+               (uint64_t)(uintptr_t)&k;
+}
+
 static snowid *handle_new(const char *path)
 {
         snowid *s = calloc(1, sizeof(*s));
@@ -250,6 +265,7 @@ static snowid *handle_new(const char *path)
         atomic_init(&s->next_follow_ns, 0);
         atomic_init(&s->seg, NULL);
         atomic_init(&s->follower, 0);
+        s->uuid_key = uuid_key_new();
         snprintf(s->path, sizeof(s->path), "%s", path ? path : "");
         return s;
 }

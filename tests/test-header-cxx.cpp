@@ -8,5 +8,9 @@ int main()
         snowid *s = nullptr;
         if (snowid_layout_default(&l) != 0 || snowid_decode(&l, (UINT64_C(1) << 22) | 5, &p) != 0)
                 return 1;
+        uint8_t u[16] = {0x01, 0x94, 0x1f, 0x29, 0x7c, 0x01, 0x70, 0x05, 0x80, 0x30};
+        uint8_t(*batch)[16] = &u;
+        if (snowid_decode_uuid7(&l, batch[0], &p) != 0 || p.time_ms != 1 || p.worker != 3)
+                return 1;
         return p.time_ms == 1 && p.sequence == 5 && snowid_close(s) == nullptr ? 0 : 1;
 }

@@ -7,5 +7,10 @@ int main(void)
         snowid_parts p;
         if (snowid_layout_default(&l) != 0 || snowid_decode(&l, (UINT64_C(1) << 22) | 5, &p) != 0)
                 return 1;
+        /* a UUIDv7 at the epoch's ms + 1: sequence 5, worker 3 */
+        uint8_t u[16] = {0x01, 0x94, 0x1f, 0x29, 0x7c, 0x01, 0x70, 0x05, 0x80, 0x30};
+        uint8_t(*batch)[16] = &u;
+        if (snowid_decode_uuid7(&l, batch[0], &p) != 0 || p.time_ms != 1 || p.worker != 3)
+                return 1;
         return p.time_ms == 1 && p.sequence == 5 && sizeof(snowid_status) > 0 ? 0 : 1;
 }

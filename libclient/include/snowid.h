@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libsnowid: unique, roughly time-ordered 64-bit IDs from the host's snowidd.
+ * libsnowid: unique, roughly time-ordered 64-bit IDs (or UUIDv7s) from the
+ * host's snowidd.
  *
  * snowid_next() takes one value from the segment's shared counter with one
  * atomic operation and no system call.  Only when it must wait (and has a
@@ -118,6 +119,26 @@ SNOWID_EXPORT int snowid_layout_check(const snowid_layout *l);
 SNOWID_EXPORT int snowid_decode(const snowid_layout *l, uint64_t id, snowid_parts *ret);
 /* Uses p->time_ms, p->worker and p->sequence; -ERANGE if one does not fit. */
 SNOWID_EXPORT int snowid_encode(const snowid_layout *l, const snowid_parts *p, uint64_t *ret_id);
+
+/*
+ * UUIDv7 (RFC 9562), since SNOWID_1.1: made from one counter value taken
+ * exactly as snowid_next() takes one (same checks, same errors), so a UUID
+ * and a 64-bit ID never share a value, and two UUIDs are never equal.
+ * 16 bytes, big-endian: unix ms (48 bits), version 7, the sequence (12 bits;
+ * its high 12 when the layout has more), variant 10, then the sequence's
+ * remaining low bits, the worker number and random bits.  They sort by
+ * time as the IDs do.  The random bits come from a generator seeded per
+ * handle with getrandom(); they are not secret (docs/uuid7.md).
+ * -ERANGE: the time does not fit 48 bits (after the year 10889).
+ */
+SNOWID_EXPORT int snowid_next_uuid7(snowid *s, uint8_t ret_uuid[16]);
+/* n UUIDs from one atomic operation, increasing.  1 <= n <= 2^seq_bits. */
+SNOWID_EXPORT int snowid_next_uuid7_batch(snowid *s, uint8_t (*ret_uuids)[16], size_t n);
+/* The time, worker and sequence of a UUID made by snowid_next_uuid7() under
+ * layout l.  -EINVAL: not a UUIDv7; -ERANGE: its time or sequence does not
+ * fit l.  A UUIDv7 made elsewhere decodes to meaningless worker numbers. */
+SNOWID_EXPORT int snowid_decode_uuid7(const snowid_layout *l, const uint8_t uuid[16],
+                                      snowid_parts *ret);
 
 #ifdef __cplusplus
 }
