@@ -421,11 +421,11 @@ static int read_secret(const char *key, const char *path, char **ret)
                 fprintf(stderr, "snowidd: %s %s %s\n", key, path,
                         err ? strerror(err) : cut ? "has a first line longer than 1023 bytes"
                                                   : "is empty");
-                memset(buf, 0, sizeof(buf));
+                explicit_bzero(buf, sizeof(buf));
                 return EX_CONFIG_;
         }
         *ret = strdup(buf);
-        memset(buf, 0, sizeof(buf));
+        explicit_bzero(buf, sizeof(buf));
         return 0;
 }
 
@@ -434,7 +434,15 @@ static int read_secret(const char *key, const char *path, char **ret)
 static int check_readable(const char *key, const char *path)
 {
         char byte;
-        int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) : -2;
+        struct stat st = {0};
+        /* non-blocking: a FIFO or a terminal named here must not hang the start */
+        int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK) : -2;
+        if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+                close(fd);
+                fprintf(stderr, "snowidd: cannot read %s %s: %s\n", key, path,
+                        S_ISDIR(st.st_mode) ? strerror(EISDIR) : "not a regular file");
+                return EX_CONFIG_;
+        }
         ssize_t n = fd >= 0 ? read(fd, &byte, 1) : -1;
         int err = errno;
         if (fd >= 0)

@@ -68,6 +68,7 @@ struct snapshot_box {
 struct request {
         struct conn *conn;
         struct token *token;
+        struct addr_slot *ids_slot; /* the address bucket the IDs were charged to */
         size_t len;
         bool too_large;
         char body[BODY_MAX + 1];
@@ -232,14 +233,15 @@ static int limit_ids(struct http_server *srv, struct request *q, uint64_t n, boo
                      const char **by, int64_t *wait)
 {
         int64_t now = mono_ns();
-        struct addr_slot *a = addr_slot(srv, q, srv->addr_ids, now);
         struct token *t = q->token;
         if (refund) {
-                if (a)
-                        bucket_refund(&a->ids, srv->addr_ids, n);
+                /* to the very bucket charged, even if the slot changed hands */
+                if (q->ids_slot)
+                        bucket_refund(&q->ids_slot->ids, srv->addr_ids, n);
                 bucket_refund(&t->ids_bucket, t->ids, n);
                 return 0;
         }
+        struct addr_slot *a = addr_slot(srv, q, srv->addr_ids, now);
         if (a && bucket_take(&a->ids, srv->addr_ids, n, now, wait) < 0) {
                 atomic_fetch_add_explicit(&srv->limited_addr_ids, 1, memory_order_relaxed);
                 *by = "address";
@@ -252,6 +254,7 @@ static int limit_ids(struct http_server *srv, struct request *q, uint64_t n, boo
                 *by = "token";
                 return -1;
         }
+        q->ids_slot = a;
         return 0;
 }
 
@@ -282,6 +285,15 @@ static enum MHD_Result none_issued(struct http_server *srv, struct MHD_Connectio
                                  : "the segment is damaged");
 }
 
+/* Out of memory after the IDs were charged: none reach the client, so the
+ * charge is given back. */
+static enum MHD_Result oom_refund(struct http_server *srv, struct MHD_Connection *c,
+                                  struct request *q, uint64_t count)
+{
+        limit_ids(srv, q, count, true, NULL, NULL);
+        return fail(srv, c, 500, "out of memory");
+}
+
 /* count UUIDv7s, in chunks of at most 2^seq_bits (one atomic operation each),
  * as 36-character strings or 16 bytes each */
 static enum MHD_Result take_uuids(struct http_server *srv, struct MHD_Connection *c,
@@ -290,7 +302,7 @@ static enum MHD_Result take_uuids(struct http_server *srv, struct MHD_Connection
 {
         uint8_t(*u)[16] = malloc(count * 16);
         if (!u)
-                return fail(srv, c, 500, "out of memory");
+                return oom_refund(srv, c, q, count);
         for (uint64_t done = 0; done < count;) {
                 size_t k = (size_t)(count - done < chunk ? count - done : chunk);
                 int r = snowid_next_uuid7_batch(srv->ids, u + done, k);
@@ -309,7 +321,7 @@ static enum MHD_Result take_uuids(struct http_server *srv, struct MHD_Connection
         char *out = malloc(count * (UUID_TEXT_LEN + 3) + 16), *p = out;
         if (!out) {
                 free(u);
-                return fail(srv, c, 500, "out of memory");
+                return oom_refund(srv, c, q, count);
         }
         if (fmt == F_JSON)
                 p = stpcpy(p, "{\"ids\":[");
@@ -393,7 +405,7 @@ static enum MHD_Result take_ids(struct http_server *srv, struct MHD_Connection *
                 return r < 0 ? none_issued(srv, c, r) : take_uuids(srv, c, q, count, fmt, chunk);
         uint64_t *ids = malloc(count * sizeof(uint64_t));
         if (!ids)
-                return fail(srv, c, 500, "out of memory");
+                return oom_refund(srv, c, q, count);
         for (uint64_t done = 0; r >= 0 && done < count;) {
                 size_t k = (size_t)(count - done < chunk ? count - done : chunk);
                 r = snowid_next_batch(srv->ids, ids + done, k);
@@ -416,7 +428,7 @@ static enum MHD_Result take_ids(struct http_server *srv, struct MHD_Connection *
         char *out = malloc(count * 24 + 16), *p = out;
         if (!out) {
                 free(ids);
-                return fail(srv, c, 500, "out of memory");
+                return oom_refund(srv, c, q, count);
         }
         if (fmt == F_JSON)
                 p = stpcpy(p, "{\"ids\":[");

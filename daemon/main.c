@@ -119,7 +119,9 @@ static int listen_socket(const struct settings *cfg, int *fd)
 static void check_nofile(struct settings *cfg)
 {
         struct rlimit rl;
-        uint64_t other = SERVE_CONN_MAX + SERVE_HELD_MAX * 3 + 64,
+        /* libmicrohttpd: an epoll and a wake-up descriptor per thread, the listener */
+        uint64_t other = SERVE_CONN_MAX + SERVE_HELD_MAX * 3 + 64 +
+                         (cfg->http ? 2 * (uint64_t)cfg->http_threads + 1 : 0),
                  need = (cfg->http ? 2 * (uint64_t)cfg->http_connections : 0) + other;
         if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= need)
                 return;

@@ -161,6 +161,10 @@ int tokens_load(const char *path, struct rate def_ids, struct rate def_requests,
                         }
                 n++;
         }
+        if (r == 0 && ferror(f)) {
+                snprintf(why, sizeof(why), "read error");
+                r = -EINVAL;
+        }
         explicit_bzero(line, sizeof(line));
         fclose(f);
         if (r == 0 && n == 0) {
@@ -199,6 +203,14 @@ struct token *tokens_find(struct token *t, unsigned n, const char *given)
         return found;
 }
 
+static uint64_t mix(uint64_t x)
+{
+        x ^= x >> 33;
+        x *= UINT64_C(0xff51afd7ed558ccd);
+        x ^= x >> 33;
+        return x;
+}
+
 uint64_t addr_key(const struct sockaddr *sa)
 {
         uint64_t k = 0;
@@ -213,18 +225,12 @@ uint64_t addr_key(const struct sockaddr *sa)
                         memcpy(&k, a->sin6_addr.s6_addr + 12, 4);
                         return k | UINT64_C(4) << 56;
                 }
+                /* the /64, hashed into 56 bits under its own tag: never
+                 * equal to an IPv4 key */
                 memcpy(&k, a->sin6_addr.s6_addr, 8);
-                return k ? k : 6;
+                return (mix(k) & ~(UINT64_C(0xff) << 56)) | UINT64_C(6) << 56;
         }
         return 1;
-}
-
-static uint64_t mix(uint64_t x)
-{
-        x ^= x >> 33;
-        x *= UINT64_C(0xff51afd7ed558ccd);
-        x ^= x >> 33;
-        return x;
 }
 
 static int slot_idle(struct addr_slot *s, int64_t now)

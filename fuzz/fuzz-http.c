@@ -38,6 +38,8 @@ static struct token token; /* rates: a limit reached now and then */
 
 static void cleanup(void)
 {
+        cfg.http_tokens = NULL; /* the fuzz token is not the settings' to free */
+        cfg.n_http_tokens = 0;
         http_stop(srv);
         shm_pub_close(pub);
         free(token.secret);

@@ -141,6 +141,14 @@ static void test_addr_key(void **state)
         y.sin6_addr.s6_addr[7] = 1;
         assert_int_not_equal(addr_key((void *)&x), addr_key((void *)&y));
         assert_int_not_equal(addr_key((void *)&x), 0);
+        /* a /64 whose bytes spell an IPv4 key (2001:db8:0:4::/64 and
+         * 32.1.13.184 once did) never shares its buckets */
+        struct sockaddr_in6 z = {.sin6_family = AF_INET6};
+        static const uint8_t p64[8] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 4};
+        memcpy(z.sin6_addr.s6_addr, p64, 8);
+        struct sockaddr_in v4 = {.sin_family = AF_INET};
+        memcpy(&v4.sin_addr, p64, 4);
+        assert_int_not_equal(addr_key((void *)&z), addr_key((void *)&v4));
 }
 
 static void test_addr_table(void **state)
