@@ -98,10 +98,12 @@ void holder_etcd_refused(void *userdata, const struct etcd_problem *p)
                 return;
         }
         /* auth and roles are the cluster's (every member says the same);
-         * a certificate may be wrong on one member only */
+         * a certificate may be wrong on one member only, or etcd may be in
+         * the middle of rotating its own: every member, three times in a
+         * row (about 3 s with the hold doubling from 1 s) */
         bool fatal = !h->ready_sent && !h->stopping &&
                      (p->err == ETCD_ERR_AUTH || p->err == ETCD_ERR_PERMISSION ||
-                      p->members >= h->cfg->n_etcd);
+                      (p->members >= h->cfg->n_etcd && p->in_row >= 3));
         bool news = p->err != h->etcd_err;
         if (news) {
                 hint(h, p->err, why, sizeof(why));
@@ -110,10 +112,11 @@ void holder_etcd_refused(void *userdata, const struct etcd_problem *p)
                           fatal           ? "Exiting: retrying cannot help"
                           : h->ready_sent ? "IDs go on until the deadline; trying again, up to "
                                             "30 s apart"
-                                          : "Trying the other etcd members");
+                                          : "Trying every member again before giving up");
                 h->stats.etcd_refusals++;
         } else if (fatal) {
-                log_error("Every etcd member refuses snowidd (%s): exiting", etcd_err_name(p->err));
+                log_error("etcd keeps refusing (%s), every member, %u times in a row: exiting",
+                          etcd_err_name(p->err), p->in_row);
         }
         /* one line for STATUS=, the status file and JSON */
         char msg[sizeof(h->etcd_err_message)];
