@@ -133,6 +133,8 @@ static const char help[] =
 
 static int bad(const char *origin, const char *key, const char *value, const char *why)
 {
+        if (!value)
+                value = "";
         fprintf(stderr, "snowidd: %s: bad setting %s = '%.200s'%s: %s\n", origin, key, value,
                 strlen(value) > 200 ? "..." : "", why);
         return EX_CONFIG_;
@@ -669,6 +671,10 @@ int settings_load(struct settings *s, int argc, char **argv)
                 if (c == O_CHECK) {
                         s->check_config = true;
                         continue;
+                }
+                if (c == O_HELP) { /* an abbreviation of --help: getopt takes it too */
+                        fputs(help, stdout);
+                        return 1;
                 }
                 const char *name = "?";
                 for (const struct option *o = options; o->name; o++)
