@@ -12,6 +12,10 @@ packages=(
 if [ "${1:-}" = --test ]; then
     packages+=(python3-numpy clang llvm libclang-rt-14-dev)
     packages+=(systemd-container)   # systemd-nspawn: tests/systemd/test-unit.sh
+    # the clients in other languages: each folder lists its Debian packages
+    for f in "$(dirname "$0")"/../bindings/*/debian-packages; do
+        [ -f "$f" ] && packages+=($(sed 's/#.*//' "$f"))
+    done
 fi
 # the HTTP tests run a JavaScript client: any Node.js with fetch (18 or later)
 command -v node >/dev/null 2>&1 || packages+=(nodejs)

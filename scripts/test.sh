@@ -58,7 +58,7 @@ failed=$((failed + ${mf:-1}))
 
 export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
 run_suite build
-ASAN_OPTIONS=detect_leaks=1 run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
+ASAN_OPTIONS=detect_leaks=1 run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbindings=disabled
 
 # ThreadSanitizer: the multi-thread and multi-process clients, and the daemon
 # with its HTTP threads.  GCC warns that TSan does not model atomic fences
@@ -66,7 +66,7 @@ ASAN_OPTIONS=detect_leaks=1 run_suite build-asan -Db_sanitize=address,undefined 
 # come from it either way; the fence orderings are what model/ checks.
 TEST_ARGS=(client multiproc ratelimit etcd-daemon etcd-http etcd-http-limits)
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
-    run_suite build-tsan -Db_sanitize=thread -Db_lundef=false -Dc_args=-Wno-tsan
+    run_suite build-tsan -Db_sanitize=thread -Db_lundef=false -Dc_args=-Wno-tsan -Dbindings=disabled
 TEST_ARGS=()
 
 # libFuzzer (clang, ASan + UBSan): each target from the seed corpus in fuzz/
@@ -89,7 +89,7 @@ fuzz_one() { # fuzz_one TARGET
     fi
 }
 echo "== build-fuzz: -Dfuzz=true -Db_sanitize=address,undefined (clang)"
-if { [ -d build-fuzz ] || CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=false \
+if { [ -d build-fuzz ] || CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=false -Dbindings=disabled \
         -Db_sanitize=address,undefined -Db_lundef=false >/dev/null; } &&
     meson compile -C build-fuzz >build-fuzz.compile.log 2>&1; then
     for t in http etcd config segment handshake; do
