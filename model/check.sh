@@ -33,7 +33,6 @@ declare -A about=(
     [raise]="a restore the fence's claims_above does not cover, the holders alive: re-raising alone"
     [move]="two numbers, a move to a fresh number at any point, 2 IDs per client; no answer lost"
 )
-order=(renew fence move crash restore raise del)
 mutants=(1:renew 2:fence 3:fence 4:renew 5:fence 6:raise 7:del 8:restore 9:restore 10:move)
 declare -A mname=(
     [1]="the deadline published before etcd acknowledged the mark"
@@ -58,13 +57,20 @@ verify() {
 }
 field() { sed -n "$2" "$work/$1/out.txt" | tail -1; }
 
-# the model, in each configuration (two at a time: two cores)
-pids=()
-for c in "${order[@]}"; do
-    verify "model-$c" "${cfg[$c]}" &
-    pids+=($!)
-    [ ${#pids[@]} -ge 2 ] && { wait "${pids[0]}"; pids=("${pids[@]:1}"); }
+# every search, configurations and mutants, at most two at a time (two
+# cores), the longest first so that neither core waits at the end
+pool() { # pool NAME FLAGS: starts one search, once fewer than two run
+    while [ "$(jobs -pr | wc -l)" -ge 2 ]; do wait -n; done
+    verify "$1" "$2" &
+}
+for c in crash move renew raise fence restore del; do
+    pool "model-$c" "${cfg[$c]}"
 done
+for mc in "${mutants[@]}"; do
+    m=${mc%%:*} c=${mc#*:}
+    pool "mutant-$m" "-DMUTANT=$m ${cfg[$c]}"
+done
+pool known "$known_cfg"
 wait
 passed=0 failed=0
 for c in fence renew crash del restore raise move; do
@@ -82,16 +88,6 @@ for c in fence renew crash del restore raise move; do
     fi
 done
 
-# mutants, two at a time
-pids=()
-for mc in "${mutants[@]}"; do
-    m=${mc%%:*} c=${mc#*:}
-    verify "mutant-$m" "-DMUTANT=$m ${cfg[$c]}" &
-    pids+=($!)
-    [ ${#pids[@]} -ge 2 ] && { wait "${pids[0]}"; pids=("${pids[@]:1}"); }
-done
-verify known "$known_cfg" &
-wait
 for mc in "${mutants[@]}"; do
     m=${mc%%:*} c=${mc#*:}
     n="mutant-$m"

@@ -8,6 +8,9 @@ from harness import (Daemon, Etcd, Taker, b64, check_unique_and_increasing, deco
                      take, unb64, wait_for)
 
 FAST = ["--lease-ttl", "3", "--window", "3", "--renew-interval", "500", "--etcd-timeout", "1000"]
+# IDs a second per taker thread: enough to meet every deadline and switch,
+# few enough that checking every ID takes no longer than the test
+RATE = ["-r", "100000"]
 TINY = ["--cluster", "tiny", "--time-bits", "50", "--worker-bits", "1", "--seq-bits", "12"]
 
 
@@ -21,7 +24,7 @@ def test_takeover(h):
     x = Daemon(h, etcd, instance=h.instance + "-x", name="x", args=FAST + TINY).start()
     a = Daemon(h, etcd, instance=h.instance + "-a", name="a", args=FAST + ["--cluster", "tiny"])
     a.start()
-    ca = Taker(h, instance=a.instance, name="a")
+    ca = Taker(h, instance=a.instance, name="a", extra=RATE)
     wait_for(lambda: "worker" in a.status(), 5, "A's status")
     n = int(a.status().split("worker ")[1].split(",")[0])
     a.signal(signal.SIGSTOP)
@@ -33,7 +36,7 @@ def test_takeover(h):
     before_b = etcd.call("/v3/kv/range", {"key": b64(f"/snowid/tiny/hwm/{n}"),
                                           "revision": str(int(kv["mod_revision"]) - 1)})
     mark_a = int(unb64(before_b["kvs"][0]["value"]))
-    cb = Taker(h, instance=b.instance, name="b")
+    cb = Taker(h, instance=b.instance, name="b", extra=RATE)
     first_b = take(b.instance, 1)[0]
     assert decode(first_b, 1)[1] == n, "B should hold A's number"
     assert decode(first_b, 1)[0] > 0
@@ -57,7 +60,7 @@ def test_takeover(h):
 def test_kill9_restart(h):
     etcd = Etcd(h)
     d = Daemon(h, etcd, args=["--window", "10"]).start()
-    c = Taker(h, threads=2)
+    c = Taker(h, threads=2, extra=RATE)
     before = set(take(h.instance, 1))
     w0 = worker_of(before)
     d.kill9()
@@ -83,7 +86,7 @@ def test_etcd_outages(h):
     # machine) stays shorter than it; the 7 s outage below is longer
     d = Daemon(h, etcd, args=["--window", "6", "--lease-ttl", "4", "--renew-interval", "500",
                               "--etcd-timeout", "1000"]).start()
-    c = Taker(h)
+    c = Taker(h, extra=RATE)
     etcd.kill(0)
     log("etcd killed for 2 s (window 6 s)")
     time.sleep(2)
@@ -94,7 +97,7 @@ def test_etcd_outages(h):
     assert r["eagain"] == 0 and r["other_errors"] == 0, f"errors during a short outage: {r}"
     short = c.ids()
 
-    c = Taker(h, name="c2")
+    c = Taker(h, name="c2", extra=RATE)
     etcd.kill(0)
     log("etcd killed for 7 s (window 6 s)")
     wait_for(lambda: "etcd unreachable" in d.status(), 5, "etcd unreachable")
@@ -123,7 +126,7 @@ def test_etcd_outages(h):
 def test_leader_killed(h):
     etcd = Etcd(h, members=3)
     d = Daemon(h, etcd, args=["--etcd-timeout", "1500"]).start()
-    c = Taker(h)
+    c = Taker(h, extra=RATE)
     leader = wait_for(etcd.leader, 10, "a leader") - 1
     worker = worker_of(take(h.instance, 1))
     etcd.kill(leader)

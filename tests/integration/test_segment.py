@@ -23,6 +23,9 @@ from harness import (BUILD, CLI, SNOWIDD, Daemon, Etcd, Taker, check_unique_and_
 LIBSNOWID = os.path.join(BUILD, "libclient", "libsnowid.so.1")
 
 
+# IDs a second per taker thread where a test checks every ID of a long run
+RATE = ["-r", "100000"]
+
 def _preload_sanitizers():
     """ctypes can load a libsnowid built with AddressSanitizer only into a
     process whose first library is the ASan runtime: start again with it
@@ -357,7 +360,7 @@ def test_restart_without_fd_store(h):
     goes on with the old segment to its deadline, then fetches the new one."""
     etcd = Etcd(h)
     d = Daemon(h, etcd, args=["--window", "3", "--renew-interval", "500"]).start()
-    c = Taker(h, threads=2)
+    c = Taker(h, threads=2, extra=RATE)
     wait_for(lambda: c.last_id() is not None, 5, "the client's first IDs")
     w0 = decode(c.last_id())[1]
     assert d.stop() == 0
@@ -386,7 +389,7 @@ def test_restart_ahead_without_fd_store(h):
         etcd.put(f"/snowid/default/hwm/{n}", mark(id_time_now()))
     args = ["--window", "3", "--renew-interval", "500"]
     d = Daemon(h, etcd, args=args).start()
-    c = Taker(h, threads=2)
+    c = Taker(h, threads=2, extra=RATE)
     wait_for(lambda: c.last_id() is not None, 5, "the client's first IDs")
     ahead = decode(c.last_id())[0] - id_time_now()
     assert ahead > 60000, f"ID time only {ahead} ms ahead"
