@@ -57,7 +57,7 @@ passed=$((passed + ${mp:-0}))
 failed=$((failed + ${mf:-1}))
 
 export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
-run_suite build
+run_suite build -Dbindings=enabled
 ASAN_OPTIONS=detect_leaks=1 run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbindings=disabled
 
 # ThreadSanitizer: the multi-thread and multi-process clients, and the daemon
