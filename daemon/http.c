@@ -227,20 +227,13 @@ static int limit_requests(struct http_server *srv, struct request *q, const char
         return 0;
 }
 
-/* n IDs from the address's and the token's ID rates; given back (refund)
- * when they could not be taken. */
-static int limit_ids(struct http_server *srv, struct request *q, uint64_t n, bool refund,
-                     const char **by, int64_t *wait)
+/* n IDs charged to the address's and the token's ID rates; q remembers the
+ * address slot charged, for refund_ids() */
+static int charge_ids(struct http_server *srv, struct request *q, uint64_t n, const char **by,
+                      int64_t *wait)
 {
         int64_t now = mono_ns();
         struct token *t = q->token;
-        if (refund) {
-                /* to the very bucket charged, even if the slot changed hands */
-                if (q->ids_slot)
-                        bucket_refund(&q->ids_slot->ids, srv->addr_ids, n);
-                bucket_refund(&t->ids_bucket, t->ids, n);
-                return 0;
-        }
         struct addr_slot *a = addr_slot(srv, q, srv->addr_ids, now);
         if (a && bucket_take(&a->ids, srv->addr_ids, n, now, wait) < 0) {
                 atomic_fetch_add_explicit(&srv->limited_addr_ids, 1, memory_order_relaxed);
@@ -256,6 +249,15 @@ static int limit_ids(struct http_server *srv, struct request *q, uint64_t n, boo
         }
         q->ids_slot = a;
         return 0;
+}
+
+/* n IDs charged by charge_ids() but not issued, given back to the very
+ * buckets charged, even if the address slot changed hands since */
+static void refund_ids(struct http_server *srv, struct request *q, uint64_t n)
+{
+        if (q->ids_slot)
+                bucket_refund(&q->ids_slot->ids, srv->addr_ids, n);
+        bucket_refund(&q->token->ids_bucket, q->token->ids, n);
 }
 
 /* ---- endpoints ---- */
@@ -290,8 +292,49 @@ static enum MHD_Result none_issued(struct http_server *srv, struct MHD_Connectio
 static enum MHD_Result oom_refund(struct http_server *srv, struct MHD_Connection *c,
                                   struct request *q, uint64_t count)
 {
-        limit_ids(srv, q, count, true, NULL, NULL);
+        refund_ids(srv, q, count);
         return fail(srv, c, 500, "out of memory");
+}
+
+/* count values as JSON strings in {"ids": [...]} or one a line, put(p,
+ * items, i) writing the i-th (at most max_len characters) and returning the
+ * end; on out of memory the IDs charged are given back */
+static enum MHD_Result reply_list(struct http_server *srv, struct MHD_Connection *c,
+                                  struct request *q, enum format fmt, uint64_t count,
+                                  size_t max_len, char *(*put)(char *, const void *, uint64_t),
+                                  const void *items)
+{
+        char *out = malloc(count * (max_len + 3) + 16), *p = out;
+        if (!out)
+                return oom_refund(srv, c, q, count);
+        if (fmt == F_JSON)
+                p = stpcpy(p, "{\"ids\":[");
+        for (uint64_t i = 0; i < count; i++) {
+                if (fmt == F_JSON) {
+                        if (i)
+                                *p++ = ',';
+                        *p++ = '"';
+                        p = put(p, items, i);
+                        *p++ = '"';
+                } else {
+                        p = put(p, items, i);
+                        *p++ = '\n';
+                }
+        }
+        if (fmt == F_JSON)
+                p = stpcpy(p, "]}");
+        return reply(srv, c, 200, fmt == F_JSON ? "application/json" : "text/plain; charset=utf-8",
+                     out, (size_t)(p - out), NULL, NULL);
+}
+
+static char *put_uuid(char *p, const void *items, uint64_t i)
+{
+        return uuid_to_text(((const uint8_t(*)[16])items)[i], p);
+}
+
+static char *put_id(char *p, const void *items, uint64_t i)
+{
+        return u64_to(p, ((const uint64_t *)items)[i]);
 }
 
 /* count UUIDv7s, in chunks of at most 2^seq_bits (one atomic operation each),
@@ -308,7 +351,7 @@ static enum MHD_Result take_uuids(struct http_server *srv, struct MHD_Connection
                 int r = snowid_next_uuid7_batch(srv->ids, u + done, k);
                 if (r < 0) {
                         free(u);
-                        limit_ids(srv, q, count, true, NULL, NULL);
+                        refund_ids(srv, q, count);
                         return none_issued(srv, c, r);
                 }
                 done += k;
@@ -318,30 +361,9 @@ static enum MHD_Result take_uuids(struct http_server *srv, struct MHD_Connection
         if (fmt == F_BINARY)
                 return reply(srv, c, 200, "application/octet-stream", (char *)u, count * 16,
                              NULL, NULL);
-        char *out = malloc(count * (UUID_TEXT_LEN + 3) + 16), *p = out;
-        if (!out) {
-                free(u);
-                return oom_refund(srv, c, q, count);
-        }
-        if (fmt == F_JSON)
-                p = stpcpy(p, "{\"ids\":[");
-        for (uint64_t i = 0; i < count; i++) {
-                if (fmt == F_JSON) {
-                        if (i)
-                                *p++ = ',';
-                        *p++ = '"';
-                        p = uuid_to_text(u[i], p);
-                        *p++ = '"';
-                } else {
-                        p = uuid_to_text(u[i], p);
-                        *p++ = '\n';
-                }
-        }
-        if (fmt == F_JSON)
-                p = stpcpy(p, "]}");
+        enum MHD_Result ret = reply_list(srv, c, q, fmt, count, UUID_TEXT_LEN, put_uuid, u);
         free(u);
-        return reply(srv, c, 200, fmt == F_JSON ? "application/json" : "text/plain; charset=utf-8",
-                     out, (size_t)(p - out), NULL, NULL);
+        return ret;
 }
 
 static enum MHD_Result take_ids(struct http_server *srv, struct MHD_Connection *c,
@@ -394,13 +416,13 @@ static enum MHD_Result take_ids(struct http_server *srv, struct MHD_Connection *
 
         const char *by;
         int64_t wait;
-        if (limit_ids(srv, q, count, false, &by, &wait) < 0)
+        if (charge_ids(srv, q, count, &by, &wait) < 0)
                 return too_many(srv, c, by, "ids", wait);
         snowid_layout l;
         int r = snowid_get_layout(srv->ids, &l);
         uint64_t chunk = r < 0 ? 1 : UINT64_C(1) << l.seq_bits;
         if (uuid && r < 0)
-                limit_ids(srv, q, count, true, NULL, NULL);
+                refund_ids(srv, q, count);
         if (uuid)
                 return r < 0 ? none_issued(srv, c, r) : take_uuids(srv, c, q, count, fmt, chunk);
         uint64_t *ids = malloc(count * sizeof(uint64_t));
@@ -413,7 +435,7 @@ static enum MHD_Result take_ids(struct http_server *srv, struct MHD_Connection *
         }
         if (r < 0) {
                 free(ids);
-                limit_ids(srv, q, count, true, NULL, NULL);
+                refund_ids(srv, q, count);
                 return none_issued(srv, c, r);
         }
         atomic_fetch_add_explicit(&srv->ids_served, count, memory_order_relaxed);
@@ -425,30 +447,9 @@ static enum MHD_Result take_ids(struct http_server *srv, struct MHD_Connection *
                 return reply(srv, c, 200, "application/octet-stream", (char *)ids,
                              count * sizeof(uint64_t), NULL, NULL);
         }
-        char *out = malloc(count * 24 + 16), *p = out;
-        if (!out) {
-                free(ids);
-                return oom_refund(srv, c, q, count);
-        }
-        if (fmt == F_JSON)
-                p = stpcpy(p, "{\"ids\":[");
-        for (uint64_t i = 0; i < count; i++) {
-                if (fmt == F_JSON) {
-                        if (i)
-                                *p++ = ',';
-                        *p++ = '"';
-                        p = u64_to(p, ids[i]);
-                        *p++ = '"';
-                } else {
-                        p = u64_to(p, ids[i]);
-                        *p++ = '\n';
-                }
-        }
-        if (fmt == F_JSON)
-                p = stpcpy(p, "]}");
+        enum MHD_Result ret = reply_list(srv, c, q, fmt, count, 20, put_id, ids);
         free(ids);
-        return reply(srv, c, 200, fmt == F_JSON ? "application/json" : "text/plain; charset=utf-8",
-                     out, (size_t)(p - out), NULL, NULL);
+        return ret;
 }
 
 /* GET /v1/ids/{id}: a decimal 64-bit ID or a UUIDv7 (8-4-4-4-12 hex) */
