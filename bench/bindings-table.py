@@ -4,7 +4,7 @@
 (lang, row, threads, ns_per_id, ids_per_s; one line per run) into a Markdown
 table (medians over runs, ratios to the same language's textbook generator
 and to its HTTP client, measured in the same run) and a data file for
-gnuplot.  Prints the table too."""
+gnuplot.  MD "-": the table on standard output."""
 import statistics
 import sys
 from collections import defaultdict
@@ -51,14 +51,16 @@ def main(tsv, md, dat):
                             + f"; {http / s:.0f}x faster than the HTTP API"
                             + f" (goal at least 20x: {'met' if http / s >= 20 else 'NOT met'})")
     text = "\n".join(out) + "\n\n" + "\n".join(verdicts) + "\n"
-    with open(md, "w") as f:
-        f.write(text)
+    if md == "-":
+        sys.stdout.write(text)
+    else:
+        with open(md, "w") as f:
+            f.write(text)
     with open(dat, "w") as f:
         f.write("# lang snowid textbook uuid http (ns/ID, 1 thread, medians)\n")
         for lang in langs:
             vals = [med.get((lang, r, 1), float("nan")) for r in ("snowid", "textbook", "uuid", "http")]
             f.write(lang + " " + " ".join(f"{v:.2f}" for v in vals) + "\n")
-    print(text, end="")
 
 
 if __name__ == "__main__":

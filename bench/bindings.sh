@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The clients in other languages, measured: for each language, its binding's
+# next() and next_batch(64), that language's textbook Snowflake and UUID
+# generator, and the HTTP API from that language, 1 and 2 threads, all in
+# the same run against one snowidd (layout 33/10/20, whose ceiling of about
+# one ID a nanosecond does not bind, as in bench/snowid-bench).  Each
+# language's benchmark runs RUNS times (alternating languages); the table
+# gives medians and ratios to the same language's textbook generator.
+# Writes bench/results/bindings.md and bench/results/bindings.png.
+# Usage: bench/bindings.sh [RUNS] [SECONDS_PER_ROW]   (default 3 and 2)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-3}
+secs=${2:-2}
+out=bench/results
+mkdir -p "$out"
+if [ ! -f build/bindings/benches.tsv ]; then
+    meson setup build -Dbindings=enabled >/dev/null
+fi
+meson compile -C build >/dev/null
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export SNOWID_BUILD=$PWD/build
+layout=(--daemon-arg=--cluster=bench --daemon-arg=--time-bits=33 --daemon-arg=--worker-bits=10
+        --daemon-arg=--seq-bits=20 --daemon-arg=--http-address-ids=0)
+mapfile -t benches < <(grep -v '^$' build/bindings/benches.tsv)
+[ ${#benches[@]} -gt 0 ] || { echo "bindings.sh: no binding was built (build/bindings/benches.tsv)"; exit 1; }
+for ((r = 1; r <= runs; r++)); do
+    for line in "${benches[@]}"; do
+        IFS=$'\t' read -r -a argv <<<"$line"
+        lang=${argv[0]}
+        echo "run $r/$runs: $lang" >&2
+        python3 bindings/with_daemon.py --http "${layout[@]}" -- "${argv[@]:1}" --seconds "$secs" \
+            >>"$work/all.tsv"
+    done
+done
+cp "$work/all.tsv" "$out/bindings.tsv"
+{
+    echo "# The bindings, measured"
+    echo
+    echo "\`bench/bindings.sh $runs $secs\` on $(nproc) cores ($(uname -m)), $(date -u +%Y-%m-%d)."
+    echo "ns per ID: medians of $runs runs, each row $secs s; 2 threads: wall time over all IDs."
+    echo "The ratios compare rows of the same language measured in the same runs."
+    echo
+    python3 bench/bindings-table.py "$work/all.tsv" - "$work/plot.dat"
+} >"$out/bindings.md.new"
+mv "$out/bindings.md.new" "$out/bindings.md"
+if command -v gnuplot >/dev/null; then
+    gnuplot <<GP
+set terminal pngcairo size 900,480
+set output "$out/bindings.png"
+set title "ns per ID, one thread (log scale): each language's binding, textbook generator, UUID, HTTP API"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set logscale y
+set ylabel "ns per ID"
+set key top left
+set grid ytics
+plot "$work/plot.dat" using 2:xtic(1) title "snowid binding", '' using 3 title "textbook Snowflake", \
+     '' using 4 title "UUID", '' using 5 title "HTTP API"
+GP
+fi
+cat "$out/bindings.md"
