@@ -3,6 +3,13 @@
  * Acquiring a worker number: grant a lease, scan workers/ and hwm/, claim
  * one number under that lease (one attempt per lease), and settle a claim
  * whose answer never came (DESIGN.md; docs/fences.md rules 1 and 3).
+ *
+ * The scan first reads a sample of SCAN_SAMPLE numbers at random (their
+ * workers/ keys and marks: a constant cost, however many hosts hold
+ * numbers); only when none of them is free with its mark behind the clock
+ * does it read every number of the range.  A claim's transaction compares
+ * exactly what its scan read of the number it claims, so which numbers the
+ * scan read changes nothing of its safety.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -58,6 +65,16 @@ unsigned next_backoff(struct holder *h, unsigned max)
         return ms / 2 + (unsigned)(random() % (ms / 2 + 1));
 }
 
+/* The wait after a failed request: an answer that never came, or an etcd
+ * too busy to serve (5xx), backs off up to half a lease TTL, so that a
+ * fleet starting at once does not keep an overloaded etcd overloaded with
+ * retries; any other failure retries within a second. */
+static unsigned failure_backoff(struct holder *h, const struct etcd_reply *r)
+{
+        bool overloaded = !r->answered || r->http >= 500;
+        return next_backoff(h, overloaded ? full_retry_max(h) : RETRY_MAX_MS);
+}
+
 /* This holding's attempt is over: abandon its lease, start again. */
 void restart_acquisition(struct holder *h, unsigned delay_ms)
 {
@@ -68,6 +85,7 @@ void restart_acquisition(struct holder *h, unsigned delay_ms)
 }
 
 static void step_scan(struct holder *h);
+static void scan(struct holder *h, bool full);
 
 static void on_grant(void *userdata, const struct etcd_reply *r)
 {
@@ -85,7 +103,7 @@ static void on_grant(void *userdata, const struct etcd_reply *r)
                 if (r->err == ETCD_ERR_NONE) /* a refusal is said once, by refusal.c */
                         log_warning("Cannot get a lease from %s: %s", etcd_endpoint(h->etcd),
                                     r->error ? r->error : "malformed answer");
-                return retry_in(h, next_backoff(h, RETRY_MAX_MS));
+                return retry_in(h, failure_backoff(h, r));
         }
         g->lease = id;
         g->state = H_SCAN;
@@ -130,10 +148,13 @@ static void on_scan(void *userdata, const struct etcd_reply *r)
         struct kv kv = {0};
         if (!g || !cluster_ok(h, r, -1))
                 return;
-        /* [workers/, hwm/, floor, fence, layout] */
-        int same = etcd_ok(r) ? txn_cluster_same(r->json, 3, &h->cl) : -1;
+        /* [workers/ (k ranges), hwm/ (k ranges), floor, fence, layout]: k is
+         * 1 for a full scan, the sample's size else */
+        bool sampled = g->sampled > 0;
+        unsigned k = sampled ? g->sampled : 1;
+        int same = etcd_ok(r) ? txn_cluster_same(r->json, 2 * k + 1, &h->cl) : -1;
         uint64_t floor = 0;
-        int rf = etcd_ok(r) ? txn_kv(r->json, 2, &kv) : -1;
+        int rf = etcd_ok(r) ? txn_kv(r->json, 2 * k, &kv) : -1;
         if (rf == 1 && (parse_mark(kv.value, kv.value_len, &floor) < 0 ||
                         floor >> h->layout.time_bits))
                 rf = 0; /* damaged: as if lost (the re-read halts) */
@@ -148,43 +169,51 @@ static void on_scan(void *userdata, const struct etcd_reply *r)
                 if (r->err == ETCD_ERR_NONE)
                         log_warning("Cannot read the worker numbers: %s",
                                     r->error ? r->error : "malformed answer");
-                return restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
+                return restart_acquisition(h, failure_backoff(h, r));
         }
         uint64_t workers = UINT64_C(1) << h->layout.worker_bits;
-        /* per number: 0 free, 1 taken (held, or its mark unreadable) */
-        uint8_t *taken = calloc(workers, 1);
+        /* per number: 0 free, 1 taken (held, its mark unreadable, or not
+         * in the sample) */
+        uint8_t *taken = malloc(workers);
         uint64_t *mark = calloc(workers, sizeof(uint64_t));
         int64_t *modrev = calloc(workers, sizeof(int64_t));
         if (!taken || !mark || !modrev)
                 goto out;
+        memset(taken, sampled, workers);
+        for (unsigned s = 0; s < g->sampled; s++)
+                taken[g->sample[s]] = 0;
         json_t *kvs, *j;
         size_t i;
-        kvs = txn_kvs(r->json, 0);
-        json_array_foreach(kvs, i, j)
-        {
-                if (kv_parse(j, &kv) < 0)
-                        continue;
-                int64_t n = key_number(h, kv.key, "workers/", workers);
-                if (n >= 0)
-                        taken[n] = 1;
-                kv_clear(&kv);
-        }
-        kvs = txn_kvs(r->json, 1);
-        json_array_foreach(kvs, i, j)
-        {
-                if (kv_parse(j, &kv) < 0)
-                        continue;
-                int64_t n = key_number(h, kv.key, "hwm/", workers);
-                if (n >= 0 && (parse_mark(kv.value, kv.value_len, &mark[n]) < 0 ||
-                               mark[n] >> h->layout.time_bits)) {
-                        log_warning("The mark of worker %" PRId64 " is not 20 digits of an ID "
-                                    "time this layout holds; skipping the number",
-                                    n);
-                        taken[n] = 1;
+        for (unsigned s = 0; s < k; s++) {
+                kvs = txn_kvs(r->json, s);
+                json_array_foreach(kvs, i, j)
+                {
+                        if (kv_parse(j, &kv) < 0)
+                                continue;
+                        int64_t n = key_number(h, kv.key, "workers/", workers);
+                        if (n >= 0)
+                                taken[n] = 1;
+                        kv_clear(&kv);
                 }
-                if (n >= 0)
-                        modrev[n] = kv.mod_revision;
-                kv_clear(&kv);
+        }
+        for (unsigned s = 0; s < k; s++) {
+                kvs = txn_kvs(r->json, k + s);
+                json_array_foreach(kvs, i, j)
+                {
+                        if (kv_parse(j, &kv) < 0)
+                                continue;
+                        int64_t n = key_number(h, kv.key, "hwm/", workers);
+                        if (n >= 0 && (parse_mark(kv.value, kv.value_len, &mark[n]) < 0 ||
+                                       mark[n] >> h->layout.time_bits)) {
+                                log_warning("The mark of worker %" PRId64 " is not 20 digits of an ID "
+                                            "time this layout holds; skipping the number",
+                                            n);
+                                taken[n] = 1;
+                        }
+                        if (n >= 0)
+                                modrev[n] = kv.mod_revision;
+                        kv_clear(&kv);
+                }
         }
         /* a number without a mark starts above the floor (never trusted as 0) */
         uint64_t unmarked = floor + 1 + FLOOR_SLACK_MS;
@@ -204,6 +233,13 @@ static void on_scan(void *userdata, const struct etcd_reply *r)
                         pick = (int64_t)n;
                 if (mark[n] < lowest)
                         lowest = mark[n], low = (int64_t)n;
+        }
+        if (sampled && pick < 0) {
+                /* nothing free and behind the clock in the sample: look at
+                 * every number before claiming ahead or waiting */
+                log_debug("No free number behind the clock among %u sampled; reading all", k);
+                scan(h, true);
+                goto out;
         }
         if (pick < 0 && low >= 0 && g->fresh) {
                 log_warning("No free worker number has its mark behind the wall clock; ID time "
@@ -235,15 +271,44 @@ out:
         free(modrev);
 }
 
-static void step_scan(struct holder *h)
+/* full: every number of the range; else a fresh sample of distinct numbers */
+static void scan(struct holder *h, bool full)
 {
-        json_t *body = json_pack("{s:[o, o, o]}", "success",
-                                 range_op(key_json(h, "workers/", -1), key_json(h, "workers0", -1), true),
-                                 range_op(key_json(h, "hwm/", -1), key_json(h, "hwm0", -1), false),
-                                 range_op(key_json(h, "floor", -1), NULL, false));
-        txn_cluster_reads(json_object_get(body, "success"), h->prefix);
+        struct holding *g = &h->next;
+        uint64_t span = h->range_to - h->range_from + 1;
+        json_t *ops = json_array();
+        g->sampled = 0;
+        if (!full && span > 4 * SCAN_SAMPLE) {
+                while (g->sampled < SCAN_SAMPLE) {
+                        uint32_t n = (uint32_t)(h->range_from + (uint64_t)random() % span);
+                        bool dup = false;
+                        for (unsigned i = 0; i < g->sampled; i++)
+                                dup |= g->sample[i] == n;
+                        if (!dup)
+                                g->sample[g->sampled++] = n;
+                }
+                for (unsigned i = 0; i < g->sampled; i++)
+                        json_array_append_new(ops, range_op(key_json(h, "workers/", g->sample[i]),
+                                                            NULL, true));
+                for (unsigned i = 0; i < g->sampled; i++)
+                        json_array_append_new(ops, range_op(key_json(h, "hwm/", g->sample[i]),
+                                                            NULL, false));
+        } else {
+                json_array_append_new(ops, range_op(key_json(h, "workers/", -1),
+                                                    key_json(h, "workers0", -1), true));
+                json_array_append_new(ops, range_op(key_json(h, "hwm/", -1),
+                                                    key_json(h, "hwm0", -1), false));
+        }
+        json_array_append_new(ops, range_op(key_json(h, "floor", -1), NULL, false));
+        txn_cluster_reads(ops, h->prefix);
+        json_t *body = json_pack("{s:o}", "success", ops);
         if (etcd_call(h->etcd, "/v3/kv/txn", body, on_scan, h, h->next.id) < 0)
                 restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
+}
+
+static void step_scan(struct holder *h)
+{
+        scan(h, false);
 }
 
 static void step_settle(struct holder *h);

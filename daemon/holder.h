@@ -45,7 +45,12 @@ struct holding {
         bool keepalive_busy, extend_busy;
         uint64_t keepalive_next_ms; /* CLOCK_MONOTONIC ms of the next keepalive */
         bool raising;        /* its mark read back low: raised before anything else */
+        /* the scan: a sample of SCAN_SAMPLE numbers (sampled > 0), else every
+         * number of the range */
+        unsigned sampled;
+        uint32_t sample[8];
 };
+#define SCAN_SAMPLE 8
 
 /* Why the daemon extends nothing on this cluster (docs/fences.md). */
 enum halt {
