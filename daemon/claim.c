@@ -69,7 +69,7 @@ unsigned next_backoff(struct holder *h, unsigned max)
  * too busy to serve (5xx), backs off up to half a lease TTL, so that a
  * fleet starting at once does not keep an overloaded etcd overloaded with
  * retries; any other failure retries within a second. */
-static unsigned failure_backoff(struct holder *h, const struct etcd_reply *r)
+unsigned failure_backoff(struct holder *h, const struct etcd_reply *r)
 {
         bool overloaded = !r->answered || r->http >= 500;
         return next_backoff(h, overloaded ? full_retry_max(h) : RETRY_MAX_MS);

@@ -78,7 +78,8 @@ static int layout_parse(const struct kv *kv, snowid_layout *ret)
         return snowid_layout_check(ret) < 0 ? -EBADMSG : 0;
 }
 
-/* A cluster never used: no layout, fence, floor or holder, every mark 0. */
+/* A cluster never used: no layout, fence, floor or holder, every mark 0
+ * (the read gives at most one holder, and the highest mark). */
 static bool never_used(const json_t *root, int rf, int rfl)
 {
         json_t *kvs = txn_kvs(root, 4), *j;
@@ -181,7 +182,7 @@ static void on_cluster(void *userdata, const struct etcd_reply *r)
                 if (r->err == ETCD_ERR_NONE) /* a refusal is said once, by refusal.c */
                         log_warning("Cannot read the cluster's layout from %s: %s",
                                     etcd_endpoint(h->etcd), r->error);
-                return reread_in(h, REREAD_MS);
+                return reread_in(h, failure_backoff(h, r));
         }
         /* [layout, fence, floor, workers/, hwm/, ranges/] */
         int rl = txn_kv(r->json, 0, &lk), rf = txn_kv(r->json, 1, &fk), rfl = txn_kv(r->json, 2, &flk);
@@ -276,6 +277,17 @@ void cluster_read(struct holder *h)
                                  txn_range(txn_key(p, "workers/", -1), txn_key(p, "workers0", -1), true),
                                  txn_range(txn_key(p, "hwm/", -1), txn_key(p, "hwm0", -1), false),
                                  txn_range(txn_key(p, "ranges/", -1), txn_key(p, "ranges0", -1), false));
+        /* never_used() needs only whether any number is held, and the
+         * highest mark (marks are 20 digits: their order is their value's):
+         * one key of each, not every number's, which a fleet of daemons
+         * starting at once would each read */
+        json_t *ops = json_object_get(body, "success");
+        json_t *held = json_object_get(json_array_get(ops, 3), "request_range");
+        json_t *top = json_object_get(json_array_get(ops, 4), "request_range");
+        json_object_set_new(held, "limit", json_integer(1));
+        json_object_set_new(top, "limit", json_integer(1));
+        json_object_set_new(top, "sort_order", json_string("DESCEND"));
+        json_object_set_new(top, "sort_target", json_string("VALUE"));
         if (etcd_call(h->etcd, "/v3/kv/txn", body, on_cluster, h, 0) < 0)
                 reread_in(h, REREAD_MS);
 }

@@ -157,6 +157,9 @@ void holder_refusal_file(const struct holder *h);
 struct holding *acquiring(struct holder *h, const struct etcd_reply *r, enum hstate want);
 int read_back(const struct holding *g, const json_t *root, bool *ret_ours, uint64_t *ret_mark);
 void publish(struct holder *h);
+/* next_backoff(), up to half a lease TTL when etcd did not answer or
+ * answered 5xx, else up to a second */
+unsigned failure_backoff(struct holder *h, const struct etcd_reply *r);
 unsigned next_backoff(struct holder *h, unsigned max);
 void restart_acquisition(struct holder *h, unsigned delay_ms);
 void holder_acquire(struct holder *h, bool fresh);
