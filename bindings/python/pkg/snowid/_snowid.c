@@ -5,15 +5,18 @@
  * The GIL.  A call that takes an ID costs about 30 ns; releasing and taking
  * back the GIL around it would cost more than the call, and with two threads
  * would hand the GIL over at every ID.  So a call first runs with the GIL
- * held and the handle's own budget (snowid_set_max_wait) at 0: it never
- * waits.  Only when that gives -EAGAIN and the object's budget is not 0 does
- * the call set the handle's budget, release the GIL and call again, waiting
- * as libsnowid waits (for the clock, the deadline, a switch, a newer
- * segment).  While any call of an object waits without the GIL (waiters >
- * 0), the handle's budget is the object's, and the object's other calls go
- * the same way; the last one back sets it to 0 again.  waiters is only read
- * and written with the GIL held, so a call that runs with the GIL held
- * always finds the handle at 0.
+ * held and the handle's own budget (snowid_set_max_wait) at rest_us: the
+ * object's budget, but at most FAST_WAIT_US.  That covers the waits of a
+ * host at its ID ceiling (the counter a ms ahead of the clock: a spin of
+ * under a ms) and is too short for libsnowid to ask the socket for a newer
+ * segment (it does so only with a ms or more left).  Only when that gives
+ * -EAGAIN and the object's budget is longer does the call set the handle's
+ * budget to the rest of it, release the GIL and call again, waiting as
+ * libsnowid waits (for the deadline, a switch, a newer segment).  While any
+ * call of an object waits without the GIL (waiters > 0), the handle's budget
+ * is that rest, and the object's other calls go the same way; the last one
+ * back sets rest_us again.  waiters is only read and written with the GIL
+ * held, so a call that runs with the GIL held always finds rest_us.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -34,6 +37,9 @@
 #define unlikely(x) (x)
 #endif
 
+/* the longest wait with the GIL held: under a ms (see above) */
+#define FAST_WAIT_US 999
+
 /* IDs a batch keeps on the stack before it allocates */
 #define STACK_IDS 256
 
@@ -41,6 +47,7 @@ typedef struct {
         PyObject_HEAD
         snowid *s;             /* NULL once closed */
         uint64_t max_wait_us;  /* the budget the caller set */
+        uint64_t rest_us;      /* the handle's budget with the GIL held */
         unsigned waiters;      /* calls waiting without the GIL */
         int closing;           /* close() came while calls were waiting */
         unsigned long fork_gen;
@@ -119,13 +126,13 @@ static int wait_call(SnowIdObject *self, op_fn op, void *arg)
                         self->s = snowid_close(self->s);
                         self->closing = 0;
                 } else if (self->s) {
-                        snowid_set_max_wait(self->s, 0);
+                        snowid_set_max_wait(self->s, self->rest_us);
                 }
         }
         if (!self->s || self->closing)
                 return -EBADF; /* reported as a closed handle */
         if (self->waiters++ == 0)
-                snowid_set_max_wait(self->s, self->max_wait_us);
+                snowid_set_max_wait(self->s, self->max_wait_us - self->rest_us);
         snowid *s = self->s;
         int r;
         Py_BEGIN_ALLOW_THREADS
@@ -136,7 +143,7 @@ static int wait_call(SnowIdObject *self, op_fn op, void *arg)
                         self->s = snowid_close(self->s);
                         self->closing = 0;
                 } else {
-                        snowid_set_max_wait(self->s, 0);
+                        snowid_set_max_wait(self->s, self->rest_us);
                 }
         }
         return r;
@@ -145,7 +152,7 @@ static int wait_call(SnowIdObject *self, op_fn op, void *arg)
 /* r from a call that ran with the GIL: whether to go the wait path */
 static inline int must_wait(SnowIdObject *self, int r)
 {
-        return r == -EAGAIN && self->max_wait_us;
+        return r == -EAGAIN && self->max_wait_us > self->rest_us;
 }
 
 static PyObject *call_error(SnowIdObject *self, int r, const char *what)
@@ -408,7 +415,8 @@ static PyObject *SnowId_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         Py_END_ALLOW_THREADS
         if (r < 0)
                 return raise_errno(r, "snowid_open");
-        snowid_set_max_wait(s, 0);
+        uint64_t rest = usec < FAST_WAIT_US ? usec : FAST_WAIT_US;
+        snowid_set_max_wait(s, rest);
         SnowIdObject *self = (SnowIdObject *)type->tp_alloc(type, 0);
         if (!self) {
                 snowid_close(s);
@@ -416,6 +424,7 @@ static PyObject *SnowId_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         }
         self->s = s;
         self->max_wait_us = usec;
+        self->rest_us = rest;
         self->fork_gen = fork_gen;
         Py_INCREF(inst);
         self->instance = inst;
@@ -495,7 +504,7 @@ static int take_batch(SnowIdObject *self, uint64_t *ids, size_t n)
 {
         struct batch_args b = {ids, n};
         int r = self->waiters ? -EAGAIN : snowid_next_batch(self->s, ids, n);
-        if (r == -EAGAIN && (self->waiters || self->max_wait_us))
+        if (r == -EAGAIN && (self->waiters || self->max_wait_us > self->rest_us))
                 r = wait_call(self, op_batch, &b);
         if (r < 0) {
                 call_error(self, r, "snowid_next_batch");
@@ -609,7 +618,7 @@ static PyObject *SnowId_next_uuid7(SnowIdObject *self, PyObject *unused)
         (void)unused;
         uint8_t u[16];
         int r = self->waiters ? -EAGAIN : snowid_next_uuid7(self->s, u);
-        if (r == -EAGAIN && (self->waiters || self->max_wait_us))
+        if (r == -EAGAIN && (self->waiters || self->max_wait_us > self->rest_us))
                 r = wait_call(self, op_uuid7, u);
         if (r < 0)
                 return call_error(self, r, "snowid_next_uuid7");
@@ -625,7 +634,7 @@ static int op_layout(snowid *s, void *arg)
 static int get_layout(SnowIdObject *self, snowid_layout *l)
 {
         int r = self->waiters ? -EAGAIN : snowid_get_layout(self->s, l);
-        if (r == -EAGAIN && (self->waiters || self->max_wait_us))
+        if (r == -EAGAIN && (self->waiters || self->max_wait_us > self->rest_us))
                 r = wait_call(self, op_layout, l);
         if (r < 0) {
                 call_error(self, r, "snowid_get_layout");
@@ -715,9 +724,11 @@ static PyObject *SnowId_set_max_wait(SnowIdObject *self, PyObject *o)
         if (!self->s || self->closing)
                 return raise_closed();
         self->max_wait_us = usec;
-        /* calls waiting now see it; otherwise the handle stays at 0 */
-        if (self->waiters && self->fork_gen == fork_gen)
-                snowid_set_max_wait(self->s, usec);
+        self->rest_us = usec < FAST_WAIT_US ? usec : FAST_WAIT_US;
+        /* calls waiting now see the new rest of it */
+        snowid_set_max_wait(self->s, self->waiters && self->fork_gen == fork_gen
+                                             ? usec - self->rest_us
+                                             : self->rest_us);
         Py_RETURN_NONE;
 }
 
