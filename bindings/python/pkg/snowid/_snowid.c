@@ -342,7 +342,11 @@ static int uuid_arg(PyObject *o, uint8_t out[16])
  * the two slots it sets, set the way it sets them */
 static PyObject *uuid_value(const uint8_t u[16])
 {
+#if PY_VERSION_HEX >= 0x030D0000
+        PyObject *i = PyLong_FromUnsignedNativeBytes(u, 16, Py_ASNATIVEBYTES_BIG_ENDIAN);
+#else
         PyObject *i = _PyLong_FromByteArray(u, 16, 0, 0);
+#endif
         if (!i)
                 return NULL;
         PyTypeObject *t = (PyTypeObject *)uuid_type;
