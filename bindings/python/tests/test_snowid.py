@@ -186,6 +186,20 @@ def test_host_stats(s):
     assert all(x >= 0 for x in b)
 
 
+def test_ceiling_waits_hold_no_eagain(s):
+    # batches of 64 pass the layout's ceiling (2**seq_bits IDs a ms): the
+    # counter runs ahead of the clock and calls wait for it, under a ms,
+    # with the GIL held; they are not counted as calls that gave up
+    a = s.host_stats()
+    for _ in range(20_000):
+        s.next_batch(64)
+    b = s.host_stats()
+    ceiling = b.waits_ceiling - a.waits_ceiling
+    assert ceiling > 0
+    # (a thread descheduled for a ms in a wait goes the long way: rare)
+    assert (b.eagain - a.eagain) * 10 <= ceiling
+
+
 def test_open_missing_instance():
     with pytest.raises(FileNotFoundError) as e:
         snowid.SnowId("no-such-instance")

@@ -17,6 +17,7 @@ def test_wait_budget_without_the_daemon():
     st = s.status()
     pid = st.daemon_pid
     waited = snowid.SnowId(max_wait=st.headroom_ms / 1000 + 30)
+    h = snowid.SnowId(max_wait=0.3)
     os.kill(pid, signal.SIGSTOP)
     try:
         # with no daemon extending it, the deadline comes within headroom_ms
@@ -76,6 +77,31 @@ def test_wait_budget_without_the_daemon():
         for x in ts:
             x.join()
         assert errs == [errno.EAGAIN] * 3
+
+        # close() while a call waits: the call ends as it would, then the
+        # handle is closed
+        res.clear()
+        e0 = h.host_stats().eagain
+
+        def wait3():
+            try:
+                h.next()
+            except OSError as ex:
+                res["err"] = ex
+
+        t = threading.Thread(target=wait3)
+        t.start()
+        # its first try (with the GIL) counted: it is waiting without the GIL
+        while h.host_stats().eagain == e0 and t.is_alive():
+            pass
+        assert t.is_alive()
+        h.close()
+        assert h.closed
+        with pytest.raises(OSError) as e:
+            h.next()
+        assert e.value.errno == errno.EINVAL
+        t.join()
+        assert isinstance(res["err"], BlockingIOError)
     finally:
         os.kill(pid, signal.SIGCONT)
     # the daemon back: a budget long enough for it to lease again gets an ID
