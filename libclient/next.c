@@ -169,6 +169,9 @@ static inline __attribute__((always_inline)) int take(snowid *s, uint64_t n, uin
                         if (x & mask)
                                 fetch_add_relaxed(g->ctr->stats.issued, x & mask);
                         x = now << sb;
+                        /* a batch of a whole ms: it closes at once */
+                        if (unlikely(n > mask))
+                                fetch_add_relaxed(g->ctr->stats.issued, mask + 1);
                 }
 
                 uint64_t last_ms = (x + n - 1) >> sb;

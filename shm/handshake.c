@@ -21,6 +21,8 @@ int shm_socket_path(char *buf, size_t size, const char *dir, const char *instanc
                 dir = secure_getenv("SNOWID_RUNTIME_DIR");
                 if (!dir || !*dir)
                         dir = SHM_RUNTIME_DIR_DEFAULT;
+                else if (dir[0] != '/')
+                        return -EINVAL; /* checked before anything is asked of it */
         }
         if (size > SHM_SOCK_PATH_MAX)
                 size = SHM_SOCK_PATH_MAX;

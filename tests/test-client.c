@@ -480,6 +480,37 @@ static void test_status(void **state)
         assert_int_equal(st.state, SNOWID_STATE_NO_LEASE);
 }
 
+/* host stats' issued: every value taken, whatever mix of calls took them,
+ * counted once each (a whole ms taken by one batch too) */
+static void test_issued_counts_every_value(void **state)
+{
+        (void)state;
+        static uint64_t big[4096];
+        uint64_t id, taken = 0;
+        snowid_host_stats hs;
+        /* a whole ms at once, at a fresh ms (the compare-and-swap path) */
+        assert_int_equal(snowid_next_batch(cli, big, 4096), 0);
+        taken += 4096;
+        assert_int_equal(parts(big[4095]).sequence, 4095);
+        atomic_store(&fake_ns, (int64_t)(T + 2) * MS);
+        assert_int_equal(snowid_next_batch(cli, big, 4096), 0);
+        taken += 4096;
+        /* then single IDs, and a batch across the end of a ms */
+        atomic_store(&fake_ns, (int64_t)(T + 5) * MS);
+        for (unsigned i = 0; i < 4000; i++)
+                assert_int_equal(snowid_next(cli, &id), 0);
+        assert_int_equal(snowid_next_batch(cli, big, 200), 0);
+        taken += 4200;
+        assert_int_equal(snowid_get_host_stats(cli, &hs), 0);
+        assert_int_equal(hs.issued, taken);
+        /* the clock moves on: the open ms closes with what was taken */
+        atomic_store(&fake_ns, (int64_t)(T + 9) * MS);
+        assert_int_equal(snowid_next(cli, &id), 0);
+        taken++;
+        assert_int_equal(snowid_get_host_stats(cli, &hs), 0);
+        assert_int_equal(hs.issued, taken);
+}
+
 int main(void)
 {
 #define T_(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -498,10 +529,11 @@ int main(void)
                 T_(test_sleeper_leaves_new_line_alone),
                 T_(test_follow_keeps_order),
                 T_(test_switch_skips_lines_ahead),
-        T_(test_offset_lowered),
+                T_(test_offset_lowered),
                 T_(test_odd_generation),
                 T_(test_damaged_control),
                 T_(test_status),
+                T_(test_issued_counts_every_value),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -60,6 +60,17 @@ static void test_instance_names(void **state)
         setenv("SNOWID_INSTANCE", inst, 1);
         assert_int_equal(snowid_open(NULL, &s), -ENOENT);
         unsetenv("SNOWID_INSTANCE");
+        /* a relative runtime directory: refused before any connect */
+        const char *rd = getenv("SNOWID_RUNTIME_DIR");
+        char *saved = rd ? strdup(rd) : NULL;
+        setenv("SNOWID_RUNTIME_DIR", "run/snowid", 1);
+        assert_int_equal(snowid_open(inst, &s), -EINVAL);
+        assert_ptr_equal(s, (snowid *)0x1);
+        if (saved)
+                setenv("SNOWID_RUNTIME_DIR", saved, 1);
+        else
+                unsetenv("SNOWID_RUNTIME_DIR");
+        free(saved);
         /* a socket path that cannot fit a sun_path */
         char path[SHM_SOCK_PATH_MAX];
         char dir[80];
