@@ -468,3 +468,30 @@ func TestZDaemonStopped(t *testing.T) {
 	t.Logf("resumed: worker %d -> %d, generation %d -> %d, took %v", st.Worker, st2.Worker,
 		st.Generation, st2.Generation, time.Since(t0))
 }
+
+func BenchmarkNext(b *testing.B) {
+	needDaemon(&testing.T{})
+	c, err := Open("")
+	if err != nil {
+		b.Skip(err)
+	}
+	defer c.Close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := c.Next(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkNanotime(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		nanotime()
+	}
+}
+
+func BenchmarkTimeNow(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		time.Now()
+	}
+}
