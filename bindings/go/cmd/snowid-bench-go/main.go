@@ -11,8 +11,8 @@
 // time.Now each ID, cutting IDs as the segment's layout does), uuid (crypto/rand v4 UUIDs as text), http
 // (POST $SNOWID_HTTP/v1/ids?count=1 over one keep-alive connection per
 // thread, JSON parsed).  With 2 threads the figure is total wall time over
-// total IDs.  Each row runs --seconds, three times, the rows taking turns;
-// the median of the three is printed.
+// total IDs.  Each row runs --seconds, three times, the rows taking turns
+// (in slices of a fifth of that); the median of the three is printed.
 package main
 
 import (
@@ -210,7 +210,7 @@ func rowHTTP(base string) func() worker {
 // lock, each worker's goroutine has an OS thread of its own; the http row
 // does without, as Go's network I/O hands a goroutine that waits over to
 // the scheduler, and a locked one wakes only on its own thread.
-func measure(mk func() worker, threads int, d time.Duration, lock bool) float64 {
+func measure(mk func() worker, threads int, d time.Duration, lock bool) (time.Duration, uint64) {
 	var stop atomic.Bool
 	var total atomic.Uint64
 	var wg, ready sync.WaitGroup
@@ -236,8 +236,7 @@ func measure(mk func() worker, threads int, d time.Duration, lock bool) float64 
 	time.Sleep(d)
 	stop.Store(true)
 	wg.Wait()
-	el := time.Since(t0)
-	return float64(el.Nanoseconds()) / float64(total.Load())
+	return time.Since(t0), total.Load()
 }
 
 func main() {
@@ -272,11 +271,29 @@ func main() {
 	for i := range res {
 		res[i] = make([][]float64, len(threads))
 	}
-	// three runs, the rows taking turns in each
+	// three runs of d per row; each run of a row is made of slices of d/5,
+	// the rows taking turns slice by slice, so that a burst of load from
+	// elsewhere falls on every row alike
+	const slices = 5
 	for run := 0; run < 3; run++ {
-		for i, r := range rows {
-			for j, t := range threads {
-				res[i][j] = append(res[i][j], measure(r.mk, t, d, r.name != "http"))
+		el := make([][]time.Duration, len(rows))
+		ids := make([][]uint64, len(rows))
+		for i := range rows {
+			el[i] = make([]time.Duration, len(threads))
+			ids[i] = make([]uint64, len(threads))
+		}
+		for k := 0; k < slices; k++ {
+			for i, r := range rows {
+				for j, t := range threads {
+					e, n := measure(r.mk, t, d/slices, r.name != "http")
+					el[i][j] += e
+					ids[i][j] += n
+				}
+			}
+		}
+		for i := range rows {
+			for j := range threads {
+				res[i][j] = append(res[i][j], float64(el[i][j].Nanoseconds())/float64(ids[i][j]))
 			}
 		}
 	}
