@@ -1,0 +1,3 @@
+module github.com/snowid/snowid/bindings/go
+
+go 1.19
