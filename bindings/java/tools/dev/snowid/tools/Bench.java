@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: MIT
+package dev.snowid.tools;
+
+import dev.snowid.SnowId;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The Java benchmark, run under bindings/with_daemon.py --http:
+ * Bench [--seconds S].  Prints "java ROW THREADS NS_PER_ID IDS_PER_S" lines
+ * (tab-separated) for the rows snowid (next()), snowid-batch64 (next(long[64])),
+ * textbook (an AtomicLong CAS Snowflake on System.currentTimeMillis()), uuid
+ * (UUID.randomUUID()) and http (POST $SNOWID_HTTP/v1/ids?count=1 over one
+ * keep-alive HttpClient a thread), at 1 and 2 threads: the median of 3 runs,
+ * the rows measured in turn, after a warm-up of each (JIT).
+ */
+public final class Bench {
+    /** One thread's work: takes IDs until told to stop; returns how many. */
+    interface Body {
+        long run(long deadlineNs) throws Exception;
+    }
+
+    interface Row {
+        Body body(int thread) throws Exception;
+    }
+
+    static volatile long sink;
+
+    /* the textbook Snowflake: 41 bits of ms, 10 of worker, 12 of sequence */
+    static final long TEXTBOOK_EPOCH = 1735689600000L;
+    static final AtomicLong textbookState = new AtomicLong();
+
+    static long textbookNext() {
+        for (;;) {
+            long now = System.currentTimeMillis() - TEXTBOOK_EPOCH;
+            long prev = textbookState.get();
+            long prevMs = prev >>> 22, next;
+            if (now > prevMs) {
+                next = now << 22 | 1L << 12;
+            } else {
+                if ((prev & 0xfff) == 0xfff)
+                    continue; /* the ms is spent: wait for the clock */
+                next = prev + 1;
+            }
+            if (textbookState.compareAndSet(prev, next))
+                return next;
+        }
+    }
+
+    static final int CHECK_EVERY = 256;
+
+    static Body loop(java.util.function.LongSupplier f) {
+        return deadline -> {
+            long n = 0, x = 0;
+            do {
+                for (int i = 0; i < CHECK_EVERY; i++)
+                    x ^= f.getAsLong();
+                n += CHECK_EVERY;
+            } while (System.nanoTime() < deadline);
+            sink ^= x;
+            return n;
+        };
+    }
+
+    static SnowId handle;
+
+    static long snowidNext() {
+        try {
+            return handle.next();
+        } catch (Exception e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    static Body batchBody() {
+        long[] buf = new long[64];
+        return deadline -> {
+            long n = 0, x = 0;
+            do {
+                for (int i = 0; i < CHECK_EVERY / 16; i++) {
+                    handle.next(buf);
+                    x ^= buf[63];
+                }
+                n += 64 * (CHECK_EVERY / 16);
+            } while (System.nanoTime() < deadline);
+            sink ^= x;
+            return n;
+        };
+    }
+
+    static Body httpBody(String base) {
+        HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+        HttpRequest req = HttpRequest.newBuilder(URI.create(base + "/v1/ids?count=1"))
+                .POST(HttpRequest.BodyPublishers.noBody()).build();
+        return deadline -> {
+            long n = 0, x = 0;
+            do {
+                HttpResponse<String> r = client.send(req, HttpResponse.BodyHandlers.ofString());
+                if (r.statusCode() != 200)
+                    throw new IllegalStateException("HTTP " + r.statusCode() + ": " + r.body());
+                String b = r.body();
+                int open = b.indexOf('[');
+                int q = b.indexOf('"', open);
+                x ^= Long.parseLong(b, q + 1, b.indexOf('"', q + 1), 10);
+                n++;
+            } while (System.nanoTime() < deadline);
+            sink ^= x;
+            return n;
+        };
+    }
+
+    /* ns per ID over all threads: wall time / total IDs */
+    static double measure(Row row, int threads, double seconds) throws Exception {
+        Body[] bodies = new Body[threads];
+        for (int t = 0; t < threads; t++)
+            bodies[t] = row.body(t);
+        long[] counts = new long[threads];
+        Exception[] failed = new Exception[1];
+        long[] times = new long[2];
+        CyclicBarrier start = new CyclicBarrier(threads, () -> {
+            times[0] = System.nanoTime();
+        });
+        List<Thread> ts = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            final int i = t;
+            Thread th = new Thread(() -> {
+                try {
+                    start.await();
+                    counts[i] = bodies[i].run(times[0] + (long) (seconds * 1e9));
+                } catch (Exception e) {
+                    synchronized (failed) {
+                        failed[0] = e;
+                    }
+                }
+            });
+            ts.add(th);
+            th.start();
+        }
+        for (Thread th : ts)
+            th.join();
+        long end = System.nanoTime();
+        if (failed[0] != null)
+            throw failed[0];
+        long total = Arrays.stream(counts).sum();
+        return (double) (end - times[0]) / total;
+    }
+
+    public static void main(String[] args) throws Exception {
+        double seconds = 2;
+        for (int i = 0; i < args.length; i++) {
+            if (args[i].equals("--seconds") && i + 1 < args.length) {
+                seconds = Double.parseDouble(args[++i]);
+            } else {
+                System.err.println("usage: Bench [--seconds S]");
+                System.exit(2);
+            }
+        }
+        handle = SnowId.open();
+        String base = System.getenv("SNOWID_HTTP");
+        String[] names = {"snowid", "snowid-batch64", "textbook", "uuid", "http"};
+        Row[] rows = {
+            t -> loop(Bench::snowidNext),
+            t -> batchBody(),
+            t -> loop(Bench::textbookNext),
+            t -> loop(() -> UUID.randomUUID().getLeastSignificantBits()),
+            t -> httpBody(base),
+        };
+        int[] threadCounts = {1, 2};
+        boolean[] skip = new boolean[rows.length];
+        if (base == null || base.isEmpty()) {
+            System.err.println("bench: no $SNOWID_HTTP: no http row");
+            skip[4] = true;
+        }
+        /* warm-up: the JIT compiles each row's loop before it is measured */
+        for (int r = 0; r < rows.length; r++)
+            if (!skip[r])
+                for (int threads : threadCounts)
+                    measure(rows[r], threads, Math.min(1.0, seconds / 2));
+        double[][][] runs = new double[rows.length][threadCounts.length][3];
+        for (int run = 0; run < 3; run++)
+            for (int r = 0; r < rows.length; r++)
+                for (int c = 0; c < threadCounts.length; c++)
+                    if (!skip[r])
+                        runs[r][c][run] = measure(rows[r], threadCounts[c], seconds);
+        for (int r = 0; r < rows.length; r++) {
+            for (int c = 0; c < threadCounts.length; c++) {
+                if (skip[r])
+                    continue;
+                double[] v = runs[r][c].clone();
+                Arrays.sort(v);
+                double ns = v[1];
+                System.out.printf("java\t%s\t%d\t%.1f\t%.0f%n", names[r], threadCounts[c], ns, 1e9 / ns);
+            }
+        }
+        handle.close();
+    }
+}
