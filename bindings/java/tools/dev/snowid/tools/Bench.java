@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 package dev.snowid.tools;
 
+import dev.snowid.Layout;
 import dev.snowid.SnowId;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -17,10 +18,15 @@ import java.util.concurrent.atomic.AtomicLong;
  * The Java benchmark, run under bindings/with_daemon.py --http:
  * Bench [--seconds S].  Prints "java ROW THREADS NS_PER_ID IDS_PER_S" lines
  * (tab-separated) for the rows snowid (next()), snowid-batch64 (next(long[64])),
- * textbook (an AtomicLong CAS Snowflake on System.currentTimeMillis()), uuid
+ * textbook (an AtomicLong CAS Snowflake on System.currentTimeMillis(), with
+ * the daemon's layout: 41/10/12 bits by default), uuid
  * (UUID.randomUUID()) and http (POST $SNOWID_HTTP/v1/ids?count=1 over one
  * keep-alive HttpClient a thread), at 1 and 2 threads: the median of 3 runs,
  * the rows measured in turn, after a warm-up of each (JIT).
+ *
+ * <p>With 12 sequence bits every Snowflake row is capped at 4096 IDs a ms
+ * (244 ns an ID); a daemon with --seq-bits 20 (and --time-bits 33, --epoch
+ * recent) measures the calls instead.
  */
 public final class Bench {
     /** One thread's work: takes IDs until told to stop; returns how many. */
@@ -34,19 +40,22 @@ public final class Bench {
 
     static volatile long sink;
 
-    /* the textbook Snowflake: 41 bits of ms, 10 of worker, 12 of sequence */
-    static final long TEXTBOOK_EPOCH = 1735689600000L;
+    /* the textbook Snowflake, cut as the daemon's IDs are (by default 41 bits
+     * of ms, 10 of worker, 12 of sequence) */
+    static long tbEpoch;
+    static int tbShift, tbWorkerShift;
+    static long tbSeqMask;
     static final AtomicLong textbookState = new AtomicLong();
 
     static long textbookNext() {
         for (;;) {
-            long now = System.currentTimeMillis() - TEXTBOOK_EPOCH;
+            long now = System.currentTimeMillis() - tbEpoch;
             long prev = textbookState.get();
-            long prevMs = prev >>> 22, next;
-            if (now > prevMs) {
-                next = now << 22 | 1L << 12;
+            long next;
+            if (now > prev >>> tbShift) {
+                next = now << tbShift | 1L << tbWorkerShift;
             } else {
-                if ((prev & 0xfff) == 0xfff)
+                if ((prev & tbSeqMask) == tbSeqMask)
                     continue; /* the ms is spent: wait for the clock */
                 next = prev + 1;
             }
@@ -164,6 +173,13 @@ public final class Bench {
             }
         }
         handle = SnowId.open();
+        Layout layout = handle.layout();
+        tbEpoch = layout.epochMs();
+        tbShift = layout.workerBits() + layout.seqBits();
+        tbWorkerShift = layout.seqBits();
+        tbSeqMask = (1L << layout.seqBits()) - 1;
+        System.err.printf("bench: layout %d/%d/%d bits (at most %d IDs a ms)%n", layout.timeBits(),
+                layout.workerBits(), layout.seqBits(), 1L << layout.seqBits());
         String base = System.getenv("SNOWID_HTTP");
         String[] names = {"snowid", "snowid-batch64", "textbook", "uuid", "http"};
         Row[] rows = {
