@@ -66,12 +66,39 @@ public final class Bench {
 
     static final int CHECK_EVERY = 256;
 
-    static Body loop(java.util.function.LongSupplier f) {
+    /* one loop a row, so that each call site stays monomorphic */
+    static Body snowidBody() {
         return deadline -> {
             long n = 0, x = 0;
             do {
                 for (int i = 0; i < CHECK_EVERY; i++)
-                    x ^= f.getAsLong();
+                    x ^= handle.next();
+                n += CHECK_EVERY;
+            } while (System.nanoTime() < deadline);
+            sink ^= x;
+            return n;
+        };
+    }
+
+    static Body textbookBody() {
+        return deadline -> {
+            long n = 0, x = 0;
+            do {
+                for (int i = 0; i < CHECK_EVERY; i++)
+                    x ^= textbookNext();
+                n += CHECK_EVERY;
+            } while (System.nanoTime() < deadline);
+            sink ^= x;
+            return n;
+        };
+    }
+
+    static Body uuidBody() {
+        return deadline -> {
+            long n = 0, x = 0;
+            do {
+                for (int i = 0; i < CHECK_EVERY; i++)
+                    x ^= UUID.randomUUID().getLeastSignificantBits();
                 n += CHECK_EVERY;
             } while (System.nanoTime() < deadline);
             sink ^= x;
@@ -80,14 +107,6 @@ public final class Bench {
     }
 
     static SnowId handle;
-
-    static long snowidNext() {
-        try {
-            return handle.next();
-        } catch (Exception e) {
-            throw new RuntimeException(e);
-        }
-    }
 
     static Body batchBody() {
         long[] buf = new long[64];
@@ -183,10 +202,10 @@ public final class Bench {
         String base = System.getenv("SNOWID_HTTP");
         String[] names = {"snowid", "snowid-batch64", "textbook", "uuid", "http"};
         Row[] rows = {
-            t -> loop(Bench::snowidNext),
+            t -> snowidBody(),
             t -> batchBody(),
-            t -> loop(Bench::textbookNext),
-            t -> loop(() -> UUID.randomUUID().getLeastSignificantBits()),
+            t -> textbookBody(),
+            t -> uuidBody(),
             t -> httpBody(base),
         };
         int[] threadCounts = {1, 2};
