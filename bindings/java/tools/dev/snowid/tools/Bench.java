@@ -3,10 +3,14 @@ package dev.snowid.tools;
 
 import dev.snowid.Layout;
 import dev.snowid.SnowId;
+import java.io.InputStream;
+import java.net.HttpURLConnection;
 import java.net.URI;
+import java.net.URL;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -19,9 +23,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * Bench [--seconds S].  Prints "java ROW THREADS NS_PER_ID IDS_PER_S" lines
  * (tab-separated) for the rows snowid (next()), snowid-batch64 (next(long[64])),
  * textbook (an AtomicLong CAS Snowflake on System.currentTimeMillis(), with
- * the daemon's layout: 41/10/12 bits by default), uuid
- * (UUID.randomUUID()) and http (POST $SNOWID_HTTP/v1/ids?count=1 over one
- * keep-alive HttpClient a thread), at 1 and 2 threads: the median of 3 runs,
+ * the daemon's layout: 41/10/12 bits by default), uuid (UUID.randomUUID()),
+ * http (POST $SNOWID_HTTP/v1/ids?count=1 over one keep-alive connection a
+ * thread, HttpURLConnection) and http-httpclient (the same with
+ * java.net.http.HttpClient), at 1 and 2 threads: the median of 3 runs,
  * the rows measured in turn, after a warm-up of each (JIT).
  *
  * <p>With 12 sequence bits every Snowflake row is capped at 4096 IDs a ms
@@ -124,7 +129,13 @@ public final class Bench {
         };
     }
 
-    static Body httpBody(String base) {
+    static long firstId(String b) {
+        int q = b.indexOf('"', b.indexOf('['));
+        return Long.parseLong(b, q + 1, b.indexOf('"', q + 1), 10);
+    }
+
+    /* java.net.http.HttpClient, HTTP/1.1: one connection a client, kept alive */
+    static Body httpClientBody(String base) {
         HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
         HttpRequest req = HttpRequest.newBuilder(URI.create(base + "/v1/ids?count=1"))
                 .POST(HttpRequest.BodyPublishers.noBody()).build();
@@ -134,10 +145,33 @@ public final class Bench {
                 HttpResponse<String> r = client.send(req, HttpResponse.BodyHandlers.ofString());
                 if (r.statusCode() != 200)
                     throw new IllegalStateException("HTTP " + r.statusCode() + ": " + r.body());
-                String b = r.body();
-                int open = b.indexOf('[');
-                int q = b.indexOf('"', open);
-                x ^= Long.parseLong(b, q + 1, b.indexOf('"', q + 1), 10);
+                x ^= firstId(r.body());
+                n++;
+            } while (System.nanoTime() < deadline);
+            sink ^= x;
+            return n;
+        };
+    }
+
+    /* HttpURLConnection: the JDK keeps the connection alive for the next
+     * request once a response is read to its end */
+    static Body httpUrlBody(String base) throws Exception {
+        URL url = new URL(base + "/v1/ids?count=1");
+        return deadline -> {
+            long n = 0, x = 0;
+            byte[] buf = new byte[4096];
+            do {
+                HttpURLConnection c = (HttpURLConnection) url.openConnection();
+                c.setRequestMethod("POST");
+                int code = c.getResponseCode();
+                if (code != 200)
+                    throw new IllegalStateException("HTTP " + code);
+                int len = 0;
+                try (InputStream in = c.getInputStream()) {
+                    for (int r; (r = in.read(buf, len, buf.length - len)) > 0;)
+                        len += r;
+                }
+                x ^= firstId(new String(buf, 0, len, StandardCharsets.US_ASCII));
                 n++;
             } while (System.nanoTime() < deadline);
             sink ^= x;
@@ -200,19 +234,20 @@ public final class Bench {
         System.err.printf("bench: layout %d/%d/%d bits (at most %d IDs a ms)%n", layout.timeBits(),
                 layout.workerBits(), layout.seqBits(), 1L << layout.seqBits());
         String base = System.getenv("SNOWID_HTTP");
-        String[] names = {"snowid", "snowid-batch64", "textbook", "uuid", "http"};
+        String[] names = {"snowid", "snowid-batch64", "textbook", "uuid", "http", "http-httpclient"};
         Row[] rows = {
             t -> snowidBody(),
             t -> batchBody(),
             t -> textbookBody(),
             t -> uuidBody(),
-            t -> httpBody(base),
+            t -> httpUrlBody(base),
+            t -> httpClientBody(base),
         };
         int[] threadCounts = {1, 2};
         boolean[] skip = new boolean[rows.length];
         if (base == null || base.isEmpty()) {
             System.err.println("bench: no $SNOWID_HTTP: no http row");
-            skip[4] = true;
+            skip[4] = skip[5] = true;
         }
         /* warm-up: the JIT compiles each row's loop before it is measured */
         for (int r = 0; r < rows.length; r++)
