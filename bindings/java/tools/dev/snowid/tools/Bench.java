@@ -135,8 +135,14 @@ public final class Bench {
     }
 
     /* java.net.http.HttpClient, HTTP/1.1: one connection a client, kept alive */
-    static Body httpClientBody(String base) {
-        HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+    static final HttpClient[] clients = new HttpClient[2];
+
+    static Body httpClientBody(String base, int thread) {
+        /* one client a thread for the whole run: a client's idle connections
+         * stay open until it is collected */
+        if (clients[thread] == null)
+            clients[thread] = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+        HttpClient client = clients[thread];
         HttpRequest req = HttpRequest.newBuilder(URI.create(base + "/v1/ids?count=1"))
                 .POST(HttpRequest.BodyPublishers.noBody()).build();
         return deadline -> {
@@ -241,7 +247,7 @@ public final class Bench {
             t -> textbookBody(),
             t -> uuidBody(),
             t -> httpUrlBody(base),
-            t -> httpClientBody(base),
+            t -> httpClientBody(base, t),
         };
         int[] threadCounts = {1, 2};
         boolean[] skip = new boolean[rows.length];
