@@ -27,7 +27,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * http (POST $SNOWID_HTTP/v1/ids?count=1 over one keep-alive connection a
  * thread, HttpURLConnection) and http-httpclient (the same with
  * java.net.http.HttpClient), at 1 and 2 threads: the median of 3 runs,
- * the rows measured in turn, after a warm-up of each (JIT).
+ * the rows taking turns in slices of a tenth of a run, after a warm-up of
+ * each (JIT).
  *
  * <p>With 12 sequence bits every Snowflake row is capped at 4096 IDs a ms
  * (244 ns an ID); a daemon with --seq-bits 20 (and --time-bits 33, --epoch
@@ -185,8 +186,8 @@ public final class Bench {
         };
     }
 
-    /* ns per ID over all threads: wall time / total IDs */
-    static double measure(Row row, int threads, double seconds) throws Exception {
+    /* {wall ns, total IDs} of all threads taking IDs for about seconds */
+    static long[] measure(Row row, int threads, double seconds) throws Exception {
         Body[] bodies = new Body[threads];
         for (int t = 0; t < threads; t++)
             bodies[t] = row.body(t);
@@ -217,8 +218,7 @@ public final class Bench {
         long end = System.nanoTime();
         if (failed[0] != null)
             throw failed[0];
-        long total = Arrays.stream(counts).sum();
-        return (double) (end - times[0]) / total;
+        return new long[] {end - times[0], Arrays.stream(counts).sum()};
     }
 
     public static void main(String[] args) throws Exception {
@@ -260,17 +260,26 @@ public final class Bench {
             if (!skip[r])
                 for (int threads : threadCounts)
                     measure(rows[r], threads, Math.min(1.0, seconds / 2));
-        double[][][] runs = new double[rows.length][threadCounts.length][3];
+        /* each run of a row is SLICES slices, the rows taking turns slice by
+         * slice, so that a burst of load elsewhere falls on all of them */
+        final int slices = 10;
+        long[][][][] acc = new long[rows.length][threadCounts.length][3][2];
         for (int run = 0; run < 3; run++)
-            for (int r = 0; r < rows.length; r++)
-                for (int c = 0; c < threadCounts.length; c++)
-                    if (!skip[r])
-                        runs[r][c][run] = measure(rows[r], threadCounts[c], seconds);
+            for (int slice = 0; slice < slices; slice++)
+                for (int r = 0; r < rows.length; r++)
+                    for (int c = 0; c < threadCounts.length; c++)
+                        if (!skip[r]) {
+                            long[] m = measure(rows[r], threadCounts[c], seconds / slices);
+                            acc[r][c][run][0] += m[0];
+                            acc[r][c][run][1] += m[1];
+                        }
         for (int r = 0; r < rows.length; r++) {
             for (int c = 0; c < threadCounts.length; c++) {
                 if (skip[r])
                     continue;
-                double[] v = runs[r][c].clone();
+                double[] v = new double[3];
+                for (int run = 0; run < 3; run++)
+                    v[run] = (double) acc[r][c][run][0] / acc[r][c][run][1];
                 Arrays.sort(v);
                 double ns = v[1];
                 System.out.printf("java\t%s\t%d\t%.1f\t%.0f%n", names[r], threadCounts[c], ns, 1e9 / ns);
