@@ -188,6 +188,8 @@ public final class Bench {
 
     /* {wall ns, total IDs} of all threads taking IDs for about seconds */
     static long[] measure(Row row, int threads, double seconds) throws Exception {
+        /* the garbage of the HTTP rows is collected now, not in the next row's time */
+        System.gc();
         Body[] bodies = new Body[threads];
         for (int t = 0; t < threads; t++)
             bodies[t] = row.body(t);
