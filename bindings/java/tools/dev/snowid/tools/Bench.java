@@ -3,6 +3,7 @@ package dev.snowid.tools;
 
 import dev.snowid.Layout;
 import dev.snowid.SnowId;
+import java.io.IOException;
 import java.io.InputStream;
 import java.net.HttpURLConnection;
 import java.net.URI;
@@ -149,7 +150,13 @@ public final class Bench {
         return deadline -> {
             long n = 0, x = 0;
             do {
-                HttpResponse<String> r = client.send(req, HttpResponse.BodyHandlers.ofString());
+                HttpResponse<String> r;
+                try {
+                    r = client.send(req, HttpResponse.BodyHandlers.ofString());
+                } catch (IOException e) {
+                    /* the server closed an idle connection as it was reused */
+                    r = client.send(req, HttpResponse.BodyHandlers.ofString());
+                }
                 if (r.statusCode() != 200)
                     throw new IllegalStateException("HTTP " + r.statusCode() + ": " + r.body());
                 x ^= firstId(r.body());
