@@ -26,10 +26,11 @@
 
 #include "snowid.h"
 
-/* How long a synchronous call may block the event loop by default: enough
- * for the clock to reach the next ms when the host takes more IDs than a
- * ms holds, not for a daemon's outage (libsnowid's own default is 100 ms). */
-#define NODE_MAX_WAIT_DEFAULT_US 2000
+/* How long a synchronous call may block the event loop by default: a few
+ * times what the clock takes to reach the next ms when the host takes more
+ * IDs than a ms holds, not a daemon's outage (libsnowid's default, 100 ms,
+ * is nextAsync()'s, on the threadpool). */
+#define NODE_MAX_WAIT_DEFAULT_US 10000
 /* How long nextAsync() goes on trying on the threadpool by default. */
 #define NODE_ASYNC_WAIT_DEFAULT_US 100000
 
@@ -662,14 +663,30 @@ static napi_value start_async(napi_env env, napi_callback_info info, int batch)
         return promise;
 }
 
+/* A promise API rejects rather than throws: a closed handle, a bad count. */
+static napi_value promise_of(napi_env env, napi_value v)
+{
+        bool pending = false;
+        napi_value e, promise;
+        napi_deferred d;
+
+        napi_is_exception_pending(env, &pending);
+        if (!pending)
+                return v;
+        napi_get_and_clear_last_exception(env, &e);
+        napi_create_promise(env, &d, &promise);
+        napi_reject_deferred(env, d, e);
+        return promise;
+}
+
 static napi_value m_next_async(napi_env env, napi_callback_info info)
 {
-        return start_async(env, info, 0);
+        return promise_of(env, start_async(env, info, 0));
 }
 
 static napi_value m_next_batch_async(napi_env env, napi_callback_info info)
 {
-        return start_async(env, info, 1);
+        return promise_of(env, start_async(env, info, 1));
 }
 
 /* ---- module functions ---- */
