@@ -3,6 +3,7 @@
 // The Node.js benchmark (run under bindings/with_daemon.py --http): ns per ID
 // of snowid's next() and nextBatch(64), a textbook Snowflake in plain JS,
 // crypto.randomUUID() and the HTTP API, each with 1 and 2 worker threads.
+// (textbook-shared: one such generator shared by the threads.)
 // Prints TSV lines: node <row> <threads> <ns_per_id> <ids_per_s>, each the
 // median of 3 runs, the rows measured in turn.  An npm Snowflake package
 // installed in bench/node_modules (never needed otherwise) adds a row.
@@ -42,6 +43,29 @@ function textbook(worker) {
     };
 }
 
+// The same generator shared by the threads, as Go's and Java's textbooks
+// are: (ms << 12 | sequence) in a SharedArrayBuffer, taken by compare and
+// swap.  Not a required row: Node's threads usually each run their own.
+function textbookShared(state, worker) {
+    const EPOCH = 1735689600000;
+    return () => {
+        for (;;) {
+            const old = Atomics.load(state, 0);
+            const now = Date.now() - EPOCH;
+            let next;
+            if (now <= Number(old >> 12n)) {
+                if ((old & 4095n) === 4095n)
+                    continue; // the sequence ran out: spin to the next ms
+                next = old + 1n;
+            } else {
+                next = BigInt(now) << 12n;
+            }
+            if (Atomics.compareExchange(state, 0, old, next) === old)
+                return ((next >> 12n) << 22n) | BigInt(worker << 12) | (next & 4095n);
+        }
+    };
+}
+
 function makeSync(row, thread) {
     if (row === 'snowid' || row === 'snowid-batch64') {
         const { SnowId } = require(MODULE);
@@ -54,6 +78,8 @@ function makeSync(row, thread) {
     }
     if (row === 'textbook')
         return { gen: textbook(thread + 1), per: 1 };
+    if (row === 'textbook-shared')
+        return { gen: textbookShared(new BigInt64Array(workerData.shared), 1), per: 1 };
     if (row === 'uuid')
         return { gen: () => crypto.randomUUID(), per: 1 };
     if (row === `npm-${NPM_SNOWFLAKE}`) {
@@ -158,7 +184,7 @@ async function main() {
     }
     if (!(seconds > 0))
         process.exit(2);
-    const rows = ['snowid', 'snowid-batch64', 'textbook', 'uuid'];
+    const rows = ['snowid', 'snowid-batch64', 'textbook', 'textbook-shared', 'uuid'];
     try {
         require.resolve(NPM_SNOWFLAKE, { paths: [__dirname] });
         rows.push(`npm-${NPM_SNOWFLAKE}`);
@@ -171,8 +197,9 @@ async function main() {
         process.stderr.write('bench.js: no SNOWID_HTTP: no http row\n');
 
     const goBuf = new SharedArrayBuffer(4);
+    const shared = new SharedArrayBuffer(8);
     const go = new Int32Array(goBuf);
-    const workers = [0, 1].map((thread) => new Worker(__filename, { workerData: { thread, go: goBuf } }));
+    const workers = [0, 1].map((thread) => new Worker(__filename, { workerData: { thread, go: goBuf, shared } }));
     for (const w of workers)
         w.on('error', (e) => {
             process.stderr.write(`bench.js: ${e.stack}\n`);
