@@ -22,8 +22,9 @@ function usage() {
 function parse(argv) {
     const o = { instance: undefined, prefix: 'ids', threads: 1, count: Infinity, waitUs: 100000,
         batch: 1, rate: 0 };
-    const keys = { '-i': 'instance', '-o': 'prefix', '-t': 'threads', '-n': 'count', '-w': 'waitUs',
-        '-b': 'batch', '-r': 'rate', '-g': 'gap' };
+    // -c: the same as -n; -g (gap logs) is accepted and ignored
+    const keys = { '-i': 'instance', '-o': 'prefix', '-t': 'threads', '-n': 'count', '-c': 'count',
+        '-w': 'waitUs', '-b': 'batch', '-r': 'rate', '-g': 'gap' };
     for (let i = 0; i < argv.length; i++) {
         let a = argv[i], v;
         if (a.length > 2 && keys[a.slice(0, 2)]) {
@@ -36,6 +37,8 @@ function parse(argv) {
         if (!k || v === undefined)
             usage();
         o[k] = k === 'instance' || k === 'prefix' ? v : Number(v);
+        if (Number.isNaN(o[k]) || o[k] < 0)
+            usage();
     }
     if (!(o.threads >= 1 && o.threads <= 16) || !(o.batch >= 1))
         process.exit(2);
@@ -89,7 +92,8 @@ function main() {
 function taker() {
     const o = workerData;
     const { SnowId } = require(MODULE);
-    const s = new SnowId(o.instance, { maxWaitUs: o.waitUs });
+    // a budget past 2^53 us (UINT64_MAX in taker.c) waits as long as it takes
+    const s = new SnowId(o.instance, { maxWaitUs: o.waitUs > Number.MAX_SAFE_INTEGER ? Infinity : o.waitUs });
     const fd = fs.openSync(`${o.prefix}.${o.index}`, 'w');
     parentPort.postMessage({ ready: true });
 
