@@ -93,7 +93,7 @@ function makeSync(row, thread) {
 
 // Runs gen until the deadline, checking the clock every 256 calls.
 function runSync(g, untilMs) {
-    let calls = 0, errors = 0, last;
+    let calls = 0, errors = 0, last, lastError = '';
     const gen = g.gen;
     while (performance.now() < untilMs) {
         for (let i = 0; i < 256; i++) {
@@ -101,11 +101,12 @@ function runSync(g, untilMs) {
                 last = gen();
             } catch (e) {
                 errors++;
+                lastError = e.code || String(e);
             }
         }
         calls += 256;
     }
-    return { ids: (calls - errors) * g.per, errors, last: String(last) };
+    return { ids: (calls - errors) * g.per, errors, lastError, last: String(last) };
 }
 
 // POST /v1/ids?count=1 on one keep-alive connection, one request at a time.
@@ -126,7 +127,7 @@ async function runHttp(untilMs) {
         req.on('error', reject);
         req.end();
     });
-    let ids = 0, errors = 0, last;
+    let ids = 0, errors = 0, last, lastError = '';
     await post(); // the connection
     while (performance.now() < untilMs) {
         try {
@@ -134,10 +135,11 @@ async function runHttp(untilMs) {
             ids++;
         } catch (e) {
             errors++;
+            lastError = e.code || e.message;
         }
     }
     agent.destroy();
-    return { ids, errors, last: String(last) };
+    return { ids, errors, lastError, last: String(last) };
 }
 
 // ---- worker side: one measurement per message ----
@@ -233,7 +235,7 @@ async function main() {
         const ids = res.reduce((a, r) => a + r.ids, 0);
         const errors = res.reduce((a, r) => a + r.errors, 0);
         if (errors)
-            process.stderr.write(`bench.js: ${row} x${threads}: ${errors} errors\n`);
+            process.stderr.write(`bench.js: ${row} x${threads}: ${errors} errors (${res.map((r) => r.lastError).join(' ')})\n`);
         const wallNs = (Math.max(...res.map((r) => r.t1)) - Math.min(...res.map((r) => r.t0))) * 1e6;
         return wallNs / ids;
     }
