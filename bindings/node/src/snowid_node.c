@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The Node.js addon: the class SnowId over one libsnowid handle, written to
- * plain N-API (no C++), context-aware so that it loads in worker_threads.
- * Each SnowId object owns its handle and belongs to the thread (isolate)
- * that made it; the addon keeps no global state.
+ * The Node.js addon behind index.js, in plain N-API (no C++), context-aware
+ * so that it loads in worker_threads; it keeps no global state.  open()
+ * opens one libsnowid handle and defines its methods on a SnowId object,
+ * each a function made for that handle (the handle is the function's data:
+ * a call reaches libsnowid without unwrapping `this`).  A handle belongs to
+ * the thread (isolate) that opened it.
  *
  * IDs are BigInts, batches BigUint64Arrays, errors Error objects carrying
  * code ('EAGAIN'), errno (negative, as Node's own) and syscall
@@ -34,8 +36,8 @@
 /* How long nextAsync() goes on trying on the threadpool by default. */
 #define NODE_ASYNC_WAIT_DEFAULT_US 100000
 
-/* Shared by the handle's functions (each holds a reference) and its async
- * jobs while they run; freed with the last. */
+/* Referenced by each of the handle's functions, by the object they are
+ * defined on, and by its async jobs while they run; freed with the last. */
 struct handle {
         snowid *s;
         unsigned refs;
