@@ -12,9 +12,16 @@ packages=(
 if [ "${1:-}" = --test ]; then
     packages+=(python3-numpy clang llvm libclang-rt-14-dev)
     packages+=(systemd-container)   # systemd-nspawn: tests/systemd/test-unit.sh
-    # the clients in other languages: each folder lists its Debian packages
+    # the clients in other languages: each folder lists its Debian packages,
+    # one a line; "PKG unless PATH": not needed where PATH exists (a Node.js
+    # installed from elsewhere, with its own headers)
     for f in "$(dirname "$0")"/../bindings/*/debian-packages; do
-        [ -f "$f" ] && packages+=($(sed 's/#.*//' "$f"))
+        [ -f "$f" ] || continue
+        while read -r pkg unless path _; do
+            [ -n "$pkg" ] || continue
+            [ "$unless" = unless ] && [ -e "$path" ] && continue
+            packages+=("$pkg")
+        done < <(sed 's/#.*//' "$f")
     done
 fi
 # the HTTP tests run a JavaScript client: any Node.js with fetch (18 or later)
