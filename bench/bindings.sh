@@ -21,7 +21,10 @@ meson compile -C build >/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export SNOWID_BUILD=$PWD/build
-layout=(--daemon-arg=--cluster=bench --daemon-arg=--time-bits=33 --daemon-arg=--worker-bits=10
+# 33 time bits hold 99 days: the epoch is yesterday
+epoch=$(( ($(date +%s) - 86400) * 1000 ))
+layout=(--daemon-arg=--cluster=bench --daemon-arg=--epoch=$epoch --daemon-arg=--time-bits=33
+        --daemon-arg=--worker-bits=10
         --daemon-arg=--seq-bits=20 --daemon-arg=--http-address-ids=0)
 mapfile -t benches < <(grep -v '^$' build/bindings/benches.tsv)
 [ ${#benches[@]} -gt 0 ] || { echo "bindings.sh: no binding was built (build/bindings/benches.tsv)"; exit 1; }

@@ -30,12 +30,16 @@ CHUNK = 1000  # calls between two looks at the clock
 
 
 class Textbook:
-    """The usual Python Snowflake: 41 bits of ms, 10 of worker, 12 of
-    sequence, one lock, the wall clock read for every ID."""
+    """The usual Python Snowflake: ms, worker and sequence, cut as the
+    daemon's IDs are (41/10/12 by default, so both meet the same ceiling),
+    one lock, the wall clock read for every ID."""
 
     EPOCH_MS = 1735689600000
 
-    def __init__(self, worker):
+    def __init__(self, worker, worker_bits=10, seq_bits=12):
+        self.shift_ms = worker_bits + seq_bits
+        self.shift_w = seq_bits
+        self.mask = (1 << seq_bits) - 1
         self.lock = threading.Lock()
         self.worker = worker
         self.last_ms = -1
@@ -47,15 +51,15 @@ class Textbook:
             if now < self.last_ms:
                 now = self.last_ms  # the clock went back: stay on the last ms
             if now == self.last_ms:
-                self.seq = (self.seq + 1) & 0xFFF
+                self.seq = (self.seq + 1) & self.mask
                 if self.seq == 0:
-                    # 4096 this ms: wait for the next one
+                    # the sequence ran out this ms: wait for the next one
                     while now <= self.last_ms:
                         now = time.time_ns() // 1_000_000 - self.EPOCH_MS
             else:
                 self.seq = 0
             self.last_ms = now
-            return (now << 22) | (self.worker << 12) | self.seq
+            return (now << self.shift_ms) | (self.worker << self.shift_w) | self.seq
 
 
 def loop_single(f, until):
@@ -130,7 +134,7 @@ def main(argv):
 
     s = snowid.SnowId()
     s.set_max_wait(1.0)
-    tb = Textbook(worker=1)
+    tb = Textbook(worker=1, worker_bits=s.layout.worker_bits, seq_bits=s.layout.seq_bits)
     nothing = lambda: None  # noqa: E731
     makers = {
         "snowid": (lambda: (s.next, nothing), loop_single),

@@ -19,9 +19,21 @@ const NPM_SNOWFLAKE = '@sapphire/snowflake';
 
 // ---- the generators, each made in the thread that runs it ----
 
-// Twitter's Snowflake as textbooks write it: 41 bits of ms since an epoch,
-// 10 of worker, 12 of sequence; a spin to the next ms when the sequence
-// runs out, the clock read at each ID.  One per thread (worker = thread).
+// Twitter's Snowflake as textbooks write it: ms since an epoch, then the
+// worker, then the sequence, cut as the daemon's IDs are (41/10/12 by
+// default), so that both meet the same ceiling; a spin to the next ms when
+// the sequence runs out, the clock read at each ID.  One per thread (worker
+// = thread).
+const CUT = (() => {
+    const { SnowId } = require(MODULE);
+    const s = new SnowId();
+    const l = s.layout;
+    s.close();
+    return { sb: l.seqBits, wb: l.workerBits };
+})();
+const SEQ_MASK = 2 ** CUT.sb - 1;
+const SHIFT_MS = BigInt(CUT.wb + CUT.sb), SHIFT_W = BigInt(CUT.sb);
+
 function textbook(worker) {
     const EPOCH = 1735689600000;
     let lastMs = -1, seq = 0;
@@ -30,7 +42,7 @@ function textbook(worker) {
         if (now < lastMs)
             now = lastMs; // the clock stepped back: stay on the last ms
         if (now === lastMs) {
-            seq = (seq + 1) & 4095;
+            seq = (seq + 1) & SEQ_MASK;
             if (seq === 0) {
                 while ((now = Date.now() - EPOCH) <= lastMs)
                     ;
@@ -39,12 +51,12 @@ function textbook(worker) {
             seq = 0;
         }
         lastMs = now;
-        return (BigInt(now) << 22n) | BigInt((worker << 12) | seq);
+        return (BigInt(now) << SHIFT_MS) | (BigInt(worker) << SHIFT_W) | BigInt(seq);
     };
 }
 
 // The same generator shared by the threads, as Go's and Java's textbooks
-// are: (ms << 12 | sequence) in a SharedArrayBuffer, taken by compare and
+// are: (ms << seq_bits | sequence) in a SharedArrayBuffer, taken by compare and
 // swap.  Not a required row: Node's threads usually each run their own.
 function textbookShared(state, worker) {
     const EPOCH = 1735689600000;
@@ -53,15 +65,16 @@ function textbookShared(state, worker) {
             const old = Atomics.load(state, 0);
             const now = Date.now() - EPOCH;
             let next;
-            if (now <= Number(old >> 12n)) {
-                if ((old & 4095n) === 4095n)
+            if (now <= Number(old >> SHIFT_W)) {
+                if ((old & BigInt(SEQ_MASK)) === BigInt(SEQ_MASK))
                     continue; // the sequence ran out: spin to the next ms
                 next = old + 1n;
             } else {
-                next = BigInt(now) << 12n;
+                next = BigInt(now) << SHIFT_W;
             }
             if (Atomics.compareExchange(state, 0, old, next) === old)
-                return ((next >> 12n) << 22n) | BigInt(worker << 12) | (next & 4095n);
+                return ((next >> SHIFT_W) << SHIFT_MS) | (BigInt(worker) << SHIFT_W) |
+                       (next & BigInt(SEQ_MASK));
         }
     };
 }
