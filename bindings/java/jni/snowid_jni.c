@@ -9,7 +9,8 @@
  * (leave()); close() sets jh->closed, makes the marks visible with
  * membarrier() (or each call pays a full fence where membarrier is missing),
  * waits until no slot holds the jh, and only then frees the snowid.  A call
- * that sees jh->closed fails with -EBADF.  The jh itself lives until the
+ * that sees jh->closed fails with -EINVAL (libsnowid's answer to a closed,
+ * NULL handle).  The jh itself lives until the
  * Java object is unreachable (freed by its Cleaner, jh_free()), so a late
  * call still reads a valid jh->closed.
  */
@@ -86,7 +87,7 @@ static void after_fork_child(void)
 }
 
 /* Returns the snowid of h marked as in use by this thread, or NULL with
- * *err set (-EBADF: closed). */
+ * *err set (-EINVAL: closed). */
 static inline snowid *enter(struct jh *h, struct slot **ret, int *err)
 {
         struct slot *sl = self;
@@ -106,7 +107,7 @@ static inline snowid *enter(struct jh *h, struct slot **ret, int *err)
                 atomic_thread_fence(memory_order_seq_cst);
         if (atomic_load_explicit(&h->closed, memory_order_relaxed)) {
                 atomic_store_explicit(&sl->in, NULL, memory_order_release);
-                *err = -EBADF;
+                *err = -EINVAL;
                 return NULL;
         }
         *ret = sl;

@@ -19,7 +19,7 @@ import java.util.UUID;
  * on other threads: it waits for the calls in progress (each within its wait
  * budget; the budget of calls that have not started waiting drops to 0), then
  * frees the segment; every later call throws a {@link SnowIdException} with
- * errno EBADF.  A handle never closed is closed when it becomes unreachable.
+ * errno EINVAL (as libsnowid gives for a closed handle).  A handle never closed is closed when it becomes unreachable.
  *
  * <p>The JNI glue, libsnowid_jni.so, is loaded from the path in the system
  * property {@code snowid.jni.library} when set, else by
@@ -172,7 +172,7 @@ public final class SnowId implements AutoCloseable {
 
     /**
      * Frees the segment after the calls in progress on other threads return;
-     * later calls throw EBADF.  Closing twice is harmless.
+     * later calls throw EINVAL.  Closing twice is harmless.
      */
     @Override
     public void close() {

@@ -10,8 +10,9 @@ import java.io.IOException;
  *
  * <p>An IOException, checked: every failure comes from outside the process
  * (no snowidd, a lease lost, etcd unreachable), as a socket's do, and EAGAIN
- * is the one a caller must plan for.  A closed handle gives EBADF, as a
- * closed stream gives an IOException.  Bad arguments that Java can tell
+ * is the one a caller must plan for.  A closed handle gives EINVAL, as
+ * libsnowid does for the NULL handle snowid_close() returns, and as the other
+ * bindings do.  Bad arguments that Java can tell
  * without the library (a negative budget, an array range outside the array)
  * are IllegalArgumentException or IndexOutOfBoundsException.
  */
@@ -37,7 +38,7 @@ public class SnowIdException extends IOException {
         return errno;
     }
 
-    /** The errno's name, e.g. "EAGAIN", "ENOENT", "EBADF". */
+    /** The errno's name, e.g. "EAGAIN", "ENOENT", "EINVAL". */
     public String errnoName() {
         return errnoName;
     }
