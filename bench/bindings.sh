@@ -4,13 +4,15 @@
 # generator, and the HTTP API from that language, 1 and 2 threads, all in
 # the same run against one snowidd (layout 33/10/20, whose ceiling of about
 # one ID a nanosecond does not bind, as in bench/snowid-bench).  Each
-# language's benchmark runs RUNS times (alternating languages); the table
-# gives medians and ratios to the same language's textbook generator.
+# language's benchmark takes its rows in turn, in 3 rounds, and prints each
+# row's median; with RUNS above 1 it runs again (languages alternating) and
+# the table gives the median of the runs, with ratios to the same language's
+# textbook generator.
 # Writes bench/results/bindings.md and bench/results/bindings.png.
-# Usage: bench/bindings.sh [RUNS] [SECONDS_PER_ROW]   (default 3 and 2)
+# Usage: bench/bindings.sh [RUNS] [SECONDS_PER_ROW]   (default 1 and 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-runs=${1:-3}
+runs=${1:-1}
 secs=${2:-2}
 out=bench/results
 mkdir -p "$out"
@@ -42,7 +44,9 @@ cp "$work/all.tsv" "$out/bindings.tsv"
     echo "# The bindings, measured"
     echo
     echo "\`bench/bindings.sh $runs $secs\` on $(nproc) cores ($(uname -m)), $(date -u +%Y-%m-%d)."
-    echo "ns per ID: medians of $runs runs, each row $secs s; 2 threads: wall time over all IDs."
+    echo "ns per ID: each language's benchmark takes its rows in turn, 3 rounds of $secs s a row,"
+    echo "and gives each row's median; the table's figure is the median of $runs such run(s)."
+    echo "2 threads: wall time over all IDs.  Layout 33/10/20 (the ceiling does not bind)."
     echo "The ratios compare rows of the same language measured in the same runs."
     echo
     python3 bench/bindings-table.py "$work/all.tsv" - "$work/plot.dat"
