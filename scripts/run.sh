@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/deps.sh
-[ -d build ] || meson setup build >/dev/null
+[ -d build ] || meson setup build -Dbindings=disabled >/dev/null   # the clients in other languages: -Dbindings=enabled
 meson compile -C build >/dev/null
 
 work=$(mktemp -d /tmp/snowid-run.XXXXXX)
