@@ -385,9 +385,12 @@ int snowid_follow(snowid *s, const struct seg *g, int64_t budget_ns)
                 return 0;
         int moved = 0;
         cur = load_acquire(s->seg);
-        if (cur != g)
+        if (cur != g) {
+                /* moved by another thread since the check above: carry
+                 * over what this thread may have taken from g, as there */
+                carry_over(g, cur);
                 moved = 1;
-        else {
+        } else {
                 WRITE_ONCE(s->next_follow_ns, now + FOLLOW_EVERY_NS);
                 int64_t timeout = budget_ns < (int64_t)SHM_HS_TIMEOUT_MS * 1000000
                                           ? budget_ns

@@ -202,3 +202,12 @@ func TestClosedNil(t *testing.T) {
 	_, err = c.Status()
 	wantErrno(t, err, syscall.EINVAL)
 }
+
+// A relative $SNOWID_RUNTIME_DIR is refused before any connect, as
+// shm_socket_path() refuses it.
+func TestRelativeRuntimeDir(t *testing.T) {
+	t.Setenv("SNOWID_RUNTIME_DIR", "run/snowid")
+	if _, err := Open("default"); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("Open with a relative runtime directory: %v, want EINVAL", err)
+	}
+}

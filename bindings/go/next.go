@@ -213,6 +213,7 @@ func (c *Client) take(n uint64) (uint64, snap, syscall.Errno) {
 			}
 			if retry {
 				count(&g.ctr.stats.dropped)
+				runtime.KeepAlive(g) // mapped until the count is done
 				continue
 			}
 		}
@@ -222,6 +223,7 @@ func (c *Client) take(n uint64) (uint64, snap, syscall.Errno) {
 		// atomics, so this load is not done before them: no fence needed.
 		if atomic.LoadUint64(&ctl.gen) != sn.gen {
 			count(&g.ctr.stats.dropped)
+			runtime.KeepAlive(g) // mapped until the count is done
 			continue
 		}
 		runtime.KeepAlive(g) // the mapping stays until here

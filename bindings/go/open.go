@@ -64,11 +64,20 @@ func validInstance(s string) bool {
 	return true
 }
 
+// getenv is secure_getenv(): nothing from the environment in a set-user-ID
+// or set-group-ID program, whose environment its invoker chose
+func getenv(name string) string {
+	if os.Getuid() != os.Geteuid() || os.Getgid() != os.Getegid() {
+		return ""
+	}
+	return os.Getenv(name)
+}
+
 // socketPath is shm_instance_pick() and shm_socket_path(): instance ("":
 // $SNOWID_INSTANCE or "default") under $SNOWID_RUNTIME_DIR or /run/snowid.
 func socketPath(instance string) (string, syscall.Errno) {
 	if instance == "" {
-		instance = os.Getenv("SNOWID_INSTANCE")
+		instance = getenv("SNOWID_INSTANCE")
 		if instance == "" {
 			instance = "default"
 		}
@@ -76,9 +85,11 @@ func socketPath(instance string) (string, syscall.Errno) {
 	if !validInstance(instance) {
 		return "", syscall.EINVAL
 	}
-	dir := os.Getenv("SNOWID_RUNTIME_DIR")
+	dir := getenv("SNOWID_RUNTIME_DIR")
 	if dir == "" {
 		dir = runtimeDirDef
+	} else if dir[0] != '/' {
+		return "", syscall.EINVAL // before anything is asked of it, as in C
 	}
 	p := dir + "/" + instance + ".sock"
 	if len(p) >= sockPathMax {
@@ -514,7 +525,12 @@ func (c *Client) follow(g *seg, budgetNs int64) bool {
 	}
 	moved := false
 	if cur = c.seg.Load(); cur != g {
-		moved = cur != nil
+		// another goroutine moved the handle meanwhile: carry over what
+		// this one may have taken from g, as on the check above
+		if cur != nil {
+			carryOver(g, cur)
+			moved = true
+		}
 	} else {
 		c.nextFollowNs.Store(now + followEveryNs)
 		timeout := budgetNs
