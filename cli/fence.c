@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "config.h"
-#include "etcd.h"
+#include "store.h"
 #include "fence.h"
 #include "log.h"
 #include "txn.h"
@@ -24,7 +24,7 @@
 struct fence_run {
         const struct settings *cfg;
         sd_event *event;
-        struct etcd *etcd;
+        struct store *store;
         char prefix[96];
         uint64_t ahead_ms;
         unsigned tries, races;
@@ -157,7 +157,7 @@ static void on_read(void *userdata, const struct etcd_reply *r)
                                 txn_put(txn_key(p, "floor", -1), txn_mark(above), 0));
         if (rl == 0)
                 json_array_append_new(ops, txn_put(txn_key(p, "layout", -1), layout_value(l), 0));
-        if (etcd_call(f->etcd, "/v3/kv/txn", json_pack("{s:o, s:o}", "compare", cmp, "success", ops),
+        if (store_call(f->store, "/v3/kv/txn", json_pack("{s:o, s:o}", "compare", cmp, "success", ops),
                       on_write, f, 0) < 0) {
                 fprintf(stderr, "snowid fence: cannot send to etcd\n");
                 goto out;
@@ -193,7 +193,7 @@ static void send_read(struct fence_run *f)
                                  txn_range(txn_key(p, "fence", -1), NULL, false),
                                  txn_range(txn_key(p, "floor", -1), NULL, false),
                                  txn_range(txn_key(p, "hwm/", -1), txn_key(p, "hwm0", -1), false));
-        if (etcd_call(f->etcd, "/v3/kv/txn", body, on_read, f, 0) < 0) {
+        if (store_call(f->store, "/v3/kv/txn", body, on_read, f, 0) < 0) {
                 fprintf(stderr, "snowid fence: cannot send to etcd\n");
                 done(f, 1);
         }
@@ -247,14 +247,14 @@ int cmd_fence(int argc, char **argv)
                 return r == 1 ? 0 : r;
         f.cfg = &cfg;
         snprintf(f.prefix, sizeof(f.prefix), "/snowid/%s/", cfg.cluster);
-        if (sd_event_new(&f.event) < 0 || etcd_new(f.event, &cfg, &f.etcd) < 0) {
+        if (sd_event_new(&f.event) < 0 || store_new(f.event, &cfg, &f.store) < 0) {
                 fprintf(stderr, "snowid fence: cannot set up the etcd client\n");
                 goto out;
         }
         send_read(&f);
         sd_event_loop(f.event);
 out:
-        f.etcd = etcd_free(f.etcd);
+        f.store = store_free(f.store);
         sd_event_unref(f.event);
         settings_free(&cfg);
         return f.result;

@@ -101,7 +101,7 @@ static void on_grant(void *userdata, const struct etcd_reply *r)
         if (!etcd_ok(r) || etcd_int64(r->json, "ID", &id) < 0 ||
             etcd_int64(r->json, "TTL", &ttl) < 0 || id == 0 || ttl <= 0) {
                 if (r->err == ETCD_ERR_NONE) /* a refusal is said once, by refusal.c */
-                        log_warning("Cannot get a lease from %s: %s", etcd_endpoint(h->etcd),
+                        log_warning("Cannot get a lease from %s: %s", store_endpoint(h->store),
                                     r->error ? r->error : "malformed answer");
                 return retry_in(h, failure_backoff(h, r));
         }
@@ -115,7 +115,7 @@ static void step_grant(struct holder *h)
         struct holding *g = &h->next;
         g->state = H_GRANT;
         json_t *body = json_pack("{s:I}", "TTL", (json_int_t)h->cfg->lease_ttl_s);
-        if (etcd_call(h->etcd, "/v3/lease/grant", body, on_grant, h, g->id) < 0)
+        if (store_call(h->store, "/v3/lease/grant", body, on_grant, h, g->id) < 0)
                 retry_in(h, next_backoff(h, RETRY_MAX_MS));
 }
 
@@ -302,7 +302,7 @@ static void scan(struct holder *h, bool full)
         json_array_append_new(ops, range_op(key_json(h, "floor", -1), NULL, false));
         txn_cluster_reads(ops, h->prefix);
         json_t *body = json_pack("{s:o}", "success", ops);
-        if (etcd_call(h->etcd, "/v3/kv/txn", body, on_scan, h, h->next.id) < 0)
+        if (store_call(h->store, "/v3/kv/txn", body, on_scan, h, h->next.id) < 0)
                 restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
 }
 
@@ -390,7 +390,7 @@ static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t 
         if (!modrev)
                 json_array_append_new(cmp, txn_cmp(key_json(h, "floor", -1), "VALUE", "LESS",
                                                    mark_json(g->start_ms), 0));
-        if (etcd_call(h->etcd, "/v3/kv/txn", body, on_claim, h, g->id) < 0) {
+        if (store_call(h->store, "/v3/kv/txn", body, on_claim, h, g->id) < 0) {
                 g->state = H_SETTLE;
                 step_settle(h);
         }
@@ -432,7 +432,7 @@ static void step_settle(struct holder *h)
                                  range_op(key_json(h, "workers/", g->worker), NULL, false),
                                  range_op(key_json(h, "hwm/", g->worker), NULL, false));
         txn_cluster_reads(json_object_get(body, "success"), h->prefix);
-        if (etcd_call(h->etcd, "/v3/kv/txn", body, on_settle, h, g->id) < 0)
+        if (store_call(h->store, "/v3/kv/txn", body, on_settle, h, g->id) < 0)
                 on_settle_retry_timer(h);
 }
 

@@ -132,7 +132,7 @@ static void init_marks(struct holder *h, uint64_t from)
                                  txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0),
                                  txn_cmp(txn_key(p, "floor", -1), "CREATE", "EQUAL", NULL, 0),
                                  "success", ops);
-        if (etcd_call(h->etcd, "/v3/kv/txn", body, on_init, h, to) < 0)
+        if (store_call(h->store, "/v3/kv/txn", body, on_init, h, to) < 0)
                 reread_in(h, REREAD_MS);
 }
 
@@ -168,7 +168,7 @@ static void create_cluster(struct holder *h)
         json_t *cmp = json_object_get(body, "compare");
         json_object_set_new(json_array_get(cmp, 3), "range_end", txn_key(p, "workers0", -1));
         json_object_set_new(json_array_get(cmp, 4), "range_end", txn_key(p, "hwm0", -1));
-        if (etcd_call(h->etcd, "/v3/kv/txn", body, on_create, h, 0) < 0)
+        if (store_call(h->store, "/v3/kv/txn", body, on_create, h, 0) < 0)
                 reread_in(h, REREAD_MS);
 }
 
@@ -181,7 +181,7 @@ static void on_cluster(void *userdata, const struct etcd_reply *r)
         if (!etcd_ok(r)) {
                 if (r->err == ETCD_ERR_NONE) /* a refusal is said once, by refusal.c */
                         log_warning("Cannot read the cluster's layout from %s: %s",
-                                    etcd_endpoint(h->etcd), r->error);
+                                    store_endpoint(h->store), r->error);
                 return reread_in(h, failure_backoff(h, r));
         }
         /* [layout, fence, floor, workers/, hwm/, ranges/] */
@@ -288,7 +288,7 @@ void cluster_read(struct holder *h)
         json_object_set_new(top, "limit", json_integer(1));
         json_object_set_new(top, "sort_order", json_string("DESCEND"));
         json_object_set_new(top, "sort_target", json_string("VALUE"));
-        if (etcd_call(h->etcd, "/v3/kv/txn", body, on_cluster, h, 0) < 0)
+        if (store_call(h->store, "/v3/kv/txn", body, on_cluster, h, 0) < 0)
                 reread_in(h, REREAD_MS);
 }
 
@@ -481,7 +481,7 @@ static void raise_send(struct holder *h, struct mark_raise *m, bool cas, int64_t
         txn_cluster_reads(failure, p);
         json_t *body = json_pack("{s:o, s:o, s:o}", "compare", cmp, "success", success, "failure",
                                  failure);
-        if (etcd_call(h->etcd, "/v3/kv/txn", body, on_raise, h, m->id) < 0) {
+        if (store_call(h->store, "/v3/kv/txn", body, on_raise, h, m->id) < 0) {
                 m->tries++;
                 m->waiting = true;
                 raise_later(h);

@@ -172,7 +172,7 @@ void check_alarms(struct holder *h)
 {
         if (h->alarm_busy)
                 return;
-        h->alarm_busy = etcd_call(h->etcd, "/v3/maintenance/alarm",
+        h->alarm_busy = store_call(h->store, "/v3/maintenance/alarm",
                                   json_pack("{s:s}", "action", "GET"), on_alarms, h, 0) == 0;
 }
 
@@ -221,7 +221,7 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                         log_notice("A new fence on the cluster (claims above %" PRIu64 "): raising "
                                    "the marks this daemon published past it, then claiming again",
                                    c->claims_above);
-                        etcd_history_reset(h->etcd);
+                        store_history_reset(h->store);
                         if (h->cur.state != H_NONE) {
                                 /* its workers/<n> belongs to the old history */
                                 h->cur.state = H_LOST;
@@ -285,7 +285,7 @@ static void on_revoke(void *userdata, const struct etcd_reply *r)
         struct holder *h = userdata;
         if (!etcd_ok(r) && !(r->answered && r->http == 404))
                 log_debug("Revoking a lease failed: %s (it expires by itself)", r->error);
-        if (h->stopping && etcd_in_flight(h->etcd) == 0)
+        if (h->stopping && store_in_flight(h->store) == 0)
                 sd_event_exit(h->event, h->exit_code);
 }
 
@@ -296,7 +296,7 @@ void give_up_lease(struct holder *h, int64_t lease)
         char l[24];
         if (!lease)
                 return;
-        etcd_call(h->etcd, "/v3/lease/revoke", json_pack("{s:s}", "ID", i64(lease, l)), on_revoke,
+        store_call(h->store, "/v3/lease/revoke", json_pack("{s:s}", "ID", i64(lease, l)), on_revoke,
                   h, 0);
 }
 
@@ -457,7 +457,7 @@ static void send_renewal(struct holder *h)
         uint64_t mono = holder_mono_ms();
         if (!g->keepalive_busy && mono >= g->keepalive_next_ms) {
                 g->keepalive_next_ms = mono + (uint64_t)h->cfg->lease_ttl_s * 1000 / 3;
-                g->keepalive_busy = etcd_call(h->etcd, "/v3/lease/keepalive",
+                g->keepalive_busy = store_call(h->store, "/v3/lease/keepalive",
                                               json_pack("{s:s}", "ID", i64(g->lease, l)),
                                               on_keepalive, h, g->id) == 0;
         }
@@ -484,7 +484,7 @@ static void send_renewal(struct holder *h)
                 range_op(key_json(h, "hwm/", g->worker), NULL, false));
         txn_cluster_compares(json_object_get(body, "compare"), h->prefix, &h->cl);
         txn_cluster_reads(json_object_get(body, "failure"), h->prefix);
-        g->extend_busy = etcd_call(h->etcd, "/v3/kv/txn", body, on_extend, h, g->id) == 0;
+        g->extend_busy = store_call(h->store, "/v3/kv/txn", body, on_extend, h, g->id) == 0;
 }
 
 static int on_renew_timer(sd_event_source *s, uint64_t usec, void *userdata)
@@ -625,10 +625,10 @@ int holder_start(struct holder *h, sd_event *event, const struct settings *cfg,
                 if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
                         *c = '_';
         snprintf(h->prefix, sizeof(h->prefix), "/snowid/%s/", cfg->cluster);
-        int r = etcd_new(event, cfg, &h->etcd);
+        int r = store_new(event, cfg, &h->store);
         if (r < 0)
                 return r;
-        etcd_on_problem(h->etcd, holder_etcd_refused, h);
+        store_on_problem(h->store, holder_etcd_refused, h);
         holder_refusal_file(h); /* an earlier daemon's is stale */
         r = sd_event_add_time_relative(event, &h->renew_timer, CLOCK_MONOTONIC,
                                        (uint64_t)cfg->renew_ms * 1000, 1000, on_renew_timer, h);
@@ -677,7 +677,7 @@ void holder_stop(struct holder *h)
         give_up_lease(h, h->cur.lease);
         give_up_lease(h, h->next.lease);
         h->cur.state = h->next.state = H_NONE;
-        if (etcd_in_flight(h->etcd) == 0) {
+        if (store_in_flight(h->store) == 0) {
                 sd_event_exit(h->event, h->exit_code);
                 return;
         }
@@ -694,5 +694,5 @@ void holder_free(struct holder *h)
         sd_event_source_disable_unref(h->stop_timer);
         sd_event_source_disable_unref(h->reread_timer);
         sd_event_source_disable_unref(h->raise_timer);
-        h->etcd = etcd_free(h->etcd);
+        h->store = store_free(h->store);
 }

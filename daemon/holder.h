@@ -19,6 +19,7 @@
 #include "config.h"
 #include "etcd.h"
 #include "publish.h"
+#include "store.h"
 #include "txn.h"
 
 enum hstate {
@@ -96,7 +97,7 @@ struct holder_stats {
 struct holder {
         const struct settings *cfg;
         sd_event *event;
-        struct etcd *etcd;
+        struct store *store;
         struct shm_pub *pub;
         unsigned pub_replaced; /* pub->replaced when last seen */
         bool etcd_full;        /* etcd refuses writes: its NOSPACE alarm is raised */

@@ -47,7 +47,7 @@ static void on_holder_change(struct holder *h, void *userdata)
                         .offset_ns = h->clock.offset_ns,
                         .mono_started_ms = app->started_ms,
                         .holder = h->stats,
-                        .etcd = *etcd_stats(h->etcd),
+                        .etcd = *store_stats(h->store),
                         .handshakes = app->serve ? *serve_stats(app->serve) : (struct serve_stats){0},
                 };
                 snprintf(snap->etcd_error_message, sizeof(snap->etcd_error_message), "%s",

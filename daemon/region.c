@@ -59,7 +59,7 @@ static void record_put(struct holder *h, uint32_t from, uint32_t to, int64_t rev
                                  "success",
                                  txn_put(etcd_b64("%sranges/%s", p, h->cfg->region),
                                          etcd_b64("%s", value), 0));
-        if (etcd_call(h->etcd, "/v3/kv/txn", body, on_record, h, 0) < 0)
+        if (store_call(h->store, "/v3/kv/txn", body, on_record, h, 0) < 0)
                 cluster_read_in(h, 1000);
 }
 

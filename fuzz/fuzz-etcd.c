@@ -34,7 +34,7 @@ struct call {
         struct call *next;
 };
 
-struct etcd {
+struct store {
         struct call *head, **tail;
         unsigned in_flight;
         struct etcd_stats stats;
@@ -43,11 +43,11 @@ struct etcd {
         void *problem_userdata;
 };
 
-int etcd_new(sd_event *event, const struct settings *cfg, struct etcd **ret)
+int store_new(sd_event *event, const struct settings *cfg, struct store **ret)
 {
         (void)event;
         (void)cfg;
-        struct etcd *e = calloc(1, sizeof(*e));
+        struct store *e = calloc(1, sizeof(*e));
         if (!e)
                 return -ENOMEM;
         e->tail = &e->head;
@@ -55,7 +55,7 @@ int etcd_new(sd_event *event, const struct settings *cfg, struct etcd **ret)
         return 0;
 }
 
-struct etcd *etcd_free(struct etcd *e)
+struct store *store_free(struct store *e)
 {
         if (!e)
                 return NULL;
@@ -68,7 +68,7 @@ struct etcd *etcd_free(struct etcd *e)
         return NULL;
 }
 
-int etcd_call(struct etcd *e, const char *path, json_t *body, etcd_cb cb, void *userdata,
+int store_call(struct store *e, const char *path, json_t *body, etcd_cb cb, void *userdata,
               uint64_t tag)
 {
         /* what the real client sends: the body must be JSON it can print */
@@ -88,32 +88,38 @@ int etcd_call(struct etcd *e, const char *path, json_t *body, etcd_cb cb, void *
         return 0;
 }
 
-void etcd_history_reset(struct etcd *e)
+void store_history_reset(struct store *e)
 {
         e->hist = (struct etcd_history){.gen = e->hist.gen + 1};
 }
 
-unsigned etcd_in_flight(const struct etcd *e)
+unsigned store_in_flight(const struct store *e)
 {
         return e->in_flight;
 }
 
-const char *etcd_endpoint(const struct etcd *e)
+const char *store_endpoint(const struct store *e)
 {
         (void)e;
         return "http://fuzz:2379";
 }
 
-const struct etcd_stats *etcd_stats(const struct etcd *e)
+const struct etcd_stats *store_stats(const struct store *e)
 {
         return &e->stats;
 }
 
-void etcd_on_problem(struct etcd *e, void (*cb)(void *userdata, const struct etcd_problem *p),
+void store_on_problem(struct store *e, void (*cb)(void *userdata, const struct etcd_problem *p),
                      void *userdata)
 {
         e->problem_cb = cb;
         e->problem_userdata = userdata;
+}
+
+const char *store_name(const struct store *e)
+{
+        (void)e;
+        return "etcd";
 }
 
 static struct settings cfg;
@@ -139,7 +145,7 @@ static void setup(void)
 }
 
 /* Delivers the oldest request's answer; false when none is waiting. */
-static bool answer(struct etcd *e, const char *part, size_t len)
+static bool answer(struct store *e, const char *part, size_t len)
 {
         struct call *c = e->head;
         if (!c)
@@ -192,9 +198,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 const char *sep = memmem(p, (size_t)(end - p), "\n----\n", 6);
                 size_t len = sep ? (size_t)(sep - p) : (size_t)(end - p);
                 /* let the loop run what is due now (not the timers ahead) */
-                for (int i = 0; i < 4 && !h.etcd->head; i++)
+                for (int i = 0; i < 4 && !h.store->head; i++)
                         sd_event_run(ev, 0);
-                if (!answer(h.etcd, p, len))
+                if (!answer(h.store, p, len))
                         break;
                 p += len + 6;
         }
