@@ -56,7 +56,44 @@ def unb64(s):
     return base64.b64decode(s).decode()
 
 
-class Etcd:
+class KV:
+    """Keys and leases through call(path, body): etcd's v3 JSON requests, which
+    both stores answer (etcd itself, and PostgreSQL's snowid.call())."""
+
+    def get(self, key):
+        r = self.call("/v3/kv/range", {"key": b64(key)})
+        kvs = r.get("kvs", [])
+        return (unb64(kvs[0].get("value", "")), kvs[0]) if kvs else (None, None)
+
+    def prefix(self, p):
+        end = p[:-1] + chr(ord(p[-1]) + 1)
+        r = self.call("/v3/kv/range", {"key": b64(p), "range_end": b64(end)})
+        return {unb64(kv["key"]): (unb64(kv.get("value", "")), kv) for kv in r.get("kvs", [])}
+
+    def put(self, key, value, lease=None):
+        body = {"key": b64(key), "value": b64(value)}
+        if lease:
+            body["lease"] = str(lease)
+        return self.call("/v3/kv/put", body)
+
+    def delete(self, key):
+        """Deletes one key; its value before, or None if it was absent."""
+        r = self.call("/v3/kv/deleterange", {"key": b64(key), "prev_kv": True})
+        prev = r.get("prev_kvs", [])
+        return unb64(prev[0].get("value", "")) if prev else None
+
+    def header(self):
+        """The header of an answer (cluster_id, member_id, revision, raft_term)."""
+        return self.call("/v3/kv/range", {"key": b64("/"), "count_only": True})["header"]
+
+    def revision(self):
+        return int(self.header()["revision"])
+
+    def grant(self, ttl):
+        return self.call("/v3/lease/grant", {"TTL": ttl})["ID"]
+
+
+class Etcd(KV):
     """1 or 3 etcd members on loopback."""
 
     # what a snowid cluster runs with (docs/etcd.md): history compacted
@@ -149,38 +186,6 @@ class Etcd:
                 last = e
         raise last
 
-    def get(self, key):
-        r = self.call("/v3/kv/range", {"key": b64(key)})
-        kvs = r.get("kvs", [])
-        return (unb64(kvs[0].get("value", "")), kvs[0]) if kvs else (None, None)
-
-    def prefix(self, p):
-        end = p[:-1] + chr(ord(p[-1]) + 1)
-        r = self.call("/v3/kv/range", {"key": b64(p), "range_end": b64(end)})
-        return {unb64(kv["key"]): (unb64(kv.get("value", "")), kv) for kv in r.get("kvs", [])}
-
-    def put(self, key, value, lease=None):
-        body = {"key": b64(key), "value": b64(value)}
-        if lease:
-            body["lease"] = str(lease)
-        return self.call("/v3/kv/put", body)
-
-    def delete(self, key):
-        """Deletes one key; its value before, or None if it was absent."""
-        r = self.call("/v3/kv/deleterange", {"key": b64(key), "prev_kv": True})
-        prev = r.get("prev_kvs", [])
-        return unb64(prev[0].get("value", "")) if prev else None
-
-    def header(self):
-        """The header of an answer (cluster_id, member_id, revision, raft_term)."""
-        return self.call("/v3/kv/range", {"key": b64("/"), "count_only": True})["header"]
-
-    def revision(self):
-        return int(self.header()["revision"])
-
-    def grant(self, ttl):
-        return self.call("/v3/lease/grant", {"TTL": ttl})["ID"]
-
     def etcdctl(self, *args, timeout=60):
         r = subprocess.run(self.wrap + ["etcdctl", *args], capture_output=True, text=True,
                            timeout=timeout, env=dict(os.environ, ETCDCTL_API="3"))
@@ -241,6 +246,77 @@ class Etcd:
         return None
 
 
+STORE = os.environ.get("SNOWID_STORE", "etcd")
+
+
+class StoreError(OSError):
+    """A store's answer other than 200: status and etcd-shaped body."""
+
+    def __init__(self, status, body):
+        super().__init__(f"store answered {status}: {body}")
+        self.status, self.body = status, body
+
+
+class PgStore(KV):
+    """A PostgreSQL 15 server of its own (tests/integration/pgserver.py) as
+    snowid's store: the same requests as etcd's, through snowid.call()."""
+
+    n = 1
+
+    def __init__(self, h):
+        import pgserver
+        self.h = h
+        self.pg = pgserver.Postgres(h.path("pg"))
+        h.cleanup(self.pg.cleanup)
+        self.pg.start()
+        self.conninfo = self.pg.conninfo
+        self.procs = [True]
+
+    def daemon_args(self):
+        return ["--store", "postgres", "--postgres", self.conninfo]
+
+    def call(self, path, body, member=None, timeout=5):
+        status, answer = self.pg.call(path, body)
+        if status != 200:
+            raise StoreError(status, answer)
+        return answer
+
+    def start(self, i=0):
+        self.pg.start()
+        self.procs[0] = True
+
+    def healthy(self, i=0):
+        return self.pg.ready()
+
+    def wait_healthy(self, timeout=30):
+        wait_for(self.pg.ready, timeout, "PostgreSQL to take connections")
+
+    def kill(self, i=0, sig=signal.SIGKILL):
+        """kill -9 of the server (the postmaster and every backend)."""
+        assert sig == signal.SIGKILL
+        self.pg.kill9()
+        self.procs[0] = None
+
+    def stop_members(self):
+        self.pg.stop("fast")
+        self.procs[0] = None
+
+    stop_all = stop_members
+
+
+def Store(h, **kw):
+    """The store the tests run against: etcd, or PostgreSQL when
+    SNOWID_STORE=postgres (the pg-* tests)."""
+    return PgStore(h) if STORE == "postgres" else Etcd(h, **kw)
+
+
+def store_args(store):
+    """The daemon's (and snowid fence's) flags to reach a store, or etcd URLs."""
+    if hasattr(store, "daemon_args"):
+        return store.daemon_args()
+    return ["--etcd", ",".join(store.urls) if hasattr(store, "urls") else store]
+
+
 def kill_quietly(p):
     if p and p.poll() is None:
         try:
@@ -273,8 +349,8 @@ class Daemon:
         self.h.cleanup(self.sock.close)
         env = dict(os.environ, NOTIFY_SOCKET=sock_path, **self.env)
         self.logf = self.h.path(f"{self.name}.log")
-        urls = ",".join(self.etcd.urls) if hasattr(self.etcd, "urls") else self.etcd
-        cmd = self.wrap + [SNOWIDD, "--config", "/dev/null", "--etcd", urls, "--instance", self.instance,
+        cmd = self.wrap + [SNOWIDD, "--config", "/dev/null", *store_args(self.etcd),
+               "--instance", self.instance,
                "--runtime-dir", self.h.rundir, "--log-level", "debug",
                # the tests time outages against the window: a mark written
                # just window ahead (test_marks.py and the chaos test run the
@@ -402,8 +478,7 @@ def cli(*args, timeout=30):
 
 def fence(etcd, cluster, *args):
     """snowid fence on the cluster; asserts success; its one line."""
-    urls = ",".join(etcd.urls) if hasattr(etcd, "urls") else etcd
-    r = cli("fence", "--etcd", urls, "--cluster", cluster, *args)
+    r = cli("fence", *store_args(etcd), "--cluster", cluster, *args)
     assert r.returncode == 0, f"snowid fence: exit {r.returncode}: {r.stdout} {r.stderr}"
     line = r.stdout.strip()
     assert line.startswith("snowid fence:"), f"snowid fence printed {r.stdout!r}"
@@ -505,6 +580,9 @@ class Harness:
 
 def run(tests):
     """Runs test functions, each with a harness of its own; TAP-like lines."""
+    if STORE == "postgres" and not os.path.exists("/usr/lib/postgresql/15/bin/postgres"):
+        print("PostgreSQL 15 is not installed: skipping")
+        sys.exit(77)
     if shutil.which("etcd") is None:
         print("etcd is not installed: skipping")
         sys.exit(77)
