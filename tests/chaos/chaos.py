@@ -7,19 +7,27 @@ by a worker number its host held for that ID's time, by etcd's own history
 (the history of every era: a restore from a snapshot loses what came after
 the snapshot, so each era's history is read just before it ends).
 
-    chaos.py [--duration SEC] [--seed N] [--hosts N] [--build DIR] [--keep]
+With --store postgres one PostgreSQL 15 server takes etcd's place, and the
+history is the one an audit trigger on snowid.kv keeps (pg_history()).
+
+    chaos.py [--store etcd|postgres] [--duration SEC] [--seed N] [--hosts N]
+             [--build DIR] [--keep]
 
 Needs root (ip netns).  Everything it makes (namespaces, processes,
 segments) is removed however it ends; a failing run keeps its files and
 prints the seed, with which the same faults are drawn again.
 """
 import argparse
+import base64
 import json
 import os
+import pwd
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
@@ -37,6 +45,9 @@ LEASE_TTL_S = 4
 WINDOW_S = 3
 TIME_SHIFT = 22  # worker bits + sequence bits of the default layout
 WORKER_MASK = 1023
+PGBIN = os.environ.get("SNOWID_PGBIN", "/usr/lib/postgresql/15/bin")
+PG_PORT = 5432
+SCHEMA_SQL = os.path.join(HERE, "..", "..", "daemon", "postgres.sql")
 
 
 def ip(*args, check=True):
@@ -47,13 +58,15 @@ def ip(*args, check=True):
 
 
 class Net:
-    """A bridge in a namespace of its own (where the etcd members listen) and
-    one namespace per host, joined to it by a veth pair."""
+    """A bridge in a namespace of its own (where the etcd members, or the
+    PostgreSQL server, listen: one address each) and one namespace per host,
+    joined to it by a veth pair."""
 
-    def __init__(self, hosts):
+    def __init__(self, hosts, servers=3):
         self.tag = f"{NS_PREFIX}{os.getpid()}"
         self.core = f"{self.tag}-core"
         self.hosts = [f"{self.tag}-h{i}" for i in range(hosts)]
+        self.servers = [f"{SUBNET}.{m + 1}" for m in range(servers)]
         self.made = []
 
     @staticmethod
@@ -84,8 +97,8 @@ class Net:
         ip("-n", self.core, "link", "set", "lo", "up")
         ip("-n", self.core, "link", "add", "br0", "type", "bridge")
         ip("-n", self.core, "link", "set", "br0", "up")
-        for m in range(3):
-            ip("-n", self.core, "addr", "add", f"{SUBNET}.{m + 1}/24", "dev", "br0")
+        for addr in self.servers:
+            ip("-n", self.core, "addr", "add", f"{addr}/24", "dev", "br0")
         for i, ns in enumerate(self.hosts):
             ip("netns", "add", ns)
             self.made.append(ns)
@@ -105,19 +118,224 @@ class Net:
     def wrap(self, ns):
         return ["ip", "netns", "exec", ns]
 
-    # the two ways a host is cut off from etcd
+    # the two ways a host is cut off from its store
     def link(self, i, up):
         ip("-n", self.hosts[i], "link", "set", "eth0", "up" if up else "down")
 
     def blackhole(self, i, on):
-        """Packets to the etcd members go to a MAC nobody has: silently lost."""
-        for m in range(3):
+        """Packets to the store's servers go to a MAC nobody has: silently lost."""
+        for addr in self.servers:
             if on:
-                ip("-n", self.hosts[i], "neigh", "replace", f"{SUBNET}.{m + 1}", "lladdr",
+                ip("-n", self.hosts[i], "neigh", "replace", addr, "lladdr",
                    "02:00:00:00:de:ad", "nud", "permanent", "dev", "eth0")
             else:
-                ip("-n", self.hosts[i], "neigh", "del", f"{SUBNET}.{m + 1}", "dev", "eth0",
-                   check=False)
+                ip("-n", self.hosts[i], "neigh", "del", addr, "dev", "eth0", check=False)
+
+
+def as_postgres(cmd):
+    """cmd run as the postgres user (initdb and postgres refuse root); setpriv
+    execs, so a process started this way is the server itself."""
+    return ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--"] + cmd
+
+
+def sql_literal(s):
+    return "'" + s.replace("'", "''") + "'"
+
+
+def process_gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1][0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def children(pid):
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                if int(f.read().rsplit(") ", 1)[1].split()[1]) == pid:
+                    out.append(int(d))
+        except (OSError, IndexError, ValueError):
+            pass
+    return out
+
+
+# Every write of snowid.kv, copied by a trigger into a table of the test's
+# own in the writing transaction: what a rolled-back request wrote is not
+# there, and what a committed one wrote is, as in etcd's MVCC history.
+AUDIT_SQL = """
+CREATE SCHEMA chaos;
+CREATE TABLE chaos.audit (
+        seq bigserial PRIMARY KEY,
+        op text NOT NULL,
+        key bytea NOT NULL,
+        value bytea,
+        lease bigint NOT NULL,
+        mod_revision bigint,
+        meta_revision bigint NOT NULL
+);
+CREATE FUNCTION chaos.audit_kv() RETURNS trigger LANGUAGE plpgsql AS $f$
+DECLARE
+        rev bigint := (SELECT revision FROM snowid.meta);
+BEGIN
+        IF TG_OP = 'DELETE' THEN
+                INSERT INTO chaos.audit (op, key, value, lease, mod_revision, meta_revision)
+                VALUES ('DELETE', OLD.key, NULL, OLD.lease, NULL, rev);
+                RETURN OLD;
+        END IF;
+        INSERT INTO chaos.audit (op, key, value, lease, mod_revision, meta_revision)
+        VALUES ('PUT', NEW.key, NEW.value, NEW.lease, NEW.mod_revision, rev);
+        RETURN NEW;
+END $f$;
+CREATE TRIGGER chaos_audit AFTER INSERT OR UPDATE OR DELETE ON snowid.kv
+        FOR EACH ROW EXECUTE FUNCTION chaos.audit_kv();
+"""
+
+
+class PgServer(harness.KV):
+    """One PostgreSQL 15 server as the store, in the bridge's namespace on
+    the first server address, port 5432: the hosts reach it over their veth
+    as they would etcd's members (trust for the test network, no password).
+    The test's own requests go through the server's Unix socket, which no
+    host fault touches.  Its data dir outlives a kill -9 (crash recovery at
+    the next start) and a stop."""
+
+    n = 1
+
+    def __init__(self, h, net):
+        self.h = h
+        self.dir = tempfile.mkdtemp(prefix="snowid-chaos-pg-")
+        h.cleanup(lambda: shutil.rmtree(self.dir, ignore_errors=True))
+        pw = pwd.getpwnam("postgres")
+        os.chown(self.dir, pw.pw_uid, pw.pw_gid)
+        os.chmod(self.dir, 0o755)
+        data = os.path.join(self.dir, "data")
+        r = subprocess.run(as_postgres([os.path.join(PGBIN, "initdb"), "-D", data, "-U",
+                                        "postgres", "--auth=trust", "-E", "UTF8", "--locale=C",
+                                        "--no-sync"]), capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"initdb: exit {r.returncode}: {r.stderr.strip()}")
+        with open(os.path.join(data, "pg_hba.conf"), "a") as f:
+            f.write(f"host all postgres {SUBNET}.0/24 trust\n")
+        addr = net.servers[0]
+        self.conninfo = f"host={addr} port={PG_PORT} user=postgres dbname=postgres"
+        self.pidfile = os.path.join(data, "postmaster.pid")
+        # it stands for a machine of its own: here it shares two cores with
+        # every host's daemon and clients, ahead of them
+        self.cmd = net.wrap(net.core) + ["nice", "-n", "-10"] + as_postgres([
+            os.path.join(PGBIN, "postgres"), "-D", data, "-h", addr, "-p", str(PG_PORT),
+            "-k", self.dir,
+            # a kill -9 of the server loses nothing the kernel was given; the
+            # machine itself never crashes here
+            "-c", "fsync=off",
+            # a client gone with its link is dropped within about 15 s, as
+            # etcd drops a stream nobody reads
+            "-c", "tcp_keepalives_idle=10", "-c", "tcp_keepalives_interval=2",
+            "-c", "tcp_keepalives_count=3"])
+        self.procs = [None]
+        self.stopping = None
+        self.start()
+        self.wait_healthy()
+
+    def daemon_args(self):
+        return ["--store", "postgres", "--postgres", self.conninfo]
+
+    def start(self, i=0):
+        """Starts the server (once a stop under way has ended); returns at
+        once: it takes connections after its recovery."""
+        if self.stopping is not None:
+            try:
+                self.stopping.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                log("PostgreSQL: fast shutdown not done in 30 s: killed")
+                self._kill(self.stopping)
+            self.stopping = None
+        logf = open(self.h.path("postgres.log"), "ab")
+        p = subprocess.Popen(self.cmd, stdout=logf, stderr=logf)
+        logf.close()
+        self.procs[0] = p
+        self.h.cleanup(lambda: self._kill(p))
+
+    def _kill(self, p):
+        if p.poll() is not None:
+            return
+        # stopped first, so that it starts no process while the others are listed
+        p.send_signal(signal.SIGSTOP)
+        kids = children(p.pid)
+        for pid in [p.pid] + kids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        p.wait()
+        wait_for(lambda: all(process_gone(k) for k in kids), 30,
+                 "the killed PostgreSQL processes to go")
+        # every process of the server is gone: a pid it names may be another's by now
+        if os.path.exists(self.pidfile):
+            os.unlink(self.pidfile)
+
+    def kill(self, i=0, sig=signal.SIGKILL):
+        """kill -9 of the server: the postmaster and every process it started
+        at once; returns once all are gone."""
+        assert sig == signal.SIGKILL
+        p, self.procs[0] = self.procs[0], None
+        if p is not None:
+            self._kill(p)
+
+    def stop(self):
+        """A fast shutdown (clients told, open transactions rolled back, a
+        checkpoint); start() waits for its end."""
+        p, self.procs[0] = self.procs[0], None
+        if p is not None:
+            p.send_signal(signal.SIGINT)
+            self.stopping = p
+
+    def healthy(self, i=0):
+        return subprocess.run([os.path.join(PGBIN, "pg_isready"), "-q", "-h", self.dir, "-p",
+                               str(PG_PORT), "-t", "1"], capture_output=True).returncode == 0
+
+    def wait_healthy(self, timeout=30):
+        wait_for(self.healthy, timeout, "PostgreSQL to take connections", 0.1)
+
+    def psql(self, sql, timeout=30):
+        r = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h",
+                            self.dir, "-p", str(PG_PORT), "-U", "postgres", "-d", "postgres",
+                            "-c", sql], capture_output=True, text=True, timeout=timeout,
+                           env=dict(os.environ, PGCONNECT_TIMEOUT="5"))
+        if r.returncode != 0:
+            raise OSError(f"psql: exit {r.returncode}: {r.stderr.strip()[:500]}")
+        return r.stdout
+
+    def call(self, path, body, member=None, timeout=5):
+        """snowid.call(path, body): etcd's answer, as Etcd.call() gives it."""
+        r = json.loads(self.psql(f"SELECT snowid.call({sql_literal(path)}, "
+                                 f"{sql_literal(json.dumps(body))}::jsonb)", timeout + 5))
+        if r["status"] != 200:
+            raise OSError(f"{path}: status {r['status']}: {json.dumps(r['body'])[:300]}")
+        return r["body"]
+
+    def prefix(self, p):
+        """The keys under p, read from snowid.kv itself: a read needs no
+        revision, and through snowid.call() it would hold every daemon's
+        request behind it while it encodes a thousand marks."""
+        end = p[:-1] + chr(ord(p[-1]) + 1)
+        rows = json.loads(self.psql(
+            "SELECT coalesce(json_agg(json_build_array(convert_from(key, 'UTF8'), "
+            "convert_from(value, 'UTF8'), mod_revision)), '[]') FROM snowid.kv "
+            f"WHERE key >= convert_to({sql_literal(p)}, 'UTF8') "
+            f"AND key < convert_to({sql_literal(end)}, 'UTF8')"))
+        return {k: (v, {"mod_revision": str(rev)}) for k, v, rev in rows}
+
+    def install_audit(self):
+        """The schema, made as the daemons make it (daemon/postgres.sql, the
+        file they embed), and the audit trigger on it before any daemon writes."""
+        with open(SCHEMA_SQL) as f:
+            self.psql(f.read(), timeout=60)
+        self.psql(AUDIT_SQL)
 
 
 class Host:
@@ -182,18 +400,31 @@ class Chaos:
              "etcd-restore", "mark-delete", "layout-delete"]
     ETCD_MEMBER = ("etcd-kill", "etcd-kill-leader")  # one member down at a time
     CLUSTER_WIDE = ("clock-step", "etcd-restore", "mark-delete", "layout-delete")
+    # with PostgreSQL: its one server killed or stopped in place of etcd's
+    # members; no leader, no snapshot restore
+    PG_KINDS = ["daemon-kill9", "daemon-sigstop", "link-down-short", "link-down-long",
+                "drop-short", "drop-long", "pg-kill9", "pg-stop-short", "pg-stop-long",
+                "clock-step", "mark-delete", "layout-delete"]
+    PG_SERVER = ("pg-kill9", "pg-stop-short", "pg-stop-long")
+    STORE_CONTENTS = ("mark-delete", "layout-delete")
+
+    @classmethod
+    def kinds_of(cls, store):
+        return cls.PG_KINDS if store == "postgres" else cls.KINDS
     SNAPSHOT_EVERY = (20, 40)  # seconds between etcdctl snapshot saves
     SNAPSHOT_MIN_AGE = 5  # a restore uses a snapshot at least this old
 
     def __init__(self, h, net, etcd, hosts, rng, kinds=None, seed=0):
         self.h, self.net, self.etcd, self.hosts, self.rng = h, net, etcd, hosts, rng
-        self.kinds = kinds or self.KINDS
+        self.pg = isinstance(etcd, PgServer)
+        self.all_kinds = self.kinds_of("postgres" if self.pg else "etcd")
+        self.kinds = kinds or self.all_kinds
         self.heals = []  # (at, what, fn, host index or None, kind)
         self.healed = []  # (host index, kind, CLOCK_MONOTONIC ms): a host fault ended
         self.began = []  # (host index, CLOCK_MONOTONIC ms): a fault that stops a host began
-        self.counts = {k: 0 for k in self.KINDS}
+        self.counts = {k: 0 for k in self.all_kinds}
         self.failed = {}  # kind: faults that could not be made (a request etcd refused)
-        self.etcd_busy = False  # a member is down
+        self.etcd_busy = False  # a member, or the PostgreSQL server, is down
         self.fence_pending = False  # the layout is deleted; snowid fence is yet to run
         self.holding_starts = False  # a restore is under way: daemons are started after it
         # etcd's history, one entry per era that a restore ended: (base, events),
@@ -247,6 +478,10 @@ class Chaos:
         def can(k):
             if k in self.ETCD_MEMBER:
                 return not self.etcd_busy
+            if k in self.PG_SERVER:  # not while a fence waits: it needs the server
+                return not self.etcd_busy and not self.fence_pending
+            if self.pg and k in self.STORE_CONTENTS and self.etcd_busy:
+                return False
             if k == "etcd-restore":  # every member up, the layout there, a snapshot old enough
                 return not self.etcd_busy and not self.fence_pending and self.snapshot() is not None
             if k == "layout-delete":
@@ -283,6 +518,8 @@ class Chaos:
                 self.etcd.start(m)
                 self.etcd_busy = False
             self.later(down, f"etcd member m{m} restarted", restart)
+        elif kind in self.PG_SERVER:
+            self.server_fault(kind)
         elif kind == "clock-step":
             scale = rng.choice(["ms", "s", "h"])
             mag = {"ms": rng.uniform(0.001, 0.999), "s": rng.uniform(1, 60),
@@ -312,7 +549,7 @@ class Chaos:
                 down = rng.uniform(0.2, WINDOW_S - 0.5) if short else WINDOW_S + rng.uniform(1, 6)
                 cut = self.net.link if kind.startswith("link") else (
                     lambda i, up: self.net.blackhole(i, not up))
-                self.note(f"{kind}: {host.name} cut off from etcd for {down:.1f} s "
+                self.note(f"{kind}: {host.name} cut off from its store for {down:.1f} s "
                           f"(window {WINDOW_S} s)")
                 cut(host.i, False)
                 self.later(down, f"{host.name} reconnected", lambda: cut(host.i, True), host.i,
@@ -332,6 +569,33 @@ class Chaos:
             time.sleep(0.02)
         self.heal_due(everything=True)
         self.snapshot_stop()
+
+    def server_fault(self, kind):
+        """The one PostgreSQL server killed (-9) or stopped (a fast shutdown),
+        started again later: shorter than the window, or longer (the leases
+        run out on the server's clock meanwhile).  Every host loses its store."""
+        rng = self.rng
+        if kind == "pg-kill9":
+            down = rng.uniform(0.5, 4)
+        elif kind == "pg-stop-short":
+            down = rng.uniform(0.2, WINDOW_S - 1.5)
+        else:
+            down = WINDOW_S + rng.uniform(1, 6)
+        how = "killed (-9)" if kind == "pg-kill9" else "stopped (fast shutdown)"
+        self.note(f"{kind}: PostgreSQL {how}, started again after {down:.1f} s "
+                  f"(window {WINDOW_S} s, lease {LEASE_TTL_S} s)")
+        self.all_hosts_stop()
+        if kind == "pg-kill9":
+            self.etcd.kill()
+        else:
+            self.etcd.stop()
+        self.etcd_busy = True
+
+        def restart():
+            self.etcd.start()
+            self.etcd_busy = False
+            self.all_hosts_healed(kind)
+        self.later(down, "PostgreSQL started", restart)
 
     # ---- the faults of etcd's contents
 
@@ -382,7 +646,7 @@ class Chaos:
 
     def fence_once(self, why):
         cmd = self.net.wrap(self.net.core) + [
-            harness.CLI, "fence", "--config", "/dev/null", "--etcd", ",".join(self.etcd.urls),
+            harness.CLI, "fence", "--config", "/dev/null", *harness.store_args(self.etcd),
             "--cluster", CLUSTER, "--window", str(WINDOW_S)]
         t = time.monotonic()
         try:
@@ -579,6 +843,48 @@ def etcd_history(etcd, net):
     return events, prefix
 
 
+def text(b64s):
+    return base64.b64decode(b64s).decode(errors="replace")
+
+
+def audit_events(rows, prefix):
+    """The audit table's rows, [op, key, value (both base64), mod_revision,
+    meta_revision] in the order they were written, as etcd_history()'s
+    events under prefix; and [mismatches].  A PUT's revision is the row's
+    own mod_revision; a DELETE leaves none, so its revision is snowid.meta's
+    when it was written, moved as the PUTs' are: snowid.call() moves the
+    revision in meta once a request's writes are done (the PUTs then write
+    meta's + 1), or before them (+ 0); one rule for every request."""
+    bad = []
+    offsets = sorted({r[3] - r[4] for r in rows if r[0] == "PUT"})
+    if len(offsets) > 1:
+        bad.append(f"PUT revisions run {offsets} ahead of snowid.meta's, not by one rule")
+    off = offsets[0] if offsets else 1
+    events, last = [], 0
+    for op, key, value, mod, meta in rows:
+        rev = mod if op == "PUT" else meta + off
+        if rev < last:
+            bad.append(f"revision {rev} written after {last}")
+        last = max(last, rev)
+        key = text(key)
+        if key.startswith(prefix):
+            events.append((rev, op, key, text(value) if op == "PUT" else ""))
+    return events, bad
+
+
+def pg_history(pg):
+    """etcd_history() for PostgreSQL: every write under the cluster's prefix
+    since the schema was made, from the audit trigger's table (AUDIT_SQL):
+    (events, prefix, [mismatches])."""
+    prefix = f"/snowid/{CLUSTER}/"
+    rows = json.loads(pg.psql(
+        "SELECT coalesce(json_agg(json_build_array(op, translate(encode(key, 'base64'), "
+        "E'\\n', ''), translate(encode(coalesce(value, ''::bytea), 'base64'), E'\\n', ''), "
+        "mod_revision, meta_revision) ORDER BY seq), '[]') FROM chaos.audit", timeout=120))
+    events, bad = audit_events(rows, prefix)
+    return events, prefix, bad
+
+
 def timeline(eras):
     """etcd's history across restores, in the order things happened.  eras:
     [(base, events)], one per era in order, events as etcd_history() gives
@@ -755,31 +1061,42 @@ def recoveries(healed, began, per_host, t0, t1):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--store", choices=["etcd", "postgres"], default="etcd",
+                    help="a 3-member etcd, or one PostgreSQL 15 server")
     ap.add_argument("--duration", type=float, default=120, help="seconds of faults")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--hosts", type=int, default=4)
     ap.add_argument("--rate", type=int, default=10000, help="IDs/s per library client thread")
     ap.add_argument("--mean-interval", type=float, default=3.0,
                     help="mean seconds between faults")
-    ap.add_argument("--faults", default=",".join(Chaos.KINDS),
-                    help="the kinds of fault to draw from, comma-separated")
+    ap.add_argument("--faults", default=None,
+                    help="the kinds of fault to draw from, comma-separated (default: every "
+                         "kind the store has: " + ", ".join(Chaos.KINDS) + "; with postgres "
+                         + ", ".join(Chaos.PG_KINDS) + ")")
     ap.add_argument("--build", default=None)
     ap.add_argument("--keep", action="store_true", help="keep the files of a passing run")
     ap.add_argument("--daemon-log-level", default="info", help="snowidd's --log-level")
     a = ap.parse_args()
-    kinds = [k for k in a.faults.split(",") if k]
-    unknown = set(kinds) - set(Chaos.KINDS)
+    known = Chaos.kinds_of(a.store)
+    kinds = [k for k in (a.faults or ",".join(known)).split(",") if k]
+    unknown = set(kinds) - set(known)
     if unknown:
-        ap.error(f"unknown faults {', '.join(sorted(unknown))}; known: {', '.join(Chaos.KINDS)}")
+        ap.error(f"unknown faults {', '.join(sorted(unknown))}; known with {a.store}: "
+                 f"{', '.join(known)}")
+    pg = a.store == "postgres"
     if a.build:
         harness.BUILD = os.path.abspath(a.build)
         harness.SNOWIDD = os.path.join(harness.BUILD, "daemon", "snowidd")
         harness.TAKER = os.path.join(harness.BUILD, "tests", "snowid-taker")
         harness.CLI = os.path.join(harness.BUILD, "cli", "snowid")
     seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1 << 32)
-    log(f"chaos: seed {seed}, {a.duration:.0f} s, {a.hosts} hosts")
+    log(f"chaos: seed {seed}, {a.duration:.0f} s, {a.hosts} hosts"
+        + (", PostgreSQL" if pg else ""))
     if os.geteuid() != 0:
         print("chaos: needs root for network namespaces: skipping")
+        return 77
+    if pg and not os.path.exists(os.path.join(PGBIN, "postgres")):
+        print(f"chaos: PostgreSQL 15 is not installed ({PGBIN}): skipping")
         return 77
     libs = [p for p in ("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
                         "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1")
@@ -791,13 +1108,17 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
     rng = random.Random(seed)
     h = Harness("chaos")
-    net = Net(a.hosts)
+    net = Net(a.hosts, servers=1 if pg else 3)
     ok = False
     try:
         Net.remove_stale()
         h.cleanup(net.down)  # runs last
         net.up()
-        etcd = Etcd(h, 3, addrs=[f"{SUBNET}.{m + 1}" for m in range(3)], wrap=net.wrap(net.core))
+        if pg:
+            etcd = PgServer(h, net)
+            etcd.install_audit()
+        else:
+            etcd = Etcd(h, 3, addrs=net.servers, wrap=net.wrap(net.core))
         hosts = [Host(h, net, etcd, i, libs[0], a.daemon_log_level) for i in range(a.hosts)]
         for host in hosts:
             host.daemon.start()
@@ -818,16 +1139,21 @@ def main():
         for host in hosts:
             host.daemon.stop(timeout=20)
 
-        events, prefix = etcd_history(etcd, net)
+        if pg:
+            events, prefix, mismatched = pg_history(etcd)
+            what = "PostgreSQL history (audit trigger)"
+        else:
+            events, prefix = etcd_history(etcd, net)
+            mismatched, what = [], "etcd history"
         eras = chaos.eras + [(chaos.base, events)]
-        with open(h.path("etcd-history.json"), "w") as f:
+        with open(h.path(("pg" if pg else "etcd") + "-history.json"), "w") as f:
             json.dump([{"base": base, "events": evs} for base, evs in eras], f)
-        _, mismatched = timeline(eras)
+        mismatched += timeline(eras)[1]
         for m in mismatched:
-            log(f"etcd history: {m}")
+            log(f"{what}: {m}")
         held = holdings(eras, prefix, [host.instance for host in hosts])
         fresh = {host.i: host.daemon.log_text().count("fresh worker number") for host in hosts}
-        log(f"etcd history: {len(eras)} era(s), "
+        log(f"{what}: {len(eras)} era(s), "
             f"{' + '.join(str(len(e)) for _, e in eras)} events, "
             f"{sum(len(v) for v in held.values())} holdings")
         total, dups, disorder, outside = check_ids(hosts, held, fresh)

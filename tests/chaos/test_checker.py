@@ -2,7 +2,8 @@
 """The chaos test's checker must be able to fail: each kind of wrong ID it
 looks for is planted in files of made-up IDs and must be found; and etcd
 history is turned into the right holdings, across restores of etcd from a
-snapshot and deleted marks."""
+snapshot and deleted marks; and PostgreSQL's audit rows are turned into the
+same history."""
 import json
 import os
 import sys
@@ -172,7 +173,25 @@ def main():
     # unless the host's next fault came first
     assert chaos.recoveries(healed, [(0, 40)], per_host, 0, 100) == (
         [(0, "daemon-kill9", "h1", 50)], 1)
-    print("checker: 23 checks passed")
+
+    # PostgreSQL's audit rows: a DELETE takes the PUTs' rule for its revision
+    # (meta's + 1 while the request runs); keys outside the prefix left out
+    def row(op, key, value, mod, meta):
+        return [op, chaos.b64(key), chaos.b64(value), mod, meta]
+    p = "/snowid/chaos/"
+    rows = [row("PUT", p + "workers/5", '{"instance":"a"}', 3, 2),
+            row("PUT", p + "hwm/5", "00000000000000001010", 3, 2),
+            row("PUT", "/snowid/other/hwm/5", "1", 4, 3),
+            row("DELETE", p + "workers/5", "", None, 4)]
+    events, bad = chaos.audit_events(rows, p)
+    assert bad == [] and events == [
+        (3, "PUT", p + "workers/5", '{"instance":"a"}'), (3, "PUT", p + "hwm/5",
+                                                          "00000000000000001010"),
+        (5, "DELETE", p + "workers/5", "")], events
+    # PUTs that disagree on the rule, or a revision going back, are reported
+    assert len(chaos.audit_events(rows + [row("PUT", p + "hwm/5", "1", 5, 5)], p)[1]) == 1
+    assert len(chaos.audit_events(rows + [row("PUT", p + "hwm/5", "1", 2, 1)], p)[1]) == 1
+    print("checker: 26 checks passed")
 
 
 if __name__ == "__main__":
