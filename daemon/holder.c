@@ -114,7 +114,7 @@ void note_etcd(struct holder *h, const struct etcd_reply *r)
                 return; /* etcd is there, refusing us: refusal.c says why */
         bool ok = r->answered && r->http < 500;
         if (ok != h->etcd_reachable)
-                log_notice("etcd is %s", ok ? "reachable again" : "unreachable");
+                log_notice("%s is %s", store_name(h->store), ok ? "reachable again" : "unreachable");
         h->etcd_reachable = ok;
         if (r->nospace && !h->etcd_full) {
                 holder_etcd_full(h, true, NULL);
@@ -587,17 +587,15 @@ void holder_update_status(struct holder *h)
                                    ? 0
                                    : (int64_t)READ_ONCE(h->pub->ctl->deadline) -
                                              (int64_t)id_now_ms(h, false);
+        const char *store = store_name(h->store);
         if (h->cur.state == H_HELD)
-                snprintf(buf, sizeof(buf), "STATUS=worker %" PRId32 ", headroom %" PRId64
-                         " ms, etcd %s", h->cur.worker, headroom,
-                         etcd);
+                snprintf(buf, sizeof(buf), "STATUS=worker %" PRId32 ", headroom %" PRId64 " ms, %s %s",
+                         h->cur.worker, headroom, store, etcd);
         else if (h->cur.state == H_LOST)
                 snprintf(buf, sizeof(buf), "STATUS=lost worker %" PRId32 ", headroom %" PRId64
-                         " ms, claiming another; etcd %s", h->cur.worker, headroom,
-                         etcd);
+                         " ms, claiming another; %s %s", h->cur.worker, headroom, store, etcd);
         else
-                snprintf(buf, sizeof(buf), "STATUS=claiming a worker number; etcd %s",
-                         etcd);
+                snprintf(buf, sizeof(buf), "STATUS=claiming a worker number; %s %s", store, etcd);
         sd_notify(0, buf);
 }
 
@@ -658,7 +656,8 @@ static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
         struct holder *h = userdata;
         (void)s;
         (void)usec;
-        log_warning("etcd did not answer the revocation in time; the lease expires by itself");
+        log_warning("%s did not answer the revocation in time; the lease expires by itself",
+                    store_name(h->store));
         sd_event_exit(h->event, h->exit_code);
         return 0;
 }
