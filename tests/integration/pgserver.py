@@ -159,7 +159,7 @@ class Postgres:
             r = subprocess.run(cmd + ["-f", "-"], input=sql, capture_output=True, text=True,
                                timeout=timeout)
         if check and r.returncode != 0:
-            raise AssertionError(f"psql: exit {r.returncode}: {r.stderr}")
+            raise AssertionError(f"psql: exit {r.returncode}: {r.stderr[:1500]}")
         return r.stdout if check else (r.returncode, r.stdout, r.stderr)
 
     def load_schema(self, path=SQL):
