@@ -100,7 +100,7 @@ BEGIN
         END IF;
         t := j #>> '{}';
         IF jsonb_typeof(j) NOT IN ('number', 'string') THEN
-                PERFORM snowid._fail(400, 3, 'json: cannot unmarshal ' || jsonb_typeof(j) ||
+                PERFORM snowid._fail(400, 3, 'json: cannot unmarshal ' || replace(jsonb_typeof(j), 'boolean', 'bool') ||
                                      ' into Go value of type int64');
         ELSIF t !~ '^-?[0-9]+$' THEN
                 PERFORM snowid._fail(400, 3, 'json: cannot unmarshal ' ||
@@ -116,7 +116,7 @@ BEGIN
         IF j IS NULL THEN
                 RETURN false;
         ELSIF jsonb_typeof(j) <> 'boolean' THEN
-                PERFORM snowid._fail(400, 3, 'json: cannot unmarshal ' || jsonb_typeof(j) ||
+                PERFORM snowid._fail(400, 3, 'json: cannot unmarshal ' || replace(jsonb_typeof(j), 'boolean', 'bool') ||
                                      ' into Go value of type bool');
         END IF;
         RETURN (j #>> '{}')::boolean;
@@ -151,7 +151,7 @@ BEGIN
         IF j IS NULL THEN
                 RETURN ''::bytea;
         ELSIF jsonb_typeof(j) <> 'string' THEN
-                PERFORM snowid._fail(400, 3, 'json: cannot unmarshal ' || jsonb_typeof(j) ||
+                PERFORM snowid._fail(400, 3, 'json: cannot unmarshal ' || replace(jsonb_typeof(j), 'boolean', 'bool') ||
                                      ' into Go value of type []uint8');
         END IF;
         t := j #>> '{}';
@@ -283,8 +283,10 @@ BEGIN
                 PERFORM snowid._fail(400, 12, 'snowid: revision filters are not supported');
         END IF;
         SELECT count(*) INTO n FROM snowid.kv WHERE key >= k AND (hi IS NULL OR key < hi);
-        -- etcd sorts ascending by default when the target is not the key;
-        -- its sort keeps the key order among equals (for the few keys read)
+        -- etcd sorts ascending by default when the target is not the key.
+        -- Among equal values, etcd keeps the key order only up to 12 keys
+        -- (Go's sort is an insertion sort there, unstable beyond): the key
+        -- order here, always
         IF so = 0 AND st <> 0 THEN
                 so := 1;
         END IF;
@@ -448,7 +450,7 @@ DECLARE
         x jsonb;
 BEGIN
         IF jsonb_typeof(t) <> 'object' THEN
-                PERFORM snowid._fail(400, 3, 'json: cannot unmarshal ' || jsonb_typeof(t) ||
+                PERFORM snowid._fail(400, 3, 'json: cannot unmarshal ' || replace(jsonb_typeof(t), 'boolean', 'bool') ||
                                      ' into Go value of type etcdserverpb.TxnRequest');
         END IF;
         opc := greatest(jsonb_array_length(coalesce(snowid._f(t, 'compare'), '[]')),
@@ -724,10 +726,11 @@ LANGUAGE sql AS $f$
 $f$;
 
 -- PostgreSQL has no NOSPACE alarm: a full disk is SQLSTATE 53100, which
--- the daemon's libpq side reports as etcd's nospace
+-- the daemon's libpq side reports as etcd's nospace.  etcd 3.4 answers an
+-- alarm request with no alarms as {}: not even a header.
 CREATE OR REPLACE FUNCTION snowid._maintenance_alarm(b jsonb, rev bigint) RETURNS jsonb
 LANGUAGE sql AS $f$
-        SELECT jsonb_build_object('header', snowid._hdr(rev))
+        SELECT '{}'::jsonb
 $f$;
 
 -- The entry point: one etcd gateway request.  {"status", "body"}

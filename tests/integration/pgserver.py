@@ -18,7 +18,8 @@ import time
 from harness import free_port, log
 
 PGBIN = os.environ.get("SNOWID_PGBIN", "/usr/lib/postgresql/15/bin")
-SQL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../daemon/postgres.sql")
+SQL = os.environ.get("SNOWID_PG_SQL", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                  "../../daemon/postgres.sql"))
 
 
 def available():
@@ -47,8 +48,9 @@ class Postgres:
         self.h = h
         self.dir = tempfile.mkdtemp(prefix="snowid-pg-")
         self.data = os.path.join(self.dir, "data")
-        self.log = os.path.join(h.dir if h else self.dir, "postgres.log")
         self.port = port or free_port()
+        self.log = os.path.join(h.dir if h else self.dir, f"postgres-{self.port}.log")
+        self.proc = None
         self.settings = list(settings)
         self.user = None
         if os.geteuid() == 0:
@@ -87,12 +89,23 @@ class Postgres:
     def start(self, timeout=60):
         """Starts the server on its data dir and port; returns once it takes
         connections."""
-        opts = (f"-h 127.0.0.1 -p {self.port} -k {self.dir} -c fsync=off "
-                f"-c max_connections=100 " + " ".join(f"-c {s}" for s in self.settings))
-        # -W: pg_ctl does not wait; readiness is polled below
-        self._as_owner([os.path.join(PGBIN, "pg_ctl"), "start", "-W", "-D", self.data,
-                        "-l", self.log, "-o", opts])
-        _deadline_poll(self.ready, timeout, f"PostgreSQL on port {self.port}")
+        cmd = [os.path.join(PGBIN, "postgres"), "-D", self.data, "-h", "127.0.0.1",
+               "-p", str(self.port), "-k", self.dir, "-c", "fsync=off",
+               "-c", "max_connections=100"]
+        for setting in self.settings:
+            cmd += ["-c", setting]
+        if self.user:
+            cmd = ["runuser", "-u", self.user, "--"] + cmd
+        logf = open(self.log, "ab")
+        # a child of this process, so that it is reaped as soon as it dies
+        self.proc = subprocess.Popen(cmd, stdout=logf, stderr=logf, stdin=subprocess.DEVNULL)
+        logf.close()
+
+        def up():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"PostgreSQL exited ({self.proc.returncode}); see {self.log}")
+            return self.ready()
+        _deadline_poll(up, timeout, f"PostgreSQL on port {self.port}")
         return self
 
     def postmaster_pid(self):
@@ -129,6 +142,10 @@ class Postgres:
             except ProcessLookupError:
                 pass
 
+        if self.proc:
+            self.proc.wait(timeout=timeout)
+            self.proc = None
+
         def gone():
             for p in pids:
                 try:
@@ -146,6 +163,9 @@ class Postgres:
             return
         self._as_owner([os.path.join(PGBIN, "pg_ctl"), "stop", "-D", self.data, "-m", mode,
                         "-w", "-t", str(timeout)], timeout=timeout + 10, check=False)
+        if self.proc:
+            self.proc.wait(timeout=timeout)
+            self.proc = None
 
     def psql(self, sql, timeout=60, check=True, single=True):
         """Runs sql; stdout (unaligned, tuples only).  single: the whole
