@@ -27,6 +27,22 @@ BEGIN;
 
 SELECT pg_advisory_xact_lock(7306086541206302061); -- 'snowid' + schema, fixed
 
+-- Everything is made only when this file is newer than what the database
+-- holds (schema_version), never by an older daemon over a newer one's, so
+-- that a daemon starting while others run takes no lock on the tables.
+-- Changing anything below: raise want.
+DO $install$
+DECLARE
+        want constant int := 1;
+BEGIN
+IF to_regclass('snowid.meta') IS NOT NULL THEN
+        IF (SELECT schema_version FROM snowid.meta) >= want AND
+           to_regprocedure('snowid.call(text,jsonb)') IS NOT NULL THEN
+                RETURN;
+        END IF;
+END IF;
+EXECUTE $schema$
+
 CREATE SCHEMA IF NOT EXISTS snowid;
 
 CREATE TABLE IF NOT EXISTS snowid.meta (
@@ -65,14 +81,7 @@ SELECT 1,
        0
 WHERE NOT EXISTS (SELECT 1 FROM snowid.meta);
 
--- The functions: (re)made when this file is newer than what the database
--- holds, never by an older daemon over a newer one's.
-DO $install$
-BEGIN
-IF (SELECT schema_version FROM snowid.meta) >= 1
-   AND to_regprocedure('snowid.call(text,jsonb)') IS NOT NULL THEN
-        RETURN;
-END IF;
+$schema$;
 EXECUTE $functions$
 
 -- An etcd error: its HTTP status and gRPC code travel in the detail.
@@ -789,7 +798,7 @@ BEGIN
 END $f$;
 
 $functions$;
-UPDATE snowid.meta SET schema_version = 1;
+UPDATE snowid.meta SET schema_version = want;
 END
 $install$;
 

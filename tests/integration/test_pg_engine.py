@@ -538,7 +538,7 @@ def test_concurrent_claims(h):
 
     def claimer(i):
         try:
-            st, g = pg.call(GRANT, {"TTL": 60})
+            st, g = pg.call(GRANT, {"TTL": 3600})
             assert st == 200, g
             lease = g["ID"]
             value = json.dumps({"host": f"c{i}", "instance": "i", "pid": i, "token": f"t-{i}"})
@@ -604,17 +604,40 @@ def test_schema_load(h):
         except Exception as e:
             errors.append(repr(e))
 
-    threads = [threading.Thread(target=load) for _ in range(8)]
+    def calls(i):
+        try:
+            for j in range(10):
+                st, g = pg.call(GRANT, {"TTL": 3600})  # none expires during the test
+                assert st == 200, g
+                st, r = pg.call(TXN, {"success": [put(key(f"c/{i}"), b64(str(j)), g["ID"])]})
+                assert st == 200 and r.get("succeeded"), r
+        except Exception as e:
+            errors.append(repr(e))
+
+    # loads at once, while requests are served
+    threads = ([threading.Thread(target=load) for _ in range(8)]
+               + [threading.Thread(target=calls, args=(i,)) for i in range(4)])
     for t in threads:
         t.start()
     for t in threads:
         t.join(timeout=120)
     assert not errors, errors
-    assert pg.psql("SELECT cluster_id, revision FROM snowid.meta") == ident
+    after = pg.psql("SELECT cluster_id, revision - 40 FROM snowid.meta")
+    assert after == ident, (ident, after)
     st, r = pg.call(RANGE, {"key": key("k")})
     assert st == 200 and r["kvs"][0]["value"] == b64("v"), r
-    # a fresh database: another cluster id, revision 1
-    other = start_pg(h)
+    ident = pg.psql("SELECT cluster_id, revision FROM snowid.meta")
+    # a fresh database, made by several at once: one meta row, another
+    # cluster id, revision 1
+    other = Postgres(h)
+    threads = [threading.Thread(target=lambda: errors.extend(
+        [] if other.load_schema() is not None else ["no answer"])) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    assert other.psql("SELECT count(*) FROM snowid.meta").strip() == "1"
     assert other.psql("SELECT cluster_id FROM snowid.meta") != ident.split("|")[0]
     assert other.psql("SELECT revision FROM snowid.meta").strip() == "1"
     # kill -9 and a restart keep what was committed
