@@ -493,47 +493,65 @@ BEGIN
         END LOOP;
 END $f$;
 
--- The keys a list of operations puts (nested txns: either branch; the same
--- key in both branches of one is fine).  Raises etcd's duplicate-key error
--- where two puts of one txn could both apply.
-CREATE OR REPLACE FUNCTION snowid._puts(ops jsonb) RETURNS bytea[]
+-- etcd's check that no two writes of one txn could touch the same key:
+-- the keys a list of operations puts and the ranges it deletes (nested
+-- txns: either branch; the same key put in both branches of one is fine);
+-- a put of a key that another put or a delete of the list could also
+-- write is a duplicate.  (A delete "from the key on", range_end "\0",
+-- conflicts with nothing, as in etcd.)
+CREATE OR REPLACE FUNCTION snowid._dup(k bytea, puts bytea[], dlo bytea[], dhi bytea[])
+RETURNS void LANGUAGE plpgsql AS $f$
+BEGIN
+        IF k = ANY (puts) OR EXISTS (SELECT 1 FROM unnest(dlo, dhi) AS d(lo, hi)
+                                     WHERE k >= d.lo AND k < d.hi) THEN
+                PERFORM snowid._fail(400, 3, 'etcdserver: duplicate key given in txn request');
+        END IF;
+END $f$;
+
+CREATE OR REPLACE FUNCTION snowid._writes(ops jsonb, OUT puts bytea[], OUT dlo bytea[],
+                                          OUT dhi bytea[])
 LANGUAGE plpgsql AS $f$
 DECLARE
-        puts bytea[] := '{}';
-        pt bytea[];
-        pe bytea[];
+        t record;
+        e record;
         k bytea;
         op jsonb;
         x jsonb;
 BEGIN
-        FOR op IN SELECT e FROM jsonb_array_elements(coalesce(ops, '[]')) AS a(e) LOOP
-                x := snowid._f(op, 'request_txn', 'requestTxn');
-                CONTINUE WHEN x IS NULL;
-                pt := snowid._puts(snowid._f(x, 'success'));
-                pe := snowid._puts(snowid._f(x, 'failure'));
-                FOREACH k IN ARRAY pt LOOP
-                        IF k = ANY (puts) THEN
-                                PERFORM snowid._fail(400, 3, 'etcdserver: duplicate key given in txn request');
-                        END IF;
-                        puts := puts || k;
-                END LOOP;
-                FOREACH k IN ARRAY pe LOOP
-                        IF k = ANY (puts) AND NOT k = ANY (pt) THEN
-                                PERFORM snowid._fail(400, 3, 'etcdserver: duplicate key given in txn request');
-                        END IF;
-                        puts := puts || k;
-                END LOOP;
-        END LOOP;
-        FOR op IN SELECT e FROM jsonb_array_elements(coalesce(ops, '[]')) AS a(e) LOOP
-                x := snowid._f(op, 'request_put', 'requestPut');
+        puts := '{}';
+        dlo := '{}';
+        dhi := '{}';
+        FOR x IN SELECT snowid._f(o, 'request_delete_range', 'requestDeleteRange')
+                 FROM jsonb_array_elements(coalesce(ops, '[]')) AS a(o) LOOP
                 CONTINUE WHEN x IS NULL;
                 k := snowid._bytes(snowid._f(x, 'key'));
-                IF k = ANY (puts) THEN
-                        PERFORM snowid._fail(400, 3, 'etcdserver: duplicate key given in txn request');
-                END IF;
+                dlo := dlo || k;
+                dhi := dhi || snowid._hi(k, snowid._bytes(snowid._f(x, 'range_end', 'rangeEnd')));
+        END LOOP;
+        FOR x IN SELECT snowid._f(o, 'request_txn', 'requestTxn')
+                 FROM jsonb_array_elements(coalesce(ops, '[]')) AS a(o) LOOP
+                CONTINUE WHEN x IS NULL;
+                SELECT * INTO t FROM snowid._writes(snowid._f(x, 'success'));
+                SELECT * INTO e FROM snowid._writes(snowid._f(x, 'failure'));
+                FOREACH k IN ARRAY t.puts LOOP
+                        PERFORM snowid._dup(k, puts, dlo, dhi);
+                        puts := puts || k;
+                END LOOP;
+                FOREACH k IN ARRAY e.puts LOOP
+                        PERFORM snowid._dup(k, CASE WHEN k = ANY (t.puts) THEN '{}' ELSE puts END,
+                                            dlo, dhi);
+                        puts := puts || k;
+                END LOOP;
+                dlo := dlo || t.dlo || e.dlo;
+                dhi := dhi || t.dhi || e.dhi;
+        END LOOP;
+        FOR x IN SELECT snowid._f(o, 'request_put', 'requestPut')
+                 FROM jsonb_array_elements(coalesce(ops, '[]')) AS a(o) LOOP
+                CONTINUE WHEN x IS NULL;
+                k := snowid._bytes(snowid._f(x, 'key'));
+                PERFORM snowid._dup(k, puts, dlo, dhi);
                 puts := puts || k;
         END LOOP;
-        RETURN puts;
 END $f$;
 
 -- Which branch each txn takes, nested ones included, all decided on the
@@ -613,8 +631,8 @@ DECLARE
         resp jsonb;
 BEGIN
         PERFORM snowid._check(b, 128);
-        PERFORM snowid._puts(snowid._f(b, 'success'));
-        PERFORM snowid._puts(snowid._f(b, 'failure'));
+        PERFORM snowid._writes(snowid._f(b, 'success'));
+        PERFORM snowid._writes(snowid._f(b, 'failure'));
         SELECT t.changed, t.resp INTO changed, resp FROM snowid._txn(b, snowid._path(b), rev, false) t;
         IF changed THEN
                 rev := rev + 1;

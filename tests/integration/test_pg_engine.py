@@ -407,6 +407,19 @@ def test_same_answers(h):
     s("txn: nested put of a key the outer puts", TXN,
       {"success": [put(key("d"), b64("1")), {"request_txn": {"success": [put(key("d"), b64("2"))]}}]},
       expect=400)
+    dr = lambda k, e=None: {"request_delete_range": dict({"key": k}, **({"range_end": e} if e else {}))}
+    s("txn: put of a key a delete of the txn deletes", TXN,
+      {"success": [dr(key("c"), key("e")), put(key("d"), b64("1"))]}, expect=400)
+    s("txn: put of a key a nested delete deletes", TXN,
+      {"success": [put(key("d"), b64("1")), {"request_txn": {"failure": [dr(key("d"))]}}]},
+      expect=400)
+    s("txn: nested put of a key the outer deletes", TXN,
+      {"success": [dr(key("d")), {"request_txn": {"success": [put(key("d"), b64("1"))]}}]},
+      expect=400)
+    s("txn: put next to a delete", TXN, {"success": [dr(key("c"), key("d")), put(key("d"), b64("1"))]},
+      expect=200)
+    s("txn: put after a delete of every key from a key on", TXN,
+      {"success": [dr(key("zz"), b64("\0")), put(key("zzz"), b64("1"))]}, expect=200)
     s("txn: 129 operations", TXN, {"success": [rng(key("d"))] * 129}, expect=400)
     s("txn: 128 operations", TXN, {"success": [rng(key("d"))] * 128})
     for name, c in [
