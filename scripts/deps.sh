@@ -15,6 +15,7 @@ if [ "${1:-}" = --test ] || [ "${1:-}" = --postgres ]; then
 fi
 if [ "${1:-}" = --test ]; then
     packages+=(python3-numpy clang llvm libclang-rt-14-dev)
+    packages+=(postgresql-15 postgresql-client-15)   # the PostgreSQL store's tests
     packages+=(systemd-container)   # systemd-nspawn: tests/systemd/test-unit.sh
     # the clients in other languages: each folder lists its Debian packages,
     # one a line; "PKG unless PATH": not needed where PATH exists (a Node.js
