@@ -576,6 +576,15 @@ static void connect_poll(struct pg *p)
         setup_send(p);
 }
 
+/* The server's notices (and its goodbye to an idle connection), which
+ * libpq would print on stderr: the daemon's log, for debugging. */
+static void on_notice(void *userdata, const char *message)
+{
+        struct pg *p = userdata;
+        char line[256];
+        log_debug("PostgreSQL at %s: %s", p->endpoint, one_line(line, sizeof(line), message));
+}
+
 static void connect_start(struct pg *p)
 {
         /* the conninfo, expanded (a URI too); nothing added overrides it */
@@ -587,6 +596,7 @@ static void connect_start(struct pg *p)
                 kick(p);
                 return;
         }
+        PQsetNoticeProcessor(p->conn, on_notice, p);
         p->state = C_CONNECTING;
         uint64_t until = now_usec() + (uint64_t)p->cfg->etcd_timeout_ms * 1000;
         if (!p->connect_timer) {
@@ -616,7 +626,7 @@ static void setup_send(struct pg *p)
                 /* no statement or lock wait outlives the call that made it */
                 snprintf(settings, sizeof(settings),
                          "SET statement_timeout = %u; SET lock_timeout = %u; "
-                         "SET application_name = 'snowidd'",
+                         "SET application_name = 'snowidd'; SET client_min_messages = warning",
                          p->cfg->etcd_timeout_ms, p->cfg->etcd_timeout_ms);
                 sql = settings;
                 break;
@@ -932,7 +942,12 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
                 conn_broken(p, why);
                 return 0;
         }
-        enum etcd_err err = held(p, q) ? p->problem.err : ETCD_ERR_NONE;
+        /* waiting out a refusal: the refusal is why it failed */
+        enum etcd_err err = held(p, q) || (p->state != C_READY &&
+                                           p->problem.err != ETCD_ERR_NONE &&
+                                           p->problem.err != ETCD_ERR_PERMISSION)
+                                    ? p->problem.err
+                                    : ETCD_ERR_NONE;
         if (err != ETCD_ERR_NONE)
                 snprintf(why, sizeof(why), "%s", p->problem.message);
         else if (p->state == C_READY)
