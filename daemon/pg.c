@@ -760,6 +760,15 @@ static void request_result(struct pg *p, PGresult *res)
                         conn_broken(p, msg && *msg ? msg : "the connection broke");
                         return;
                 }
+                if (sqlstate && !strcmp(sqlstate, "57014")) {
+                        /* statement_timeout, which is the call's deadline seen
+                         * from the server: the same as the deadline here */
+                        char why[128];
+                        snprintf(why, sizeof(why), "PostgreSQL did not answer within %u ms "
+                                 "(statement_timeout)", p->cfg->etcd_timeout_ms);
+                        conn_broken(p, why);
+                        return;
+                }
                 pg_error_reply(&r, sqlstate, msg);
         }
         unlink_request(p, q);

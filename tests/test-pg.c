@@ -70,7 +70,6 @@ static void test_sqlstate(void **state)
                 {"53100", ETCD_ERR_NONE, 429, true},
                 {"53200", ETCD_ERR_NONE, 500, false}, /* out of memory: transient */
                 {"40001", ETCD_ERR_NONE, 500, false}, /* serialization failure */
-                {"57014", ETCD_ERR_NONE, 500, false}, /* statement_timeout */
                 {"42883", ETCD_ERR_NONE, 500, false}, /* snowid.call() missing */
                 {NULL, ETCD_ERR_NONE, 500, false},
         };
