@@ -45,7 +45,7 @@ static struct settings cfg;
 static struct pg *pg;
 static sd_event *event;
 static bool in_call;
-static char line[1 << 16];
+static char line[16 << 20]; /* a call of several megabytes fits */
 static size_t line_len;
 
 static void on_reply(void *userdata, const struct etcd_reply *r)

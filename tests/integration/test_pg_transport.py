@@ -221,10 +221,18 @@ def test_order(pg):
             assert (r["revision"] > 0) == bool(tag % 2), r
             revs.append(int(r["body"]["header"]["revision"]))
         assert d.order == list(range(1, 21)), d.order
+        # a call larger than the socket's buffers: sent as the socket drains
+        big = "x" * (12 << 20)
+        d.call(21, "/v3/kv/put", {"value": big})
+        d.call(22)
+        r = d.reply(21)
+        assert r["ok"] and r["body"]["echo"]["value"] == big, r["error"]
+        assert d.reply(22)["ok"]
+        assert d.order == list(range(1, 23)), d.order
         assert revs == sorted(revs), revs
         s = d.stats()
-        assert s["requests"] == 20 and s["failures"] == 0 and s["in_flight"] == 0, s
-        assert s["le"][7] == 20, s
+        assert s["requests"] == 22 and s["failures"] == 0 and s["in_flight"] == 0, s
+        assert s["le"][7] == 22, s
         assert s["endpoint"] == f"127.0.0.1:{pg.port}", s
         assert "password" not in json.dumps(s) and pg.PASSWORD not in d.log()
         # the settings each connection makes
@@ -375,7 +383,41 @@ def test_auth_refused(pg):
         d.close()
 
 
-TESTS = [test_order, test_sql_errors, test_outage, test_backend_killed, test_deadline,
+def test_settings(pg):
+    """--store and --postgres, from flags and from the config file."""
+    snowidd = os.path.join(BUILD, "daemon", "snowidd")
+
+    def check(*args, config=""):
+        path = os.path.join(pg.dir, "snowidd.conf")
+        with open(path, "w") as f:
+            f.write(config)
+        return subprocess.run([snowidd, "--config", path, "--check-config", *args],
+                              capture_output=True, text=True, timeout=20)
+
+    def refused(r, *words):
+        assert r.returncode == 78, f"exit {r.returncode}:\n{r.stdout}{r.stderr}"
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1, r.stderr
+        for w in words:
+            assert w in lines[0], f"{w!r} not in {lines[0]!r}"
+        assert "hunter2" not in r.stderr
+        return lines[0]
+
+    ok = check("--store", "postgres", "--postgres", pg.conninfo())
+    assert ok.returncode == 0 and "valid" in ok.stdout, ok.stderr
+    ok = check(config=f"store = postgres\npostgres = {pg.conninfo()}\n")
+    assert ok.returncode == 0, ok.stderr
+    assert check("--store", "etcd").returncode == 0
+    log(refused(check("--store", "postgres"), "postgres = CONNINFO"))
+    refused(check("--store", "mysql"), "etcd or postgres")
+    for bad in (pg.conninfo() + " password=hunter2",
+                f"postgresql://snowid:hunter2@127.0.0.1:{pg.port}/postgres"):
+        log(refused(check("--store", "postgres", "--postgres", bad), "passfile", "PGPASSFILE"))
+        refused(check(config=f"store = postgres\npostgres = {bad}\n"), "passfile")
+    refused(check("--postgres", "hots=x"), "not a libpq connection string", "hots")
+
+
+TESTS = [test_settings, test_order, test_sql_errors, test_outage, test_backend_killed, test_deadline,
          test_auth_refused]
 
 
