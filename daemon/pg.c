@@ -587,7 +587,12 @@ static void on_notice(void *userdata, const char *message)
 
 static void connect_start(struct pg *p)
 {
-        /* the conninfo, expanded (a URI too); nothing added overrides it */
+        /* the conninfo, expanded (a URI too); nothing added overrides it.
+         * libpq looks a host name up with getaddrinfo(), which blocks: an
+         * address (host=10.0.0.5, or hostaddr= beside host=) avoids it, as
+         * does a local resolver.  Several hosts with
+         * target_session_attrs=read-write find the primary after a
+         * failover. */
         const char *const keys[] = {"dbname", NULL};
         const char *const values[] = {p->cfg->postgres, NULL};
         p->conn = PQconnectStartParams(keys, values, 1);

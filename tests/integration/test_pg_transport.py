@@ -62,7 +62,7 @@ class ScratchPostgres:
         self.psql(f"ALTER ROLE {self.USER} SET synchronous_commit = off")
         self.passfile = os.path.join(self.dir, "pgpass")
         with open(self.passfile, "w") as f:
-            f.write(f"127.0.0.1:{self.port}:postgres:{self.USER}:"
+            f.write(f"127.0.0.1:*:postgres:{self.USER}:"
                     + self.PASSWORD.replace("\\", "\\\\").replace(":", "\\:") + "\n")
         os.chmod(self.passfile, 0o600)
 
@@ -506,8 +506,49 @@ def test_tls(pg):
     pg.psql("SELECT pg_reload_conf()")
 
 
+def test_standby(pg):
+    """A standby is not the store: said once, and calls fail unanswered
+    while it is tried again.  A primary streaming to a standby that is not
+    synchronous is said once too."""
+    sdir = os.path.join(pg.dir, "standby")
+    port = free_port()
+    pg._pg(os.path.join(PGBIN, "pg_basebackup"), "-D", sdir, "-R", "-X", "stream", "-h", pg.dir,
+           "-p", str(pg.port), "-U", "postgres", "--no-sync")
+    pg._pg(os.path.join(PGBIN, "pg_ctl"), "-D", sdir, "-l", os.path.join(pg.dir, "standby.log"),
+           "-w", "-t", "60", "-o",
+           f"-p {port} -k {pg.dir} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
+    try:
+        end = time.monotonic() + 30
+        while pg.psql("SELECT count(*) FROM pg_stat_replication") != "1":
+            assert time.monotonic() < end, "the standby does not stream"
+            time.sleep(0.2)
+        d = Driver(pg.conninfo().replace(f"port={pg.port}", f"port={port}"), 1000, "standby")
+        try:
+            for tag in range(1, 4):
+                d.call(tag)
+                unanswered(d.reply(tag), at_least_ms=900)
+            assert d.log().count("is a standby (in recovery)") == 1, d.log()
+            assert not d.problems, d.problems
+        finally:
+            d.close()
+        d = Driver(pg.conninfo(), 2000, "async")
+        try:
+            d.call_until_ok(1)
+            pg.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = 'snowidd'")
+            d.call_until_ok(10)
+            line = [l for l in d.log().splitlines() if "synchronous_standby_names" in l]
+            assert len(line) == 1 and "1 standby" in line[0], d.log()
+            log(line[0])
+        finally:
+            d.close()
+    finally:
+        pg._pg(os.path.join(PGBIN, "pg_ctl"), "-D", sdir, "-m", "immediate", "-w", "stop",
+               check=False)
+
+
 TESTS = [test_settings, test_order, test_large, test_sql_errors, test_outage, test_backend_killed, test_deadline,
-         test_auth_refused, test_tls]
+         test_auth_refused, test_tls, test_standby]
 
 
 def main():
