@@ -482,6 +482,16 @@ static int check_readable(const char *key, const char *path)
         return EX_CONFIG_;
 }
 
+/* A file the PostgreSQL connection string names, read now as the etcd
+ * ones are: libpq would skip a missing passfile or client certificate
+ * silently, and the server's refusal would not name the file. */
+static int check_pg_file(const char *keyword, const char *path)
+{
+        char key[64];
+        snprintf(key, sizeof(key), "postgres %s", keyword);
+        return check_readable(key, path);
+}
+
 /* One id of an allow list: a number, or a name that must exist. */
 static int resolve_id(const char *list, const char *tok, bool user, unsigned *ret)
 {
@@ -618,6 +628,8 @@ static int check(struct settings *s)
         }
         if (check_readable("etcd-cacert", s->cacert) || check_readable("etcd-cert", s->cert) ||
             check_readable("etcd-key", s->key))
+                return EX_CONFIG_;
+        if (s->store == STORE_POSTGRES && pg_conninfo_files(s->postgres, check_pg_file))
                 return EX_CONFIG_;
         if (s->password_file && read_secret("etcd-password-file", s->password_file, &s->password))
                 return EX_CONFIG_;

@@ -50,3 +50,21 @@ int pg_conninfo_check(const char *conninfo, char *err, size_t errlen)
         }
         return 0;
 }
+
+int pg_conninfo_files(const char *conninfo, int (*fn)(const char *keyword, const char *path))
+{
+        static const char *const files[] = {"passfile", "sslrootcert", "sslcert", "sslkey",
+                                            "sslcrl", NULL};
+        PQconninfoOption *opts = PQconninfoParse(conninfo, NULL);
+        int r = 0;
+        for (PQconninfoOption *o = opts; o && o->keyword && !r; o++) {
+                if (!o->val || !*o->val)
+                        continue;
+                for (const char *const *f = files; *f && !r; f++)
+                        /* sslrootcert=system: the system's store, not a file */
+                        if (!strcmp(o->keyword, *f) && strcmp(o->val, "system"))
+                                r = fn(o->keyword, o->val);
+        }
+        PQconninfoFree(opts);
+        return r;
+}

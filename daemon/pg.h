@@ -44,6 +44,9 @@ extern const char snowid_postgres_sql[];
 /* 0 if conninfo (keywords or a URI) parses and carries no password; else
  * -EINVAL and why (never the value itself) in err. */
 int pg_conninfo_check(const char *conninfo, char *err, size_t errlen);
+/* Calls fn for each file the connection string names (passfile, sslrootcert,
+ * sslcert, sslkey, sslcrl), until one returns non-zero; returns that. */
+int pg_conninfo_files(const char *conninfo, int (*fn)(const char *keyword, const char *path));
 /* The class of a server error by its SQLSTATE: 28P01 and 28000 are
  * authentication, 42501 is permission; anything else is none. */
 enum etcd_err pg_sqlstate_err(const char *sqlstate);

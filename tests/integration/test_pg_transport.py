@@ -420,6 +420,12 @@ def test_settings(pg):
         log(refused(check("--store", "postgres", "--postgres", bad), "passfile", "PGPASSFILE"))
         refused(check(config=f"store = postgres\npostgres = {bad}\n"), "passfile")
     refused(check("--postgres", "hots=x"), "not a libpq connection string", "hots")
+    # the files it names are read at start
+    log(refused(check("--store", "postgres", "--postgres", pg.conninfo(passfile=False)),
+                "cannot read postgres passfile /nonexistent"))
+    refused(check("--store", "postgres", "--postgres",
+                  pg.conninfo() + f" sslrootcert={pg.dir}"), "postgres sslrootcert",
+            "Is a directory")
 
 
 def openssl(*args, cwd):
