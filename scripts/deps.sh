@@ -8,6 +8,7 @@ set -euo pipefail
 packages=(
     meson ninja-build pkg-config gcc g++ python3
     libcmocka-dev liburcu-dev libsystemd-dev libcurl4-openssl-dev libjansson-dev libmicrohttpd-dev
+    libpq-dev
     etcd-server etcd-client faketime libfaketime curl jq systemd iproute2 procps spin time
 )
 if [ "${1:-}" = --test ] || [ "${1:-}" = --postgres ]; then
@@ -15,7 +16,6 @@ if [ "${1:-}" = --test ] || [ "${1:-}" = --postgres ]; then
 fi
 if [ "${1:-}" = --test ]; then
     packages+=(python3-numpy clang llvm libclang-rt-14-dev)
-    packages+=(postgresql-15 postgresql-client-15)   # the PostgreSQL store's tests
     packages+=(systemd-container)   # systemd-nspawn: tests/systemd/test-unit.sh
     # the clients in other languages: each folder lists its Debian packages,
     # one a line; "PKG unless PATH": not needed where PATH exists (a Node.js
