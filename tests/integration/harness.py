@@ -263,14 +263,17 @@ class PgStore(KV):
 
     n = 1
 
-    def __init__(self, h):
+    def __init__(self, h, schema=True):
+        """schema: made at once (as the first daemon would), so that the
+        test can read and write keys before any daemon ran; else the
+        database is empty."""
         import pgserver
         self.h = h
-        self.pg = pgserver.Postgres(h.path("pg"))
-        h.cleanup(self.pg.cleanup)
-        self.pg.start()
-        self.conninfo = self.pg.conninfo
+        self.pg = pgserver.Postgres(h)
+        self.conninfo = self.pg.conninfo()
         self.procs = [True]
+        if schema:
+            self.pg.load_schema()
 
     def daemon_args(self):
         return ["--store", "postgres", "--postgres", self.conninfo]
