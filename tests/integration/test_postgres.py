@@ -5,13 +5,14 @@ user, a server restarted in the middle of a claim, what the daemon checks of
 the server (synchronous_commit), and the schema made once by many daemons
 starting at once.  The tests shared with etcd run with SNOWID_STORE=postgres
 (pg-daemon, pg-failover)."""
+import json
 import os
 import subprocess
 import time
 
 import harness
-from harness import (SNOWIDD, Daemon, PgStore, check_unique_and_increasing, decode, log, run, take,
-                     wait_for)
+from harness import (SNOWIDD, Daemon, PgStore, check_unique_and_increasing, decode, free_port,
+                     http_get, log, run, take, wait_for)
 
 
 def run_d(h, *args, timeout=30):
@@ -122,7 +123,11 @@ def test_server_checks(h):
     pg.pg.psql("ALTER SYSTEM SET synchronous_commit = off; SELECT pg_reload_conf();", single=False)
     wait_for(lambda: pg.pg.psql("SHOW synchronous_commit").strip() == "off", 10,
              "the setting to take effect")
-    d = Daemon(h, pg).start()
+    port = free_port()
+    d = Daemon(h, pg, args=["--http", f"127.0.0.1:{port}"]).start()
+    st, body = http_get(port, "/v1/status")
+    status = json.loads(body)
+    assert st == 200 and status["store"] == "postgres" and status["etcd_reachable"], body
     wait_for(lambda: "synchronous_commit" in d.log_text(), 10, "the warning")
     line = [x for x in d.log_text().splitlines() if "synchronous_commit" in x]
     log(line[0][:200])
