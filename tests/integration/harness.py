@@ -284,6 +284,25 @@ class PgStore(KV):
             raise StoreError(status, answer)
         return answer
 
+    restores = 0
+
+    def snapshot_save(self, path, member=0):
+        """A backup of the store (pg_dump of schema snowid); its revision."""
+        import pgserver
+        self.pg._as_owner(["pg_dump", "-d", self.conninfo, "-n", "snowid", "-f", path])
+        rev = self.revision()
+        log(f"PostgreSQL backup saved at revision {rev}")
+        return rev
+
+    def restore(self, path, start=True):
+        """The backup restored over the live schema in one transaction, so no
+        daemon ever sees it half made (or absent, and makes it anew)."""
+        self.restores += 1
+        self.pg._as_owner(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction",
+                           "-d", self.conninfo, "-c", "DROP SCHEMA snowid CASCADE",
+                           "-f", path])
+        log(f"PostgreSQL restored from {os.path.basename(path)}")
+
     def start(self, i=0):
         self.pg.start()
         self.procs[0] = True
