@@ -746,10 +746,12 @@ BEGIN
         RETURN res;
 END $f$;
 
+-- the leases, the soonest to expire first, as etcd lists them
 CREATE OR REPLACE FUNCTION snowid._lease_leases(b jsonb, rev bigint) RETURNS jsonb
 LANGUAGE sql AS $f$
         SELECT jsonb_strip_nulls(jsonb_build_object('header', snowid._hdr(rev), 'leases',
-                (SELECT jsonb_agg(jsonb_build_object('ID', id::text) ORDER BY id) FROM snowid.leases)))
+                (SELECT jsonb_agg(jsonb_build_object('ID', id::text) ORDER BY expires_at, id)
+                 FROM snowid.leases)))
 $f$;
 
 -- PostgreSQL has no NOSPACE alarm: a full disk is SQLSTATE 53100, which

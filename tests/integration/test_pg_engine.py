@@ -499,6 +499,9 @@ def test_same_answers(h):
     s("keepalive B after its revoke", KEEPALIVE, lambda c: {"ID": c["B"]})
     s("timetolive B after its revoke", TTL, lambda c: {"ID": c["B"]}, ttl_left=True)
     s("scan after the revoke", TXN, scan())
+    s("timetolive, the other path", "/v3/kv/lease/timetolive", {"ID": "7700000000000000001"},
+      ttl_left=True)
+    s("range, the v3beta path", "/v3beta/kv/range", {"key": key("layout"), "keys_only": True})
     s("revoke the chosen ID (no keys)", "/v3/kv/lease/revoke", {"ID": "7700000000000000001"})
     s("deleterange a prefix", DELETE, {"key": key("ranges/"), "range_end": key("ranges0"),
                                        "prev_kv": True})
@@ -662,6 +665,18 @@ def test_schema_load(h):
     st, r = pg.call(RANGE, {"key": key("k")})
     assert st == 200 and r["kvs"][0]["value"] == b64("v"), r
     ident = pg.psql("SELECT cluster_id, revision FROM snowid.meta")
+    # a database made by a newer postgres.sql is left as it is; an older
+    # one is brought up to date (the functions replaced, the data kept)
+    newer = ("CREATE OR REPLACE FUNCTION snowid._maintenance_alarm(b jsonb, rev bigint) "
+             "RETURNS jsonb LANGUAGE sql AS $$ SELECT '{\"newer\": 1}'::jsonb $$")
+    pg.psql(newer + "; UPDATE snowid.meta SET schema_version = 99")
+    pg.load_schema()
+    assert pg.call("/v3/maintenance/alarm", {}) == (200, {"newer": 1})
+    pg.psql(newer + "; UPDATE snowid.meta SET schema_version = 0")
+    pg.load_schema()
+    assert pg.call("/v3/maintenance/alarm", {}) == (200, {})
+    assert pg.psql("SELECT schema_version FROM snowid.meta").strip() == "1"
+    assert pg.psql("SELECT cluster_id, revision FROM snowid.meta") == ident
     # a fresh database, made by several at once: one meta row, another
     # cluster id, revision 1
     other = Postgres(h)
