@@ -25,7 +25,8 @@
 
 BEGIN;
 
-SELECT pg_advisory_xact_lock(7306086541206302061); -- 'snowid' + schema, fixed
+-- a fixed key of snowid's own: loads of this file take turns
+SELECT pg_advisory_xact_lock(7306086541206302061);
 
 -- Everything is made only when this file is newer than what the database
 -- holds (schema_version), never by an older daemon over a newer one's, so

@@ -574,14 +574,15 @@ def test_concurrent_claims(h):
     got, errors = {}, []
 
     def claimer(i):
+        db = pg.session()  # a connection of its own, as each daemon has
         try:
-            st, g = pg.call(GRANT, {"TTL": 3600})
+            st, g = db.call(GRANT, {"TTL": 3600})
             assert st == 200, g
             lease = g["ID"]
             value = json.dumps({"host": f"c{i}", "instance": "i", "pid": i, "token": f"t-{i}"})
             barrier.wait(timeout=120)
             for attempt in range(4 * n_claimers):
-                st, s = pg.call(TXN, scan(prefix=prefix))
+                st, s = db.call(TXN, scan(prefix=prefix))
                 assert st == 200, s
                 held = {base64.b64decode(kv["key"]).decode() for kv in kvs(s, 0)}
                 marks = {base64.b64decode(kv["key"]).decode(): kv for kv in kvs(s, 1)}
@@ -590,7 +591,7 @@ def test_concurrent_claims(h):
                 n = free[0]
                 kv = marks[f"{prefix}hwm/{n}"]
                 m = int(base64.b64decode(kv["value"])) + 1000
-                st, c = pg.call(TXN, claim(ctx, n, lease, value, int(kv["mod_revision"]), m,
+                st, c = db.call(TXN, claim(ctx, n, lease, value, int(kv["mod_revision"]), m,
                                            prefix=prefix))
                 assert st == 200, c
                 if c.get("succeeded"):
@@ -600,6 +601,8 @@ def test_concurrent_claims(h):
         except Exception as e:
             errors.append(f"claimer {i}: {e!r}")
             barrier.abort()  # the others do not wait for this one
+        finally:
+            db.close()
 
     threads = [threading.Thread(target=claimer, args=(i,)) for i in range(n_claimers)]
     for t in threads:
