@@ -488,8 +488,12 @@ BEGIN
                                 snowid._int(snowid._f(x, 'limit'));
                 ELSIF snowid._f(op, 'request_txn', 'requestTxn') IS NOT NULL THEN
                         PERFORM snowid._check(snowid._f(op, 'request_txn', 'requestTxn'), maxops - opc);
-                ELSE
-                        PERFORM snowid._fail(404, 5, 'etcdserver: key not found');
+                ELSIF jsonb_typeof(op) <> 'object' THEN
+                        PERFORM snowid._fail(400, 3, 'json: cannot unmarshal ' ||
+                                replace(jsonb_typeof(op), 'boolean', 'bool') ||
+                                ' into Go value of type map[string]json.RawMessage');
+                ELSE -- an operation of no kind: etcd's answer
+                        PERFORM snowid._fail(400, 3, 'etcdserver: key not found');
                 END IF;
         END LOOP;
 END $f$;
