@@ -34,7 +34,7 @@ SELECT pg_advisory_xact_lock(7306086541206302061);
 -- Changing anything below: raise want.
 DO $install$
 DECLARE
-        want constant int := 1;
+        want constant int := 2;
 BEGIN
 IF to_regclass('snowid.meta') IS NOT NULL THEN
         IF (SELECT schema_version FROM snowid.meta) >= want AND
