@@ -25,7 +25,8 @@
 
 BEGIN;
 
-SELECT pg_advisory_xact_lock(7306086541206302061); -- 'snowid' + schema, fixed
+-- a fixed key of snowid's own: loads of this file take turns
+SELECT pg_advisory_xact_lock(7306086541206302061);
 
 -- Everything is made only when this file is newer than what the database
 -- holds (schema_version), never by an older daemon over a newer one's, so
@@ -33,7 +34,7 @@ SELECT pg_advisory_xact_lock(7306086541206302061); -- 'snowid' + schema, fixed
 -- Changing anything below: raise want.
 DO $install$
 DECLARE
-        want constant int := 1;
+        want constant int := 2;
 BEGIN
 IF to_regclass('snowid.meta') IS NOT NULL THEN
         IF (SELECT schema_version FROM snowid.meta) >= want AND
@@ -487,8 +488,12 @@ BEGIN
                                 snowid._int(snowid._f(x, 'limit'));
                 ELSIF snowid._f(op, 'request_txn', 'requestTxn') IS NOT NULL THEN
                         PERFORM snowid._check(snowid._f(op, 'request_txn', 'requestTxn'), maxops - opc);
-                ELSE
-                        PERFORM snowid._fail(404, 5, 'etcdserver: key not found');
+                ELSIF jsonb_typeof(op) <> 'object' THEN
+                        PERFORM snowid._fail(400, 3, 'json: cannot unmarshal ' ||
+                                replace(jsonb_typeof(op), 'boolean', 'bool') ||
+                                ' into Go value of type map[string]json.RawMessage');
+                ELSE -- an operation of no kind: etcd's answer
+                        PERFORM snowid._fail(400, 3, 'etcdserver: key not found');
                 END IF;
         END LOOP;
 END $f$;
@@ -746,10 +751,12 @@ BEGIN
         RETURN res;
 END $f$;
 
+-- the leases, the soonest to expire first, as etcd lists them
 CREATE OR REPLACE FUNCTION snowid._lease_leases(b jsonb, rev bigint) RETURNS jsonb
 LANGUAGE sql AS $f$
         SELECT jsonb_strip_nulls(jsonb_build_object('header', snowid._hdr(rev), 'leases',
-                (SELECT jsonb_agg(jsonb_build_object('ID', id::text) ORDER BY id) FROM snowid.leases)))
+                (SELECT jsonb_agg(jsonb_build_object('ID', id::text) ORDER BY expires_at, id)
+                 FROM snowid.leases)))
 $f$;
 
 -- PostgreSQL has no NOSPACE alarm: a full disk is SQLSTATE 53100, which

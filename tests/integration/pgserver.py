@@ -193,6 +193,10 @@ class Postgres:
         r = json.loads(out)
         return r["status"], r["body"]
 
+    def session(self):
+        """A connection of its own (one psql process) for many calls."""
+        return Session(self)
+
     def cleanup(self):
         try:
             self.stop("immediate")
@@ -205,6 +209,43 @@ class Postgres:
             except Exception:
                 pass
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Session:
+    """One psql process, one connection: queries one after another."""
+
+    END = "__snowid_session_end__"
+
+    def __init__(self, pg):
+        self.p = subprocess.Popen(["psql", "-X", "-q", "-A", "-t", "-d", pg.conninfo()],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, bufsize=1)
+
+    def query(self, sql):
+        self.p.stdin.write(sql.rstrip().rstrip(";") + ";\n\\echo " + self.END + "\n")
+        self.p.stdin.flush()
+        lines = []
+        while True:
+            line = self.p.stdout.readline()
+            if not line:
+                raise AssertionError(f"psql ended: {''.join(lines)}")
+            if line.rstrip("\n") == self.END:
+                break
+            lines.append(line)
+        out = "".join(lines)
+        if any(ln.startswith(("ERROR:", "FATAL:", "psql:")) for ln in lines):
+            raise AssertionError(f"psql: {out[:1500]}")
+        return out
+
+    def call(self, path, body):
+        r = json.loads(self.query(f"SELECT snowid.call({sql_literal(path)}, "
+                                  f"{sql_literal(json.dumps(body))}::jsonb)"))
+        return r["status"], r["body"]
+
+    def close(self):
+        if self.p.poll() is None:
+            self.p.stdin.close()
+            self.p.wait(timeout=30)
 
 
 if __name__ == "__main__":
