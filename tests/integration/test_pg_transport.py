@@ -206,7 +206,7 @@ def backend_pids(pg):
 
 
 def test_order(pg):
-    d = Driver(pg.conninfo(), 2000, "order")
+    d = Driver(pg.conninfo(), 5000, "order")
     try:
         for tag in range(1, 21):
             d.call(tag, "/v3/kv/txn" if tag % 2 else "/v3/lease/keepalive", {"n": tag})
@@ -253,7 +253,7 @@ def test_large(pg):
 
 
 def test_sql_errors(pg):
-    d = Driver(pg.conninfo(), 2000, "errors")
+    d = Driver(pg.conninfo(), 5000, "errors")
     try:
         d.call(1, body={"raise": "22012"})
         r = d.reply(1)
