@@ -206,7 +206,7 @@ def backend_pids(pg):
 
 
 def test_order(pg):
-    d = Driver(pg.conninfo(), 2000, "order")
+    d = Driver(pg.conninfo(), 5000, "order")
     try:
         for tag in range(1, 21):
             d.call(tag, "/v3/kv/txn" if tag % 2 else "/v3/lease/keepalive", {"n": tag})
@@ -253,7 +253,7 @@ def test_large(pg):
 
 
 def test_sql_errors(pg):
-    d = Driver(pg.conninfo(), 2000, "errors")
+    d = Driver(pg.conninfo(), 5000, "errors")
     try:
         d.call(1, body={"raise": "22012"})
         r = d.reply(1)
@@ -480,10 +480,16 @@ def test_tls(pg):
     time.sleep(0.5)
 
     def one(conninfo, name):
-        drv = Driver(conninfo, 2000, name)
+        """The first call's answer, or the first refusal if none went through
+        (a loaded machine may take longer than a deadline to connect)."""
+        drv = Driver(conninfo, 5000, name)
         try:
-            drv.call(1)
-            return drv.reply(1), list(drv.problems)
+            for tag in range(1, 4):
+                drv.call(tag)
+                r = drv.reply(tag)
+                if r["ok"] or r["err"]:
+                    break
+            return r, list(drv.problems)
         finally:
             drv.close()
 
@@ -492,13 +498,13 @@ def test_tls(pg):
     assert pg.psql("SELECT bool_and(ssl) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) "
                    "WHERE application_name = 'snowidd'") in ("", "t")
     r, probs = one(pg.conninfo() + f" sslmode=verify-full sslrootcert={d}/other.pem", "tls-ca")
-    assert not r["answered"] and r["err"] == "etcd-tls" and r["usec"] < 1000_000, r
+    assert not r["answered"] and r["err"] == "etcd-tls" and r["usec"] < 4000_000, r
     assert [p["problem"] for p in probs] == ["etcd-tls"], probs
     log(f"wrong CA: {r['error']}")
     base = f"host=127.0.0.1 port={pg.port} dbname=postgres user=certuser sslmode=verify-full " \
            f"sslrootcert={d}/ca.pem"
     r, probs = one(base + " sslcert=/nonexistent/c.pem sslkey=/nonexistent/c.key", "tls-nocert")
-    assert not r["answered"] and r["err"] == "etcd-cert" and r["usec"] < 1000_000, r
+    assert not r["answered"] and r["err"] == "etcd-cert" and r["usec"] < 4000_000, r
     log(f"no client certificate: {r['error']}")
     # in, but not allowed to create the schema: a refusal (the setup's SQL
     # runs on every connection, before any call)
@@ -530,9 +536,12 @@ def test_standby(pg):
             time.sleep(0.2)
         d = Driver(pg.conninfo().replace(f"port={pg.port}", f"port={port}"), 1000, "standby")
         try:
-            for tag in range(1, 4):
+            for tag in range(1, 31):
                 d.call(tag)
                 unanswered(d.reply(tag), at_least_ms=900)
+                if tag >= 3 and "is a standby (in recovery)" in d.log():
+                    break
+            time.sleep(1)
             assert d.log().count("is a standby (in recovery)") == 1, d.log()
             assert not d.problems, d.problems
         finally:
