@@ -260,6 +260,12 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
         holder_acquire(h, false);
 }
 
+/* What the segment says while halted: the reason an operator must act on. */
+static enum shm_state halted_state(const struct holder *h)
+{
+        return h->halted == HALT_RESTORED ? SHM_STATE_RESTORED : SHM_STATE_LAYOUT_LOST;
+}
+
 /* Halted: nothing is extended or claimed; the segment runs out at its
  * deadline. */
 void holder_halted(struct holder *h)
@@ -269,8 +275,7 @@ void holder_halted(struct holder *h)
                 h->next = (struct holding){.state = H_NONE, .worker = -1};
         }
         if (h->cur.state != H_NONE && h->halted != HALT_CHECKING)
-                shm_pub_set_state(h->pub, h->halted == HALT_RESTORED ? SHM_STATE_RESTORED
-                                                                      : SHM_STATE_LAYOUT_LOST);
+                shm_pub_set_state(h->pub, halted_state(h));
 }
 
 uint64_t holder_id_now_ms(const struct holder *h)
@@ -367,7 +372,10 @@ static void lost(struct holder *h, const char *why)
                             h->cur.worker, why, -left);
         h->cur.state = H_LOST;
         h->stats.leases_lost++;
-        shm_pub_set_state(h->pub, SHM_STATE_NO_LEASE);
+        /* a lease gone with a restore (granted after the backup, or its
+         * expiry restored with it) leaves the restore as the thing to say */
+        bool halted = h->halted != HALT_NONE && h->halted != HALT_CHECKING;
+        shm_pub_set_state(h->pub, halted ? halted_state(h) : SHM_STATE_NO_LEASE);
         marks_retired(h, h->cur.worker, h->cur.mark);
         marks_raise(h, h->cur.worker, h->cur.mark, 0, 0);
         holder_acquire(h, false);
