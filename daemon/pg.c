@@ -21,7 +21,7 @@
 #include "pg.h"
 
 #define BACKOFF_MIN_MS 100  /* reconnecting: the first wait, doubled up to the last */
-#define BACKOFF_MAX_MS 5000
+#define BACKOFF_MAX_MS 1000
 #define HOLD_MIN_MS 1000    /* after a refusal (auth, TLS...), the first wait */
 #define HOLD_MAX_MS 30000
 #define ANSWER_MAX (16u << 20) /* an answer larger than this is not one of ours */
@@ -481,8 +481,10 @@ static int watch(struct pg *p, uint32_t events, bool anew)
         return r;
 }
 
-/* After a failure: the next attempt waits 100 ms, doubling to 5 s, jittered
- * so that a fleet does not come back at the same moment. */
+/* After a failure: the next attempt waits 100 ms, doubling to 1 s, jittered
+ * so that a fleet does not come back at the same moment.  No longer: IDs
+ * flow again within about a second of the server's return, as with etcd,
+ * and an attempt a second per host costs a server little. */
 static void back_off(struct pg *p)
 {
         p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : BACKOFF_MIN_MS;
