@@ -84,7 +84,6 @@ void restart_acquisition(struct holder *h, unsigned delay_ms)
         retry_in(h, delay_ms);
 }
 
-static void step_scan(struct holder *h);
 static void scan(struct holder *h, bool full);
 
 static void on_grant(void *userdata, const struct etcd_reply *r)
@@ -107,7 +106,7 @@ static void on_grant(void *userdata, const struct etcd_reply *r)
         }
         g->lease = id;
         g->state = H_SCAN;
-        step_scan(h);
+        scan(h, false);
 }
 
 static void step_grant(struct holder *h)
@@ -182,36 +181,30 @@ static void on_scan(void *userdata, const struct etcd_reply *r)
         memset(taken, sampled, workers);
         for (unsigned s = 0; s < g->sampled; s++)
                 taken[g->sample[s]] = 0;
+        /* ops [0, k) read workers/, ops [k, 2k) read hwm/ */
         json_t *kvs, *j;
         size_t i;
-        for (unsigned s = 0; s < k; s++) {
-                kvs = txn_kvs(r->json, s);
+        for (unsigned op = 0; op < 2 * k; op++) {
+                bool marks = op >= k;
+                kvs = txn_kvs(r->json, op);
                 json_array_foreach(kvs, i, j)
                 {
                         if (kv_parse(j, &kv) < 0)
                                 continue;
-                        int64_t n = key_number(h, kv.key, "workers/", workers);
-                        if (n >= 0)
+                        int64_t n = key_number(h, kv.key, marks ? "hwm/" : "workers/", workers);
+                        if (n >= 0 && !marks)
                                 taken[n] = 1;
-                        kv_clear(&kv);
-                }
-        }
-        for (unsigned s = 0; s < k; s++) {
-                kvs = txn_kvs(r->json, k + s);
-                json_array_foreach(kvs, i, j)
-                {
-                        if (kv_parse(j, &kv) < 0)
-                                continue;
-                        int64_t n = key_number(h, kv.key, "hwm/", workers);
-                        if (n >= 0 && (parse_mark(kv.value, kv.value_len, &mark[n]) < 0 ||
-                                       mark[n] >> h->layout.time_bits)) {
-                                log_warning("The mark of worker %" PRId64 " is not 20 digits of an ID "
-                                            "time this layout holds; skipping the number",
-                                            n);
-                                taken[n] = 1;
-                        }
-                        if (n >= 0)
+                        else if (n >= 0) {
                                 modrev[n] = kv.mod_revision;
+                                if (parse_mark(kv.value, kv.value_len, &mark[n]) < 0 ||
+                                    mark[n] >> h->layout.time_bits) {
+                                        log_warning("The mark of worker %" PRId64 " is not 20 "
+                                                    "digits of an ID time this layout holds; "
+                                                    "skipping the number",
+                                                    n);
+                                        taken[n] = 1;
+                                }
+                        }
                         kv_clear(&kv);
                 }
         }
@@ -304,11 +297,6 @@ static void scan(struct holder *h, bool full)
         json_t *body = json_pack("{s:o}", "success", ops);
         if (store_call(h->store, "/v3/kv/txn", body, on_scan, h, h->next.id) < 0)
                 restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
-}
-
-static void step_scan(struct holder *h)
-{
-        scan(h, false);
 }
 
 static void step_settle(struct holder *h);

@@ -19,6 +19,7 @@
 #include "range.h"
 #include "http.h"
 #include "handshake.h"
+#include "pg.h"
 #include "segment.h"
 
 #define DEFAULT_CONFIG "/etc/snowid/snowidd.conf"
@@ -34,10 +35,13 @@ enum {
         O_WORKER_RANGE, O_REGION,
         O_HTTP_TOKEN_IDS, O_HTTP_TOKEN_REQUESTS, O_HTTP_ADDRESS_IDS, O_HTTP_ADDRESS_REQUESTS,
         O_HTTP_CONNECTIONS, O_HTTP_CONNECTIONS_PER_ADDRESS, O_HTTP_READ_TIMEOUT,
+        O_STORE, O_POSTGRES,
 };
 
 /* One table serves the flags and the config file's keys. */
 static const struct option options[] = {
+        {"store", required_argument, NULL, O_STORE},
+        {"postgres", required_argument, NULL, O_POSTGRES},
         {"etcd", required_argument, NULL, O_ETCD},
         {"cluster", required_argument, NULL, O_CLUSTER},
         {"instance", required_argument, NULL, O_INSTANCE},
@@ -86,6 +90,10 @@ static const char help[] =
         "Usage: snowidd [OPTIONS]\n\n"
         "Leases a worker number from etcd and publishes it to the host's snowid segment.\n\n"
         "  --config FILE             settings file (default " DEFAULT_CONFIG ")\n"
+        "  --store etcd|postgres     where leases and marks live (default etcd)\n"
+        "  --postgres CONNINFO       PostgreSQL for --store postgres: a libpq connection\n"
+        "                            string or URI (TLS: sslmode, sslrootcert...); never a\n"
+        "                            password: use a passfile (passfile= or PGPASSFILE)\n"
         "  --etcd URL[,URL...]       etcd client URLs (default http://127.0.0.1:2379)\n"
         "  --cluster NAME            keys under /snowid/NAME/ (default default)\n"
         "  --instance NAME           the segment (default default)\n"
@@ -191,6 +199,24 @@ static int apply(struct settings *s, const char *origin, int id, const char *key
 {
         uint64_t x;
         switch (id) {
+        case O_STORE:
+                if (!strcmp(v, "etcd"))
+                        s->store = STORE_ETCD;
+                else if (!strcmp(v, "postgres"))
+                        s->store = STORE_POSTGRES;
+                else
+                        return bad(origin, key, v, "etcd or postgres");
+                return 0;
+        case O_POSTGRES: {
+                char why[256];
+                if (pg_conninfo_check(v, why, sizeof(why)) < 0) {
+                        /* never echo the value: it may hold the password */
+                        fprintf(stderr, "snowidd: %s: bad setting %s: %s\n", origin, key, why);
+                        return EX_CONFIG_;
+                }
+                set_str(&s->postgres, v);
+                return 0;
+        }
         case O_ETCD:
                 return set_etcd(s, origin, v);
         case O_CLUSTER:
@@ -456,6 +482,16 @@ static int check_readable(const char *key, const char *path)
         return EX_CONFIG_;
 }
 
+/* A file the PostgreSQL connection string names, read now as the etcd
+ * ones are: libpq would skip a missing passfile or client certificate
+ * silently, and the server's refusal would not name the file. */
+static int check_pg_file(const char *keyword, const char *path)
+{
+        char key[64];
+        snprintf(key, sizeof(key), "postgres %s", keyword);
+        return check_readable(key, path);
+}
+
 /* One id of an allow list: a number, or a name that must exist. */
 static int resolve_id(const char *list, const char *tok, bool user, unsigned *ret)
 {
@@ -534,6 +570,11 @@ bool settings_allowed(const struct settings *s, uid_t uid, const gid_t *gids, un
 /* Settings that are fine alone but not together. */
 static int check(struct settings *s)
 {
+        if (s->store == STORE_POSTGRES && !s->postgres) {
+                fprintf(stderr, "snowidd: store = postgres needs postgres = CONNINFO (a libpq "
+                                "connection string or URI)\n");
+                return EX_CONFIG_;
+        }
         if (s->layout_given && snowid_layout_check(&s->layout) < 0) {
                 fprintf(stderr, "snowidd: bad layout %u/%u/%u: time-bits >= 32 and time + worker + "
                                 "seq bits = 63\n",
@@ -587,6 +628,8 @@ static int check(struct settings *s)
         }
         if (check_readable("etcd-cacert", s->cacert) || check_readable("etcd-cert", s->cert) ||
             check_readable("etcd-key", s->key))
+                return EX_CONFIG_;
+        if (s->store == STORE_POSTGRES && pg_conninfo_files(s->postgres, check_pg_file))
                 return EX_CONFIG_;
         if (s->password_file && read_secret("etcd-password-file", s->password_file, &s->password))
                 return EX_CONFIG_;
@@ -718,5 +761,6 @@ void settings_free(struct settings *s)
         free(s->password);
         free(s->http);
         free(s->http_token_file);
+        free(s->postgres);
         tokens_free(s->http_tokens, s->n_http_tokens);
 }

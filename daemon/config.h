@@ -12,7 +12,12 @@
 #define ETCD_ENDPOINTS_MAX 16
 #define ALLOW_MAX 64
 
+/* Where the leases and marks live: etcd, or PostgreSQL (daemon/pg.c). */
+enum store_kind { STORE_ETCD, STORE_POSTGRES };
+
 struct settings {
+        enum store_kind store;
+        char *postgres;          /* libpq conninfo (keywords or URI), without a password */
         char *etcd[ETCD_ENDPOINTS_MAX];
         unsigned n_etcd;
         char *cluster;

@@ -114,7 +114,7 @@ void note_etcd(struct holder *h, const struct etcd_reply *r)
                 return; /* etcd is there, refusing us: refusal.c says why */
         bool ok = r->answered && r->http < 500;
         if (ok != h->etcd_reachable)
-                log_notice("etcd is %s", ok ? "reachable again" : "unreachable");
+                log_notice("%s is %s", store_name(h->store), ok ? "reachable again" : "unreachable");
         h->etcd_reachable = ok;
         if (r->nospace && !h->etcd_full) {
                 holder_etcd_full(h, true, NULL);
@@ -260,6 +260,12 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
         holder_acquire(h, false);
 }
 
+/* What the segment says while halted: the reason an operator must act on. */
+static enum shm_state halted_state(const struct holder *h)
+{
+        return h->halted == HALT_RESTORED ? SHM_STATE_RESTORED : SHM_STATE_LAYOUT_LOST;
+}
+
 /* Halted: nothing is extended or claimed; the segment runs out at its
  * deadline. */
 void holder_halted(struct holder *h)
@@ -269,8 +275,7 @@ void holder_halted(struct holder *h)
                 h->next = (struct holding){.state = H_NONE, .worker = -1};
         }
         if (h->cur.state != H_NONE && h->halted != HALT_CHECKING)
-                shm_pub_set_state(h->pub, h->halted == HALT_RESTORED ? SHM_STATE_RESTORED
-                                                                      : SHM_STATE_LAYOUT_LOST);
+                shm_pub_set_state(h->pub, halted_state(h));
 }
 
 uint64_t holder_id_now_ms(const struct holder *h)
@@ -367,7 +372,10 @@ static void lost(struct holder *h, const char *why)
                             h->cur.worker, why, -left);
         h->cur.state = H_LOST;
         h->stats.leases_lost++;
-        shm_pub_set_state(h->pub, SHM_STATE_NO_LEASE);
+        /* a lease gone with a restore (granted after the backup, or its
+         * expiry restored with it) leaves the restore as the thing to say */
+        bool halted = h->halted != HALT_NONE && h->halted != HALT_CHECKING;
+        shm_pub_set_state(h->pub, halted ? halted_state(h) : SHM_STATE_NO_LEASE);
         marks_retired(h, h->cur.worker, h->cur.mark);
         marks_raise(h, h->cur.worker, h->cur.mark, 0, 0);
         holder_acquire(h, false);
@@ -587,17 +595,15 @@ void holder_update_status(struct holder *h)
                                    ? 0
                                    : (int64_t)READ_ONCE(h->pub->ctl->deadline) -
                                              (int64_t)id_now_ms(h, false);
+        const char *store = store_name(h->store);
         if (h->cur.state == H_HELD)
-                snprintf(buf, sizeof(buf), "STATUS=worker %" PRId32 ", headroom %" PRId64
-                         " ms, etcd %s", h->cur.worker, headroom,
-                         etcd);
+                snprintf(buf, sizeof(buf), "STATUS=worker %" PRId32 ", headroom %" PRId64 " ms, %s %s",
+                         h->cur.worker, headroom, store, etcd);
         else if (h->cur.state == H_LOST)
                 snprintf(buf, sizeof(buf), "STATUS=lost worker %" PRId32 ", headroom %" PRId64
-                         " ms, claiming another; etcd %s", h->cur.worker, headroom,
-                         etcd);
+                         " ms, claiming another; %s %s", h->cur.worker, headroom, store, etcd);
         else
-                snprintf(buf, sizeof(buf), "STATUS=claiming a worker number; etcd %s",
-                         etcd);
+                snprintf(buf, sizeof(buf), "STATUS=claiming a worker number; %s %s", store, etcd);
         sd_notify(0, buf);
 }
 
@@ -658,7 +664,8 @@ static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
         struct holder *h = userdata;
         (void)s;
         (void)usec;
-        log_warning("etcd did not answer the revocation in time; the lease expires by itself");
+        log_warning("%s did not answer the revocation in time; the lease expires by itself",
+                    store_name(h->store));
         sd_event_exit(h->event, h->exit_code);
         return 0;
 }

@@ -518,6 +518,9 @@ static enum MHD_Result status(struct http_server *srv, struct MHD_Connection *c)
                 (json_int_t)((mono_ms() - s->mono_started_ms) / 1000), "region", srv->cfg->region,
                 "worker_range", range);
         /* how etcd refuses us, if it does: class and its own words */
+        /* the store behind the etcd_* fields (docs/postgres.md) */
+        json_object_set_new(j, "store",
+                            json_string(srv->cfg->store == STORE_POSTGRES ? "postgres" : "etcd"));
         json_object_set_new(j, "etcd_error", s->etcd_error ? json_string(s->etcd_error) : json_null());
         json_object_set_new(j, "etcd_error_message", s->etcd_error
                                                            ? json_string(s->etcd_error_message)

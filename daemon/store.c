@@ -2,10 +2,13 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "pg.h"
 #include "store.h"
 
+/* One of the two, as the settings say. */
 struct store {
         struct etcd *etcd;
+        struct pg *pg;
 };
 
 int store_new(sd_event *event, const struct settings *cfg, struct store **ret)
@@ -13,7 +16,8 @@ int store_new(sd_event *event, const struct settings *cfg, struct store **ret)
         struct store *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
-        int r = etcd_new(event, cfg, &s->etcd);
+        int r = cfg->store == STORE_POSTGRES ? pg_new(event, cfg, &s->pg)
+                                             : etcd_new(event, cfg, &s->etcd);
         if (r < 0) {
                 free(s);
                 return r;
@@ -26,6 +30,7 @@ struct store *store_free(struct store *s)
 {
         if (s) {
                 etcd_free(s->etcd);
+                pg_free(s->pg);
                 free(s);
         }
         return NULL;
@@ -34,37 +39,44 @@ struct store *store_free(struct store *s)
 int store_call(struct store *s, const char *path, json_t *body, etcd_cb cb, void *userdata,
                uint64_t tag)
 {
+        if (s->pg)
+                return pg_call(s->pg, path, body, cb, userdata, tag);
         return etcd_call(s->etcd, path, body, cb, userdata, tag);
 }
 
 unsigned store_in_flight(const struct store *s)
 {
-        return etcd_in_flight(s->etcd);
+        return s->pg ? pg_in_flight(s->pg) : etcd_in_flight(s->etcd);
 }
 
 void store_history_reset(struct store *s)
 {
-        etcd_history_reset(s->etcd);
+        if (s->pg)
+                pg_history_reset(s->pg);
+        else
+                etcd_history_reset(s->etcd);
 }
 
 const char *store_endpoint(const struct store *s)
 {
-        return etcd_endpoint(s->etcd);
+        return s->pg ? pg_endpoint(s->pg) : etcd_endpoint(s->etcd);
 }
 
 const struct etcd_stats *store_stats(const struct store *s)
 {
-        return etcd_stats(s->etcd);
+        return s->pg ? pg_stats(s->pg) : etcd_stats(s->etcd);
 }
 
 void store_on_problem(struct store *s, void (*cb)(void *userdata, const struct etcd_problem *p),
                       void *userdata)
 {
-        etcd_on_problem(s->etcd, cb, userdata);
+        if (s->pg)
+                pg_on_problem(s->pg, cb, userdata);
+        else
+                etcd_on_problem(s->etcd, cb, userdata);
 }
 
 const char *store_name(const struct store *s)
 {
-        (void)s;
-        return "etcd";
+        return s->pg ? "postgres" : "etcd";
 }

@@ -3,7 +3,9 @@
  * and libclient/next.c implement it (../shared/DESIGN.md), with the fences of
  * docs/fences.md (rules 1-6).
  *
- *   etcd      one linearizable store: workers/<n> (a lease and a holder
+ *   etcd      one linearizable store (etcd, or PostgreSQL, which applies
+ *             the same transactions one at a time under a row lock, leases
+ *             on its own clock: docs/postgres.md): workers/<n> (a lease and a holder
  *             token), hwm/<n> (the mark) and its mod revision (0: absent),
  *             floor, fence (a token and claims_above), the revision, leases.
  *             Requests are applied atomically, whenever etcd gets to them:

@@ -1,11 +1,24 @@
 #!/usr/bin/env bash
 # The quick start: installs what is needed, builds, starts a throwaway etcd
-# on 127.0.0.1 and snowidd, prints some IDs and the status, and keeps them
-# running until Ctrl-C, when it stops everything and removes what it made.
+# (or, with --store postgres, a throwaway PostgreSQL) on 127.0.0.1 and
+# snowidd, prints some IDs and the status, and keeps them running until
+# Ctrl-C, when it stops everything and removes what it made.
+# Usage: scripts/run.sh [--store etcd|postgres]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/deps.sh
+store=etcd
+case "${1:-}" in
+    --store) store=${2:-} ;;
+    --store=*) store=${1#--store=} ;;
+    "") ;;
+    *) echo "usage: scripts/run.sh [--store etcd|postgres]" >&2; exit 2 ;;
+esac
+case "$store" in
+    etcd) bash scripts/deps.sh ;;
+    postgres) bash scripts/deps.sh --postgres ;;
+    *) echo "run.sh: --store is etcd or postgres, not '$store'" >&2; exit 2 ;;
+esac
 [ -d build ] || meson setup build -Dbindings=disabled >/dev/null   # the clients in other languages: -Dbindings=enabled
 meson compile -C build >/dev/null
 
@@ -15,7 +28,7 @@ pids=()
 cleanup() {
     trap - EXIT INT TERM
     echo
-    echo "stopping snowidd and etcd"
+    echo "stopping snowidd and $store"
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
     rm -f /run/snowid/"$instance".{sock,lock}
@@ -25,21 +38,39 @@ trap cleanup EXIT INT TERM
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 cport=$(port) pport=$(port)
-etcd --name run --data-dir "$work/etcd" --log-level error \
-    --listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
-    --listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
-    --initial-cluster "run=http://127.0.0.1:$pport" \
-    --auto-compaction-mode periodic --auto-compaction-retention 1h \
-    --quota-backend-bytes 8589934592 >"$work/etcd.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do
-    curl -fs "http://127.0.0.1:$cport/health" >/dev/null 2>&1 && break
-    sleep 0.1
-done
-echo "etcd on 127.0.0.1:$cport"
+if [ "$store" = etcd ]; then
+    etcd --name run --data-dir "$work/etcd" --log-level error \
+        --listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
+        --listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+        --initial-cluster "run=http://127.0.0.1:$pport" \
+        --auto-compaction-mode periodic --auto-compaction-retention 1h \
+        --quota-backend-bytes 8589934592 >"$work/etcd.log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 100); do
+        curl -fs "http://127.0.0.1:$cport/health" >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    echo "etcd on 127.0.0.1:$cport"
+    store_args=(--etcd "http://127.0.0.1:$cport")
+else
+    # PostgreSQL will not run as root: its files belong to user postgres
+    pgbin=/usr/lib/postgresql/15/bin
+    chmod 755 "$work"
+    install -d -o postgres -g postgres -m 700 "$work/pg"
+    runuser -u postgres -- "$pgbin/initdb" -D "$work/pg" -A trust -U postgres >"$work/initdb.log"
+    setpriv --reuid=postgres --regid=postgres --clear-groups "$pgbin/postgres" -D "$work/pg" -h 127.0.0.1 -p "$cport" -k "$work/pg" \
+        >"$work/postgres.log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 100); do
+        "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$cport" && break
+        sleep 0.1
+    done
+    echo "PostgreSQL on 127.0.0.1:$cport"
+    store_args=(--store postgres --postgres "host=127.0.0.1 port=$cport user=postgres dbname=postgres")
+fi
 
 http=${SNOWID_HTTP:-127.0.0.1:7723}
-build/daemon/snowidd --config /dev/null --etcd "http://127.0.0.1:$cport" --instance "$instance" \
+build/daemon/snowidd --config /dev/null "${store_args[@]}" --instance "$instance" \
     --http "$http" 2>"$work/snowidd.log" &
 pids+=($!)
 for _ in $(seq 100); do

@@ -58,7 +58,11 @@ failed=$((failed + ${mf:-1}))
 
 export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
 run_suite build -Dbindings=enabled
+# the PostgreSQL runs of the tests shared with etcd, and the SQL-only test,
+# add no C code to what the sanitizers see
+TEST_ARGS=(--no-suite store-shared --no-suite sql)
 ASAN_OPTIONS=detect_leaks=1 run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbindings=disabled
+TEST_ARGS=()
 
 # ThreadSanitizer: the multi-thread and multi-process clients, and the daemon
 # with its HTTP threads.  GCC warns that TSan does not model atomic fences
@@ -79,7 +83,7 @@ fuzz_one() { # fuzz_one TARGET
     # the targets' own stderr is kept only where it is quiet (fuzz-http)
     local mask=3
     [ "$t" = http ] && mask=1
-    if build-fuzz/fuzz/fuzz-"$t" -max_total_time="${FUZZ_SECONDS:-30}" -timeout=10 \
+    if build-fuzz/fuzz/fuzz-"$t" -max_total_time="${FUZZ_SECONDS:-20}" -timeout=10 \
         -close_fd_mask="$mask" -artifact_prefix="$dir/" "${dict[@]}" "$dir/corpus" "fuzz/corpus/$t" \
         >"$dir/log" 2>&1; then
         grep -E "^#[0-9]+[[:space:]]+DONE" "$dir/log" | tail -1

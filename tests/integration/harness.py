@@ -263,14 +263,17 @@ class PgStore(KV):
 
     n = 1
 
-    def __init__(self, h):
+    def __init__(self, h, schema=True):
+        """schema: made at once (as the first daemon would), so that the
+        test can read and write keys before any daemon ran; else the
+        database is empty."""
         import pgserver
         self.h = h
-        self.pg = pgserver.Postgres(h.path("pg"))
-        h.cleanup(self.pg.cleanup)
-        self.pg.start()
-        self.conninfo = self.pg.conninfo
+        self.pg = pgserver.Postgres(h)
+        self.conninfo = self.pg.conninfo()
         self.procs = [True]
+        if schema:
+            self.pg.load_schema()
 
     def daemon_args(self):
         return ["--store", "postgres", "--postgres", self.conninfo]
@@ -280,6 +283,25 @@ class PgStore(KV):
         if status != 200:
             raise StoreError(status, answer)
         return answer
+
+    restores = 0
+
+    def snapshot_save(self, path, member=0):
+        """A backup of the store (pg_dump of schema snowid); its revision."""
+        import pgserver
+        self.pg._as_owner(["pg_dump", "-d", self.conninfo, "-n", "snowid", "-f", path])
+        rev = self.revision()
+        log(f"PostgreSQL backup saved at revision {rev}")
+        return rev
+
+    def restore(self, path, start=True):
+        """The backup restored over the live schema in one transaction, so no
+        daemon ever sees it half made (or absent, and makes it anew)."""
+        self.restores += 1
+        self.pg._as_owner(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction",
+                           "-d", self.conninfo, "-c", "DROP SCHEMA snowid CASCADE",
+                           "-f", path])
+        log(f"PostgreSQL restored from {os.path.basename(path)}")
 
     def start(self, i=0):
         self.pg.start()

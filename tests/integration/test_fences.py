@@ -12,7 +12,7 @@ import re
 import signal
 import time
 
-from harness import (EPOCH_MS, Daemon, Etcd, Taker, check_unique_and_increasing, cli_status,
+from harness import (EPOCH_MS, Daemon, Etcd, Store, Taker, check_unique_and_increasing, cli_status,
                      decode, fence, free_port, http_get, id_time_now, log, mark, metric, run,
                      take, try_take, wait_for)
 
@@ -111,7 +111,7 @@ def healthz(port):
 # ---- 1. a mark deleted under a holder that is ahead of the wall clock ----
 
 def test_mark_deleted_under_ahead_holder(h):
-    etcd = Etcd(h)
+    etcd = Store(h)
     c = "del"
     make_cluster(h, etcd, c)
     hold_by_third_party(etcd, c, 1)
@@ -166,7 +166,7 @@ def test_mark_deleted_under_ahead_holder(h):
 
 def test_mark_deleted_and_holder_killed(h):
     """Nobody re-raises: the next claimer starts above the floor (rule 3)."""
-    etcd = Etcd(h)
+    etcd = Store(h)
     c = "delkill"
     make_cluster(h, etcd, c)
     hold_by_third_party(etcd, c, 1)
@@ -208,7 +208,7 @@ def test_mark_and_floor_deleted(h):
     """The mark and the floor deleted with the holder dead: a claim of the
     unmarked number must not start at the wall clock (fences.md: it fails
     until snowid fence writes a new floor)."""
-    etcd = Etcd(h)
+    etcd = Store(h)
     c = "delfloor"
     make_cluster(h, etcd, c)
     hold_by_third_party(etcd, c, 1)
@@ -250,7 +250,7 @@ def test_mark_and_floor_deleted(h):
 # ---- 2. etcd restored from a snapshot ----
 
 def test_restore_with_stalled_holder(h):
-    etcd = Etcd(h)
+    etcd = Store(h)
     c = "snap"
     # A's window (10 s) outlives its lease (3 s): while A is stalled, its clients
     # go on well past the time another host may claim its number
@@ -305,7 +305,7 @@ def test_restore_with_stalled_holder(h):
 
 
 def test_restore_without_fence(h):
-    etcd = Etcd(h)
+    etcd = Store(h)
     port = free_port()
     d = Daemon(h, etcd, args=FAST + ["--http", f"127.0.0.1:{port}"]).start()
     ct = Taker(h, extra=RATE)
@@ -350,7 +350,7 @@ def test_restore_without_fence(h):
 # ---- 3. the layout key lost ----
 
 def test_layout_lost(h):
-    etcd = Etcd(h)
+    etcd = Store(h)
     port = free_port()
     d = Daemon(h, etcd, args=FAST + ["--http", f"127.0.0.1:{port}"]).start()
     ct = Taker(h, extra=RATE)
@@ -384,7 +384,7 @@ def test_layout_lost(h):
 
 def test_no_layout_on_used_cluster(h):
     """A new daemon on a cluster with marks but no layout creates none."""
-    etcd = Etcd(h)
+    etcd = Store(h)
     c = "bare"
     old = id_time_now() + 2000
     etcd.put(key(c, "hwm/5"), mark(old))
@@ -422,7 +422,7 @@ def test_no_layout_on_used_cluster(h):
 # ---- 4. a claim of a mark-ahead number comes back to the wall clock ----
 
 def test_ahead_claim_slews_back(h):
-    etcd = Etcd(h)
+    etcd = Store(h)
     c = "ahead"
     make_cluster(h, etcd, c)
     lead = 2000

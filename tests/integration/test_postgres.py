@@ -5,12 +5,14 @@ user, a server restarted in the middle of a claim, what the daemon checks of
 the server (synchronous_commit), and the schema made once by many daemons
 starting at once.  The tests shared with etcd run with SNOWID_STORE=postgres
 (pg-daemon, pg-failover)."""
+import json
+import os
 import subprocess
 import time
 
 import harness
-from harness import (SNOWIDD, Daemon, PgStore, check_unique_and_increasing, decode, log, run, take,
-                     wait_for)
+from harness import (SNOWIDD, Daemon, PgStore, check_unique_and_increasing, decode, free_port,
+                     http_get, log, run, take, wait_for)
 
 
 def run_d(h, *args, timeout=30):
@@ -40,9 +42,16 @@ def test_settings(h):
     one_line(run_d(h, "--store", "postgres", "--postgres",
                    "postgresql://snowid:hunter2@127.0.0.1/snowid"), "password", "passfile")
     one_line(run_d(h, "--store", "postgres", "--postgres", "host='unclosed"), "postgres")
+    passfile = h.path("pgpass")
+    with open(passfile, "w") as f:
+        f.write("*:*:*:snowid:hunter2\n")
+    os.chmod(passfile, 0o600)
     r = run_d(h, "--check-config", "--store", "postgres", "--postgres",
-              "host=127.0.0.1 user=snowid passfile=/etc/snowid/pgpass sslmode=verify-full")
+              f"host=127.0.0.1 user=snowid passfile={passfile} sslmode=verify-full")
     assert r.returncode == 0, r.stderr
+    # the files it names are read at start
+    one_line(run_d(h, "--check-config", "--store", "postgres", "--postgres",
+                   f"host=127.0.0.1 passfile={h.path('missing')}"), "passfile", "missing")
 
 
 def test_refused_and_unreachable(h):
@@ -81,7 +90,7 @@ def test_restart_during_claim(h):
         CREATE TRIGGER stall BEFORE INSERT ON snowid.kv
           FOR EACH ROW EXECUTE FUNCTION public.stall();""")
     b = Daemon(h, pg, instance=h.instance + "-b", name="b",
-               args=["--etcd-timeout", "20000"]).start(wait_ready=False)
+               args=["--etcd-timeout", "8000"]).start(wait_ready=False)
 
     def stalled():
         out = pg.pg.psql("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")
@@ -89,7 +98,7 @@ def test_restart_during_claim(h):
     wait_for(stalled, 30, "B's claim to be inside its transaction")
     log("B's claim is open on the server: kill -9")
     pg.kill()
-    pg.pg.start()
+    pg.start()
     pg.pg.psql("DROP TRIGGER stall ON snowid.kv; DROP FUNCTION public.stall();")
     b.wait_message("READY=1", 60)
     text = b.log_text()
@@ -111,10 +120,14 @@ def test_server_checks(h):
     """What the daemon checks of the server and says once: an acknowledged
     mark must survive a crash (synchronous_commit)."""
     pg = PgStore(h)
-    pg.pg.psql("ALTER SYSTEM SET synchronous_commit = off; SELECT pg_reload_conf();")
+    pg.pg.psql("ALTER SYSTEM SET synchronous_commit = off; SELECT pg_reload_conf();", single=False)
     wait_for(lambda: pg.pg.psql("SHOW synchronous_commit").strip() == "off", 10,
              "the setting to take effect")
-    d = Daemon(h, pg).start()
+    port = free_port()
+    d = Daemon(h, pg, args=["--http", f"127.0.0.1:{port}"]).start()
+    st, body = http_get(port, "/v1/status")
+    status = json.loads(body)
+    assert st == 200 and status["store"] == "postgres" and status["etcd_reachable"], body
     wait_for(lambda: "synchronous_commit" in d.log_text(), 10, "the warning")
     line = [x for x in d.log_text().splitlines() if "synchronous_commit" in x]
     log(line[0][:200])
@@ -125,7 +138,7 @@ def test_server_checks(h):
 def test_schema_made_once(h):
     """Twenty daemons on an empty database at the same moment: one schema,
     twenty numbers, and clients on all of them unique."""
-    pg = PgStore(h)
+    pg = PgStore(h, schema=False)
     ds = [Daemon(h, pg, instance=f"{h.instance}-{i}", name=f"d{i}") for i in range(20)]
     start = time.monotonic()
     for d in ds:

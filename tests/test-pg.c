@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The PostgreSQL store's parts that need no server (daemon/pg.c,
+ * daemon/pg-conninfo.c): a connection string with a password is refused,
+ * server errors are classed by SQLSTATE and libpq's connect messages, and
+ * snowid.call()'s {"status", "body"} answers read as etcd's would be.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pg.h"
+
+static void test_conninfo(void **state)
+{
+        static const char *const good[] = {
+                "host=127.0.0.1 port=5432 dbname=snowid user=snowid",
+                "host=/run/postgresql dbname=snowid passfile=/etc/snowid/pgpass",
+                "postgresql://snowid@db.example:5432/snowid?sslmode=verify-full&sslrootcert=/ca.pem",
+                "postgresql://[::1]:5432/snowid",
+                "postgres:///snowid?host=/tmp",
+                "dbname=snowid password=", /* empty: none */
+                "",
+        };
+        static const char *const with_password[] = {
+                "host=127.0.0.1 password=hunter2",
+                "password='a b' host=x",
+                "postgresql://snowid:hunter2@db.example/snowid",
+                "postgres://snowid:hunter2@db.example:5432",
+                "postgresql://db.example/snowid?password=hunter2",
+        };
+        static const char *const malformed[] = {
+                "host=x bogus=1",
+                "host='unterminated",
+                "postgresql://db.example/snowid?bogus=1",
+        };
+        char why[256];
+        (void)state;
+        for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++)
+                if (pg_conninfo_check(good[i], why, sizeof(why)) != 0)
+                        fail_msg("'%s' refused: %s", good[i], why);
+        for (size_t i = 0; i < sizeof(with_password) / sizeof(*with_password); i++) {
+                if (pg_conninfo_check(with_password[i], why, sizeof(why)) == 0)
+                        fail_msg("'%s' taken", with_password[i]);
+                assert_non_null(strstr(why, "passfile"));
+                assert_null(strstr(why, "hunter2"));
+        }
+        for (size_t i = 0; i < sizeof(malformed) / sizeof(*malformed); i++) {
+                if (pg_conninfo_check(malformed[i], why, sizeof(why)) == 0)
+                        fail_msg("'%s' taken", malformed[i]);
+                assert_null(strstr(why, "passfile"));
+        }
+}
+
+static void test_sqlstate(void **state)
+{
+        static const struct {
+                const char *sqlstate;
+                enum etcd_err err;
+                long http;
+                bool nospace;
+        } cases[] = {
+                {"28P01", ETCD_ERR_AUTH, 401, false},
+                {"28000", ETCD_ERR_AUTH, 401, false},
+                {"42501", ETCD_ERR_PERMISSION, 403, false},
+                {"53100", ETCD_ERR_NONE, 429, true},
+                {"53200", ETCD_ERR_NONE, 500, false}, /* out of memory: transient */
+                {"40001", ETCD_ERR_NONE, 500, false}, /* serialization failure */
+                {"42883", ETCD_ERR_NONE, 500, false}, /* snowid.call() missing */
+                {NULL, ETCD_ERR_NONE, 500, false},
+        };
+        (void)state;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+                struct etcd_reply r = {0};
+                assert_int_equal(pg_sqlstate_err(cases[i].sqlstate), cases[i].err);
+                pg_error_reply(&r, cases[i].sqlstate, "ERROR:  something\nDETAIL:  more\n");
+                assert_true(r.answered);
+                assert_int_equal(r.http, cases[i].http);
+                assert_int_equal(r.err, cases[i].err);
+                assert_int_equal(r.nospace, cases[i].nospace);
+                assert_string_equal(r.error, "ERROR:  something");
+                assert_null(r.json);
+                assert_false(etcd_ok(&r));
+        }
+        struct etcd_reply r = {0};
+        pg_error_reply(&r, "XX000", NULL);
+        assert_string_equal(r.error, "PostgreSQL reported an error");
+        pg_error_reply(&r, "XX000", "caf\xc3\xa9\tbar");
+        assert_string_equal(r.error, "caf??\?bar");
+}
+
+static void test_connect_err(void **state)
+{
+        static const struct {
+                const char *msg;
+                enum etcd_err err;
+        } cases[] = {
+                {"connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  password "
+                 "authentication failed for user \"snowid\"\n",
+                 ETCD_ERR_AUTH},
+                {"connection to server at \"127.0.0.1\", port 5432 failed: fe_sendauth: no "
+                 "password supplied\n",
+                 ETCD_ERR_AUTH},
+                {"connection to server on socket \"/tmp/.s.PGSQL.5432\" failed: FATAL:  no "
+                 "pg_hba.conf entry for host \"[local]\", user \"x\", database \"y\", no "
+                 "encryption\n",
+                 ETCD_ERR_AUTH},
+                {"FATAL:  role \"snowid\" does not exist\n", ETCD_ERR_AUTH},
+                {"FATAL:  permission denied for database \"snowid\"\nDETAIL:  User does not "
+                 "have CONNECT privilege.\n",
+                 ETCD_ERR_PERMISSION},
+                {"connection to server at \"db\" (10.0.0.1), port 5432 failed: SSL error: "
+                 "certificate verify failed\n",
+                 ETCD_ERR_TLS},
+                {"server certificate for \"db.example\" does not match host name \"db\"\n",
+                 ETCD_ERR_TLS},
+                {"root certificate file \"/root/.postgresql/root.crt\" does not exist\n",
+                 ETCD_ERR_TLS},
+                {"server does not support SSL, but SSL was required\n", ETCD_ERR_TLS},
+                {"FATAL:  connection requires a valid client certificate\n", ETCD_ERR_CERT},
+                {"FATAL:  certificate authentication failed for user \"snowid\"\n",
+                 ETCD_ERR_CERT},
+                {"SSL error: sslv3 alert certificate required\n", ETCD_ERR_CERT},
+                {"SSL error: tlsv1 alert unknown ca\n", ETCD_ERR_CERT},
+                {"could not load private key file \"/k.pem\": No such file\n", ETCD_ERR_CERT},
+                /* outages */
+                {"connection to server at \"127.0.0.1\", port 5432 failed: Connection "
+                 "refused\n\tIs the server running on that host and accepting TCP/IP "
+                 "connections?\n",
+                 ETCD_ERR_NONE},
+                {"FATAL:  the database system is starting up\n", ETCD_ERR_NONE},
+                {"FATAL:  the database system is shutting down\n", ETCD_ERR_NONE},
+                {"FATAL:  sorry, too many clients already\n", ETCD_ERR_NONE},
+                {"server closed the connection unexpectedly\n", ETCD_ERR_NONE},
+                {"could not translate host name \"db\" to address\n", ETCD_ERR_NONE},
+                {"", ETCD_ERR_NONE},
+                {NULL, ETCD_ERR_NONE},
+        };
+        (void)state;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
+                if (pg_connect_err(cases[i].msg) != cases[i].err)
+                        fail_msg("'%s': class %d, not %d", cases[i].msg,
+                                 pg_connect_err(cases[i].msg), cases[i].err);
+}
+
+static void test_answers(void **state)
+{
+        static const struct {
+                const char *text;
+                long http;
+                bool ok;
+                enum etcd_err err;
+                bool nospace;
+                const char *error; /* NULL: none, or not checked when !ok */
+        } cases[] = {
+                {"{\"status\": 200, \"body\": {\"header\": {\"revision\": \"7\"}}}", 200, true,
+                 ETCD_ERR_NONE, false, NULL},
+                {"{\"body\": {}, \"status\": 200}", 200, true, ETCD_ERR_NONE, false, NULL},
+                {"{\"status\": 400, \"body\": {\"error\": \"etcdserver: bad key\", \"code\": 3, "
+                 "\"message\": \"etcdserver: bad key\"}}",
+                 400, false, ETCD_ERR_NONE, false, "etcdserver: bad key"},
+                {"{\"status\": 404, \"body\": {\"error\": \"etcdserver: requested lease not "
+                 "found\", \"code\": 5, \"message\": \"etcdserver: requested lease not found\"}}",
+                 404, false, ETCD_ERR_NONE, false, "etcdserver: requested lease not found"},
+                {"{\"status\": 403, \"body\": {\"message\": \"etcdserver: permission denied\"}}",
+                 403, false, ETCD_ERR_PERMISSION, false, NULL},
+                {"{\"status\": 429, \"body\": {\"message\": \"etcdserver: mvcc: database space "
+                 "exceeded\"}}",
+                 429, false, ETCD_ERR_NONE, true, NULL},
+                {"{\"status\": 500, \"body\": {}}", 500, false, ETCD_ERR_NONE, false,
+                 "etcd answered an error"},
+                /* a 200 without an object body is not an answer to use */
+                {"{\"status\": 200}", 200, false, ETCD_ERR_NONE, false,
+                 "etcd's answer is not a JSON object"},
+                {"{\"status\": 200, \"body\": null}", 200, false, ETCD_ERR_NONE, false,
+                 "etcd's answer is not a JSON object"},
+                {"{\"status\": 200, \"body\": [1, 2]}", 200, false, ETCD_ERR_NONE, false,
+                 "etcd's answer is not a JSON object"},
+                {"{\"status\": 200, \"body\": \"x\"}", 200, false, ETCD_ERR_NONE, false,
+                 "etcd's answer is not a JSON object"},
+                /* malformed envelopes: a failure of the store, never an answer */
+                {"", 500, false, ETCD_ERR_NONE, false, NULL},
+                {"not json", 500, false, ETCD_ERR_NONE, false, NULL},
+                {"[]", 500, false, ETCD_ERR_NONE, false, NULL},
+                {"\"x\"", 500, false, ETCD_ERR_NONE, false, NULL},
+                {"{}", 500, false, ETCD_ERR_NONE, false, NULL},
+                {"{\"body\": {}}", 500, false, ETCD_ERR_NONE, false, NULL},
+                {"{\"status\": \"200\", \"body\": {}}", 500, false, ETCD_ERR_NONE, false, NULL},
+                {"{\"status\": 200.0, \"body\": {}}", 500, false, ETCD_ERR_NONE, false, NULL},
+                {"{\"status\": 99, \"body\": {}}", 500, false, ETCD_ERR_NONE, false, NULL},
+                {"{\"status\": 600, \"body\": {}}", 500, false, ETCD_ERR_NONE, false, NULL},
+                {"{\"status\": -1, \"body\": {}}", 500, false, ETCD_ERR_NONE, false, NULL},
+                {"{\"status\": 200, \"body\": {}", 500, false, ETCD_ERR_NONE, false, NULL},
+        };
+        (void)state;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+                struct etcd_reply r = {0};
+                pg_answer_parse(&r, cases[i].text, strlen(cases[i].text));
+                if (!r.answered || r.http != cases[i].http || etcd_ok(&r) != cases[i].ok ||
+                    r.err != cases[i].err || r.nospace != cases[i].nospace)
+                        fail_msg("'%s': answered %d http %ld ok %d err %d nospace %d", cases[i].text,
+                                 r.answered, r.http, etcd_ok(&r), r.err, r.nospace);
+                if (!cases[i].ok)
+                        assert_non_null(r.error);
+                if (cases[i].error)
+                        assert_string_equal(r.error, cases[i].error);
+                if (cases[i].ok)
+                        assert_null(r.error);
+                json_decref(r.json);
+        }
+        /* the body is what the holder reads; the envelope is gone */
+        struct etcd_reply r = {0};
+        const char *text = "{\"status\": 200, \"body\": {\"header\": {\"revision\": \"42\", "
+                           "\"cluster_id\": \"9\"}, \"kvs\": [{\"key\": \"YQ==\"}]}}";
+        pg_answer_parse(&r, text, strlen(text));
+        assert_true(etcd_ok(&r));
+        assert_null(json_object_get(r.json, "status"));
+        assert_non_null(json_object_get(r.json, "kvs"));
+        struct etcd_history hist = {0};
+        etcd_history_note(&hist, 0, 0, &r);
+        assert_int_equal(r.revision, 42);
+        assert_int_equal(r.cluster_id, 9);
+        json_decref(r.json);
+        /* NULL text: no answer at all */
+        r = (struct etcd_reply){0};
+        pg_answer_parse(&r, NULL, 0);
+        assert_int_equal(r.http, 500);
+        assert_non_null(r.error);
+}
+
+/* The schema is embedded whole and ends with a NUL. */
+static void test_embedded_sql(void **state)
+{
+        (void)state;
+        assert_non_null(strstr(snowid_postgres_sql, "snowid.call"));
+        assert_true(strlen(snowid_postgres_sql) > 0);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_conninfo),
+                cmocka_unit_test(test_sqlstate),
+                cmocka_unit_test(test_connect_err),
+                cmocka_unit_test(test_answers),
+                cmocka_unit_test(test_embedded_sql),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
