@@ -237,7 +237,8 @@ class PgServer(harness.KV):
             "-c", "tcp_keepalives_idle=10", "-c", "tcp_keepalives_interval=2",
             "-c", "tcp_keepalives_count=3"])
         self.procs = [None]
-        self.stopping = None
+        self.stopping = None  # (the server shutting down, when it is killed instead)
+        self.starting = False  # start() waits for that shutdown to end
         self.start()
         self.wait_healthy()
 
@@ -245,15 +246,29 @@ class PgServer(harness.KV):
         return ["--store", "postgres", "--postgres", self.conninfo]
 
     def start(self, i=0):
-        """Starts the server (once a stop under way has ended); returns at
-        once: it takes connections after its recovery."""
+        """Starts the server, at once or, while a fast shutdown is still under
+        way, from step() once it has ended; it takes connections after its
+        recovery."""
+        self.starting = True
+        self.step()
+
+    def step(self):
+        """A start waiting for a shutdown: made once the old server is gone.
+        A shutdown not done STOP_S after it was asked for is cut short by
+        kill -9, as an operator would."""
+        if not self.starting:
+            return
         if self.stopping is not None:
-            try:
-                self.stopping.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                log("PostgreSQL: fast shutdown not done in 30 s: killed")
-                self._kill(self.stopping)
+            p, at = self.stopping
+            if p.poll() is None:
+                if time.monotonic() < at + self.STOP_S:
+                    return
+                left = [self.cmdline(k) for k in children(p.pid)]
+                log(f"PostgreSQL: fast shutdown not done in {self.STOP_S} s: killed; left: "
+                    + ("; ".join(left) or "the postmaster alone"))
+                self._kill(p)
             self.stopping = None
+        self.starting = False
         logf = open(self.h.path("postgres.log"), "ab")
         p = subprocess.Popen(self.cmd, stdout=logf, stderr=logf)
         logf.close()
@@ -286,20 +301,31 @@ class PgServer(harness.KV):
         if p is not None:
             self._kill(p)
 
+    STOP_S = 15
+
     def stop(self):
         """A fast shutdown (clients told, open transactions rolled back, a
         checkpoint); start() waits for its end."""
         p, self.procs[0] = self.procs[0], None
         if p is not None:
             p.send_signal(signal.SIGINT)
-            self.stopping = p
+            self.stopping = (p, time.monotonic())
+
+    @staticmethod
+    def cmdline(pid):
+        try:
+            with open(f"/proc/{pid}/cmdline") as f:
+                return f.read().replace("\0", " ").strip()
+        except OSError:
+            return f"{pid} (gone)"
 
     def healthy(self, i=0):
         return subprocess.run([os.path.join(PGBIN, "pg_isready"), "-q", "-h", self.dir, "-p",
                                str(PG_PORT), "-t", "1"], capture_output=True).returncode == 0
 
     def wait_healthy(self, timeout=30):
-        wait_for(self.healthy, timeout, "PostgreSQL to take connections", 0.1)
+        wait_for(lambda: self.step() or self.healthy(), timeout,
+                 "PostgreSQL to take connections", 0.1)
 
     def psql(self, sql, timeout=30):
         r = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h",
@@ -479,7 +505,7 @@ class Chaos:
             if k in self.ETCD_MEMBER:
                 return not self.etcd_busy
             if k in self.PG_SERVER:  # not while a fence waits: it needs the server
-                return not self.etcd_busy and not self.fence_pending
+                return not self.etcd_busy and not self.fence_pending and not self.etcd.starting
             if self.pg and k in self.STORE_CONTENTS and self.etcd_busy:
                 return False
             if k == "etcd-restore":  # every member up, the layout there, a snapshot old enough
@@ -563,6 +589,8 @@ class Chaos:
         while time.monotonic() < end:
             self.heal_due()
             self.snapshot_step()
+            if self.pg:
+                self.etcd.step()
             if time.monotonic() >= next_at:
                 self.inject()
                 next_at = time.monotonic() + self.rng.expovariate(1 / mean_interval)
@@ -1132,7 +1160,9 @@ def main():
         etcd.wait_healthy(60)
 
         sizes = {p: os.path.getsize(p) for host in hosts for _, p in host.id_files()}
-        wait_for(lambda: all(os.path.getsize(p) > n for p, n in sizes.items()), 60, "every client to take IDs after the last fault", 0.1)
+        # PostgreSQL runs every request one at a time on one server: on a
+        # loaded machine its daemons take longer to claim again
+        wait_for(lambda: all(os.path.getsize(p) > n for p, n in sizes.items()), 180 if pg else 60, "every client to take IDs after the last fault", 0.1)
         results = {}
         for host in hosts:
             results[host.name] = host.stop_clients()
