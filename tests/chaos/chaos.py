@@ -356,6 +356,18 @@ class PgServer(harness.KV):
             f"AND key < convert_to({sql_literal(end)}, 'UTF8')"))
         return {k: (v, {"mod_revision": str(rev)}) for k, v, rev in rows}
 
+    def restore(self, path):
+        """A backup (pg_dump) restored over the live schemas in one
+        transaction: no daemon sees the schema half made, or absent (and
+        makes it anew)."""
+        r = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction",
+                            "-h", self.dir, "-p", str(PG_PORT), "-U", "postgres", "-d",
+                            "postgres", "-c", "DROP SCHEMA snowid CASCADE", "-c",
+                            "DROP SCHEMA chaos CASCADE", "-f", path],
+                           capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise RuntimeError(f"restoring {path}: {r.stderr.strip()[:500]}")
+
     def install_audit(self):
         """The schema, made as the daemons make it (daemon/postgres.sql, the
         file they embed), and the audit trigger on it before any daemon writes."""
@@ -425,12 +437,13 @@ class Chaos:
              "drop-short", "drop-long", "etcd-kill", "etcd-kill-leader", "clock-step",
              "etcd-restore", "mark-delete", "layout-delete"]
     ETCD_MEMBER = ("etcd-kill", "etcd-kill-leader")  # one member down at a time
-    CLUSTER_WIDE = ("clock-step", "etcd-restore", "mark-delete", "layout-delete")
+    CLUSTER_WIDE = ("clock-step", "etcd-restore", "pg-restore", "mark-delete", "layout-delete")
     # with PostgreSQL: its one server killed or stopped in place of etcd's
-    # members; no leader, no snapshot restore
+    # members (no leader); a backup (pg_dump) restored in place of a snapshot
     PG_KINDS = ["daemon-kill9", "daemon-sigstop", "link-down-short", "link-down-long",
                 "drop-short", "drop-long", "pg-kill9", "pg-stop-short", "pg-stop-long",
-                "clock-step", "mark-delete", "layout-delete"]
+                "clock-step", "pg-restore", "mark-delete", "layout-delete"]
+    RESTORES = ("etcd-restore", "pg-restore")
     PG_SERVER = ("pg-kill9", "pg-stop-short", "pg-stop-long")
     STORE_CONTENTS = ("mark-delete", "layout-delete")
 
@@ -465,7 +478,8 @@ class Chaos:
         self.snap_proc = None
         self.snap_seq = 0
         self.next_snap = (time.monotonic() + self.snap_rng.uniform(1, 10)
-                          if "etcd-restore" in self.kinds else float("inf"))
+                          if set(self.RESTORES) & set(self.kinds) else float("inf"))
+        self.mismatches = []  # what pg_history() found wrong in the audit rows of an era
         self.start = time.monotonic()
         self.start_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
 
@@ -506,6 +520,9 @@ class Chaos:
                 return not self.etcd_busy
             if k in self.PG_SERVER:  # not while a fence waits: it needs the server
                 return not self.etcd_busy and not self.fence_pending and not self.etcd.starting
+            if k == "pg-restore":  # the server up, the layout there, a backup old enough
+                return (not self.etcd_busy and not self.etcd.starting and not self.fence_pending
+                        and self.snapshot() is not None)
             if self.pg and k in self.STORE_CONTENTS and self.etcd_busy:
                 return False
             if k == "etcd-restore":  # every member up, the layout there, a snapshot old enough
@@ -518,7 +535,7 @@ class Chaos:
             return
         kind = rng.choice(kinds)
         host = rng.choice(self.hosts if kind in self.CLUSTER_WIDE else free or self.hosts)
-        if kind == "etcd-restore":
+        if kind in self.RESTORES:
             if not self.restore(kind):
                 return
         elif kind == "mark-delete":
@@ -712,30 +729,40 @@ class Chaos:
     # snapshots: one every SNAPSHOT_EVERY seconds, the newest two kept
 
     def snapshot_step(self):
+        """etcdctl snapshot save, or with PostgreSQL a backup: pg_dump of the
+        schemas snowid and chaos (the audit table with them, so that the
+        restored history repeats the past the backup holds, as a restored
+        etcd's does)."""
         now = time.monotonic()
+        what, tool = ("PostgreSQL backup", "pg_dump") if self.pg else ("etcd snapshot", "etcdctl")
         if self.snap_proc is not None:
             if self.snap_proc.poll() is None:
                 if now - self.snap_started > 20:
                     kill_quietly(self.snap_proc)
                     self.snap_proc = None
-                    self.note("etcd snapshot: no answer in 20 s")
+                    self.note(f"{what}: no answer in 20 s")
                 return
             p, path, self.snap_proc = self.snap_proc, self.snap_path, None
             if p.returncode != 0:
-                self.note(f"etcd snapshot: etcdctl exit {p.returncode}")
+                self.note(f"{what}: {tool} exit {p.returncode}")
                 return
-            st = subprocess.run(["etcdctl", "snapshot", "status", path, "-w", "json"],
-                                capture_output=True, text=True)
-            try:
-                rev = int(json.loads(st.stdout)["revision"])
-            except (ValueError, KeyError):
-                self.note(f"etcd snapshot: cannot read {path}: {st.stderr.strip()}")
+            if self.pg:
+                rev, err = backup_revision(path), ""
+            else:
+                st = subprocess.run(["etcdctl", "snapshot", "status", path, "-w", "json"],
+                                    capture_output=True, text=True)
+                try:
+                    rev = int(json.loads(st.stdout)["revision"])
+                except (ValueError, KeyError):
+                    rev, err = None, st.stderr.strip()
+            if rev is None:
+                self.note(f"{what}: cannot read {path}: {err}")
                 return
             self.snaps.append((self.snap_started, path, rev))
             for _, old, _ in self.snaps[:-2]:
                 os.unlink(old)
             self.snaps = self.snaps[-2:]
-            self.note(f"etcd snapshot at revision {rev} "
+            self.note(f"{what} at revision {rev} "
                       f"({time.monotonic() - self.snap_started:.2f} s)")
         if now < self.next_snap:
             return
@@ -744,8 +771,16 @@ class Chaos:
         if not up:
             return
         self.snap_seq += 1
-        self.snap_path = self.h.path(f"etcd-snapshot-{self.snap_seq}.db")
         self.snap_started = now
+        if self.pg:
+            self.snap_path = self.h.path(f"pg-backup-{self.snap_seq}.sql")
+            self.snap_proc = subprocess.Popen(
+                ["pg_dump", "-h", self.etcd.dir, "-p", str(PG_PORT), "-U", "postgres", "-d",
+                 "postgres", "-n", "snowid", "-n", "chaos", "-f", self.snap_path],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                env=dict(os.environ, PGCONNECT_TIMEOUT="5"))
+            return
+        self.snap_path = self.h.path(f"etcd-snapshot-{self.snap_seq}.db")
         self.snap_proc = subprocess.Popen(
             self.net.wrap(self.net.core) + ["etcdctl", "--endpoints", self.etcd.urls[up[0]],
                                             "--command-timeout", "15s", "snapshot", "save",
@@ -775,12 +810,18 @@ class Chaos:
             time.sleep(0.02)
 
     def restore(self, kind):
-        """etcd restored from a snapshot on every member, then fenced."""
+        """etcd restored from a snapshot on every member, then fenced; or
+        PostgreSQL's schema from a backup, over the live one in one
+        transaction, then fenced."""
         taken, path, rev = self.snapshot()
         age = time.monotonic() - taken
         delay = self.rng.uniform(0, 3)
-        self.note(f"{kind}: from the snapshot at revision {rev} ({age:.1f} s old); "
-                  f"snowid fence {delay:.1f} s after etcd is back")
+        if self.pg:
+            self.note(f"{kind}: from the backup at revision {rev} ({age:.1f} s old); "
+                      f"snowid fence {delay:.1f} s after it")
+        else:
+            self.note(f"{kind}: from the snapshot at revision {rev} ({age:.1f} s old); "
+                      f"snowid fence {delay:.1f} s after etcd is back")
         self.snapshot_stop()
         # The history of the era that ends: every write any daemon saw
         # acknowledged must be in it.  Cut the hosts off, let what etcd
@@ -792,7 +833,10 @@ class Chaos:
         try:
             time.sleep(0.3)
             for attempt in range(5):
-                events, _ = etcd_history(self.etcd, self.net)
+                if self.pg:
+                    events, _, bad = pg_history(self.etcd)
+                else:
+                    events, _ = etcd_history(self.etcd, self.net)
                 head = int(self.etcd.call("/v3/kv/range", {"key": b64("\0"), "limit": 1})
                            ["header"]["revision"])
                 if head <= max((e[0] for e in events), default=0):
@@ -802,11 +846,19 @@ class Chaos:
                 self.note(f"{kind}: etcd's revision kept moving with every host cut off; "
                           f"a write acknowledged after the history was read may be missed")
             t0 = time.monotonic()
-            self.etcd.stop_all()
+            if self.pg:
+                # while every host is still cut off: no write after the
+                # history was read
+                self.etcd.restore(path)
+                self.mismatches += bad
+            else:
+                self.etcd.stop_all()
         finally:
             self.cut_all(False)
         self.eras.append((self.base, events))
         self.base = rev
+        if self.pg:
+            return self.restored(kind, events, t0, delay)
         self.note(f"{kind}: era {len(self.eras)} ended at revision "
                   f"{max((e[0] for e in events), default=0)} ({len(events)} events); "
                   f"members killed; restoring")
@@ -828,10 +880,18 @@ class Chaos:
         self.etcd.wait_healthy(60)
         healthy = time.monotonic() - t0
         self.note(f"{kind}: etcd healthy again {healthy:.1f} s after the kill")
+        return self.restored(kind, events, t0, delay, healthy)
+
+    def restored(self, kind, events, t0, delay, healthy=None):
+        if healthy is None:
+            healthy = time.monotonic() - t0
+            self.note(f"{kind}: era {len(self.eras)} ended at revision "
+                      f"{max((e[0] for e in events), default=0)} ({len(events)} events); "
+                      f"restored in {healthy:.1f} s")
         self.snaps = []  # the next restore: from a snapshot of this era
         self.next_snap = time.monotonic() + self.snap_rng.uniform(*self.SNAPSHOT_EVERY)
         self.wait_healing(delay)
-        self.fence("etcd restored")
+        self.fence("PostgreSQL restored" if self.pg else "etcd restored")
         self.restores.append((healthy, time.monotonic() - t0))
         self.holding_starts = False
         self.all_hosts_healed(kind)
@@ -898,6 +958,18 @@ def audit_events(rows, prefix):
         if key.startswith(prefix):
             events.append((rev, op, key, text(value) if op == "PUT" else ""))
     return events, bad
+
+
+def backup_revision(path):
+    """snowid.meta's revision in a pg_dump (its COPY block), or None."""
+    with open(path) as f:
+        cols = None
+        for line in f:
+            if line.startswith("COPY snowid.meta "):
+                cols = [c.strip() for c in line[line.index("(") + 1:line.index(")")].split(",")]
+            elif cols is not None:
+                return int(line.rstrip("\n").split("\t")[cols.index("revision")])
+    return None
 
 
 def pg_history(pg):
@@ -1171,6 +1243,7 @@ def main():
 
         if pg:
             events, prefix, mismatched = pg_history(etcd)
+            mismatched += chaos.mismatches
             what = "PostgreSQL history (audit trigger)"
         else:
             events, prefix = etcd_history(etcd, net)
@@ -1220,9 +1293,11 @@ def main():
         errs = ", ".join(f"{k} {v}" for k, v in sorted(errors.items())) or "none"
         restores = ""
         if chaos.restores:
-            restores = (f"; restores: etcd back after {max(r[0] for r in chaos.restores):.1f} s "
+            back, since = ("restored", "the restore's start") if pg else ("etcd back",
+                                                                            "the kill")
+            restores = (f"; restores: {back} after {max(r[0] for r in chaos.restores):.1f} s "
                         f"at most, fenced after {max(r[1] for r in chaos.restores):.1f} s at most"
-                        f" (from the kill)")
+                        f" (from {since})")
         ok = dups == 0 and disorder == 0 and outside == 0 and not mismatched
         print(f"chaos: seed {seed}, {a.duration:.0f} s, {a.hosts} hosts: {total:,} IDs checked, "
               f"{dups} duplicates, {disorder} out of order, {outside} outside their host's "
