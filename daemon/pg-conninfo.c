@@ -31,9 +31,15 @@ int pg_conninfo_check(const char *conninfo, char *err, size_t errlen)
         PQconninfoOption *opts = PQconninfoParse(conninfo, &msg);
         if (!opts) {
                 /* libpq's words may quote a part of it (a password, say):
-                 * not repeated */
-                snprintf(err, errlen, "not a libpq connection string or URI (see libpq's "
-                                      "\"Connection Strings\")");
+                 * repeated only when they quote a keyword */
+                const char *kw = "invalid connection option ";
+                size_t n = msg && !strncmp(msg, kw, strlen(kw)) ? strcspn(msg, "\n") : 0;
+                if (n)
+                        snprintf(err, errlen, "not a libpq connection string or URI: %.*s",
+                                 (int)n, msg);
+                else
+                        snprintf(err, errlen, "not a libpq connection string or URI (see "
+                                              "libpq's \"Connection Strings\")");
                 PQfreemem(msg);
                 return -EINVAL;
         }

@@ -653,13 +653,14 @@ static void connect_start(struct pg *p)
 
 static void setup_send(struct pg *p)
 {
-        char settings[256];
+        char settings[384];
         const char *sql;
         switch (p->step) {
         case S_SETTINGS:
                 /* no statement or lock wait outlives the call that made it */
                 snprintf(settings, sizeof(settings),
                          "SET statement_timeout = %u; SET lock_timeout = %u; "
+                         "SET default_transaction_isolation = 'read committed'; "
                          "SET application_name = 'snowidd'; SET client_min_messages = warning",
                          p->cfg->etcd_timeout_ms, p->cfg->etcd_timeout_ms);
                 sql = settings;
