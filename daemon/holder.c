@@ -131,15 +131,23 @@ void holder_etcd_full(struct holder *h, bool full, const char *member)
                 int64_t left = h->cur.state == H_NONE ? 0
                                                       : (int64_t)READ_ONCE(h->pub->ctl->deadline) -
                                                                 (int64_t)id_now_ms(h, false);
-                log_error("etcd is full: its NOSPACE alarm is raised%s%s and it refuses every "
-                          "write, so no mark is extended and no number claimed; IDs stop at "
-                          "the deadline, %" PRId64 " ms from now, on every host. Compact "
-                          "etcd's history (etcdctl compact <revision>), defragment each member "
-                          "(etcdctl defrag), then disarm the alarm (etcdctl alarm disarm); "
-                          "snowidd goes on by itself. Keep auto-compaction on (docs/etcd.md)",
-                          member ? " on member " : "", member ? member : "", left);
+                if (!strcmp(store_name(h->store), "postgres"))
+                        log_error("PostgreSQL's disk is full (SQLSTATE 53100, at %s): no mark is "
+                                  "extended and no number claimed; IDs stop at the deadline, "
+                                  "%" PRId64 " ms from now, on every host. Free space on the "
+                                  "server; snowidd goes on by itself",
+                                  member ? member : store_endpoint(h->store), left);
+                else
+                        log_error("etcd is full: its NOSPACE alarm is raised%s%s and it refuses "
+                                  "every write, so no mark is extended and no number claimed; IDs "
+                                  "stop at the deadline, %" PRId64 " ms from now, on every host. "
+                                  "Compact etcd's history (etcdctl compact <revision>), defragment "
+                                  "each member (etcdctl defrag), then disarm the alarm (etcdctl "
+                                  "alarm disarm); snowidd goes on by itself. Keep auto-compaction "
+                                  "on (docs/etcd.md)",
+                                  member ? " on member " : "", member ? member : "", left);
         } else if (!full && h->etcd_full)
-                log_notice("etcd takes writes again (no NOSPACE alarm): extending the mark");
+                log_notice("%s takes writes again: extending the mark", store_name(h->store));
         h->etcd_full = full;
         if (h->cur.state == H_HELD && h->halted == HALT_NONE)
                 shm_pub_set_state(h->pub, full ? SHM_STATE_ETCD_FULL : SHM_STATE_LEASED);

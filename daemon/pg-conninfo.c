@@ -30,16 +30,23 @@ int pg_conninfo_check(const char *conninfo, char *err, size_t errlen)
         char *msg = NULL;
         PQconninfoOption *opts = PQconninfoParse(conninfo, &msg);
         if (!opts) {
-                /* libpq's words name the keyword, not its value */
-                size_t n = msg ? strcspn(msg, "\n") : 0;
-                snprintf(err, errlen, "not a libpq connection string or URI%s%.*s",
-                         n ? ": " : "", (int)n, msg ? msg : "");
+                /* libpq's words may quote a part of it (a password, say):
+                 * repeated only when they quote a keyword */
+                const char *kw = "invalid connection option ";
+                size_t n = msg && !strncmp(msg, kw, strlen(kw)) ? strcspn(msg, "\n") : 0;
+                if (n)
+                        snprintf(err, errlen, "not a libpq connection string or URI: %.*s",
+                                 (int)n, msg);
+                else
+                        snprintf(err, errlen, "not a libpq connection string or URI (see "
+                                              "libpq's \"Connection Strings\")");
                 PQfreemem(msg);
                 return -EINVAL;
         }
         bool password = uri_has_password(conninfo);
         for (PQconninfoOption *o = opts; o->keyword; o++)
-                if (!strcmp(o->keyword, "password") && o->val && *o->val)
+                if ((!strcmp(o->keyword, "password") || !strcmp(o->keyword, "sslpassword")) &&
+                    o->val && *o->val)
                         password = true;
         PQconninfoFree(opts);
         if (password) {

@@ -91,6 +91,12 @@ struct pg {
         void *problem_userdata;
         /* said once per daemon, not on every reconnect */
         bool warned_sync_commit, warned_async_standby;
+        /* the server's disk is full (SQLSTATE 53100) and no write went through
+         * since: what the alarm call answers, as etcd's NOSPACE alarm */
+        bool disk_full;
+        /* the call in flight committed locally but its wait for a synchronous
+         * standby was cancelled: not acknowledged */
+        bool unreplicated;
         /* said once per streak of failed connections */
         bool said_down, said_standby, said_setup;
         char endpoint[256];
@@ -404,10 +410,22 @@ static void finish(struct pg *p, struct request *q, struct etcd_reply *r)
         r->tag = q->tag;
         r->usec = now_usec() - q->queued;
         r->kv = q->is_kv;
-        /* kv reads and transactions are linearizable: one made after an
+        int64_t max_rev = p->hist.max_rev;
+        /* kv reads and transactions are linearizable: one sent after an
          * answer at revision R is answered at R or later */
         if (q->is_kv && etcd_ok(r))
                 etcd_history_note(&p->hist, q->rev_at_send, q->gen_at_send, r);
+        /* a full disk lasts until a write goes through (the revision moved);
+         * meanwhile the alarm call says NOSPACE, as etcd's would */
+        if (r->nospace)
+                p->disk_full = true;
+        else if (q->is_kv && etcd_ok(r) && !r->went_back && r->revision > max_rev)
+                p->disk_full = false;
+        if (p->disk_full && etcd_ok(r) && !strcmp(q->path, "/v3/maintenance/alarm")) {
+                json_decref(r->json);
+                r->json = json_pack("{s:[{s:s, s:s}]}", "alarms", "alarm", "NOSPACE", "memberID",
+                                    p->endpoint);
+        }
         account(p, r->usec, etcd_ok(r));
         p->in_flight--;
         if (r->err != ETCD_ERR_NONE && r->answered)
@@ -452,7 +470,8 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 static void close_conn(struct pg *p)
 {
         p->io = sd_event_source_disable_unref(p->io);
-        sd_event_source_set_enabled(p->connect_timer, SD_EVENT_OFF);
+        if (p->connect_timer)
+                sd_event_source_set_enabled(p->connect_timer, SD_EVENT_OFF);
         PQclear(p->result);
         p->result = NULL;
         if (p->conn)
@@ -584,7 +603,15 @@ static void on_notice(void *userdata, const char *message)
 {
         struct pg *p = userdata;
         char line[256];
-        log_debug("PostgreSQL at %s: %s", p->endpoint, one_line(line, sizeof(line), message));
+        one_line(line, sizeof(line), message);
+        /* a commit whose wait for a synchronous standby was cancelled is
+         * only local: a failover can lose it, so it is not an answer */
+        if (p->query_pending && strstr(message, "might not have been replicated")) {
+                p->unreplicated = true;
+                log_warning("PostgreSQL at %s: %s", p->endpoint, line);
+                return;
+        }
+        log_debug("PostgreSQL at %s: %s", p->endpoint, line);
 }
 
 static void connect_start(struct pg *p)
@@ -626,13 +653,14 @@ static void connect_start(struct pg *p)
 
 static void setup_send(struct pg *p)
 {
-        char settings[256];
+        char settings[384];
         const char *sql;
         switch (p->step) {
         case S_SETTINGS:
                 /* no statement or lock wait outlives the call that made it */
                 snprintf(settings, sizeof(settings),
                          "SET statement_timeout = %u; SET lock_timeout = %u; "
+                         "SET default_transaction_isolation = 'read committed'; "
                          "SET application_name = 'snowidd'; SET client_min_messages = warning",
                          p->cfg->etcd_timeout_ms, p->cfg->etcd_timeout_ms);
                 sql = settings;
@@ -745,6 +773,10 @@ static void request_result(struct pg *p, PGresult *res)
         struct etcd_reply r = {0};
         if (!q)
                 return; /* failed at its deadline meanwhile */
+        if (p->unreplicated) {
+                conn_broken(p, "a commit was not replicated to the synchronous standby");
+                return;
+        }
         if (st == PGRES_TUPLES_OK) {
                 if (PQntuples(res) == 1 && PQnfields(res) == 1 && !PQgetisnull(res, 0, 0)) {
                         size_t len = (size_t)PQgetlength(res, 0, 0);
@@ -823,6 +855,17 @@ static void read_input(struct pg *p)
                         query_done(p);
                         return;
                 }
+                ExecStatusType st = PQresultStatus(res);
+                if (st == PGRES_COPY_IN || st == PGRES_COPY_OUT || st == PGRES_COPY_BOTH ||
+                    st == PGRES_BAD_RESPONSE) {
+                        /* nothing snowid sends answers so: not a server to trust */
+                        PQclear(res);
+                        if (p->state == C_SETUP)
+                                connect_failed(p, ETCD_ERR_NONE, "unexpected answer (COPY)");
+                        else
+                                conn_broken(p, "unexpected answer (COPY or malformed)");
+                        return;
+                }
                 /* the first error, or else the last result, is the answer */
                 if (p->result && failed(p->result)) {
                         PQclear(res);
@@ -891,6 +934,11 @@ static void send_request(struct pg *p, struct request *q)
         }
         p->current = q;
         p->query_pending = true;
+        p->unreplicated = false;
+        /* calls run one after another: this one is answered at or after
+         * the revision of every answer already in */
+        q->rev_at_send = p->hist.max_rev;
+        q->gen_at_send = p->hist.gen;
         flush(p);
 }
 

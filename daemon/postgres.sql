@@ -17,9 +17,11 @@
 -- so a call sees every call committed before it and nothing of any call
 -- after it: each call reads and writes the state left by the previous one,
 -- which is what etcd's linearizable reads and serialized txns guarantee.
--- (At REPEATABLE READ or SERIALIZABLE a call that waited for the lock fails
--- with a serialization error instead: never a stale read.)  The revision is
--- in the locked row, so it grows by one per writing call, in lock order.
+-- Only at READ COMMITTED: at REPEATABLE READ a call that waited for the
+-- lock would read the snapshot taken before it (a lease revoked meanwhile
+-- still there), so snowid.call refuses to run at any other level, and
+-- snowidd sets it on every connection.  The revision is in the locked row,
+-- so it grows by one per writing call, in lock order.
 -- The only clock is the server's clock_timestamp(): lease expiry does not
 -- depend on any daemon's clock.
 
@@ -34,13 +36,18 @@ SELECT pg_advisory_xact_lock(7306086541206302061);
 -- Changing anything below: raise want.
 DO $install$
 DECLARE
-        want constant int := 2;
+        want constant int := 3;
 BEGIN
 IF to_regclass('snowid.meta') IS NOT NULL THEN
         IF (SELECT schema_version FROM snowid.meta) >= want AND
            to_regprocedure('snowid.call(text,jsonb)') IS NOT NULL THEN
                 RETURN;
         END IF;
+END IF;
+-- an upgrade takes the meta row first, as every call does, so that its
+-- DDL's table locks come after it in the same order (no deadlock)
+IF to_regclass('snowid.meta') IS NOT NULL THEN
+        PERFORM 1 FROM snowid.meta FOR UPDATE;
 END IF;
 EXECUTE $schema$
 
@@ -235,26 +242,21 @@ LANGUAGE sql AS $f$
         UPDATE snowid.meta SET revision = rev
 $f$;
 
--- etcd's lessor: every lease whose time is up goes, with its keys; each
--- lease that took keys with it is a revision of its own.  The revision after.
+-- etcd's lessor: every lease whose time is up goes, with its keys, in one
+-- statement (the time read once, so the index on expires_at serves it).
+-- Unlike etcd's, this moves no revision: a restored backup brings back
+-- leases whose time is already up, and a revision for each would carry the
+-- revision past what daemons saw before the restore and hide it (rule 5 of
+-- docs/fences.md).  Nothing in snowid reads a revision of a deletion.
+-- The revision after: rev.
 CREATE OR REPLACE FUNCTION snowid._expire(rev bigint) RETURNS bigint
 LANGUAGE plpgsql AS $f$
 DECLARE
-        l record;
-        r bigint := rev;
+        t timestamptz := clock_timestamp();
 BEGIN
-        FOR l IN SELECT id FROM snowid.leases WHERE expires_at <= clock_timestamp()
-                 ORDER BY expires_at, id LOOP
-                DELETE FROM snowid.kv WHERE lease = l.id;
-                IF FOUND THEN
-                        r := r + 1;
-                END IF;
-                DELETE FROM snowid.leases WHERE id = l.id;
-        END LOOP;
-        IF r <> rev THEN
-                PERFORM snowid._set_revision(r);
-        END IF;
-        RETURN r;
+        WITH gone AS (DELETE FROM snowid.leases WHERE expires_at <= t RETURNING id)
+        DELETE FROM snowid.kv WHERE lease <> 0 AND lease IN (SELECT id FROM gone);
+        RETURN rev;
 END $f$;
 
 -- ---- key-value requests ----
@@ -781,6 +783,10 @@ DECLARE
         code int;
 BEGIN
         -- one call at a time: see the top of daemon/postgres.sql
+        IF current_setting('transaction_isolation') <> 'read committed' THEN
+                RETURN snowid._err(500, 13, 'snowid.call runs only at READ COMMITTED, not ' ||
+                                   current_setting('transaction_isolation'));
+        END IF;
         SELECT revision INTO rev FROM snowid.meta FOR UPDATE;
         rev := snowid._expire(rev);
         BEGIN
@@ -809,7 +815,9 @@ BEGIN
                         GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL;
                         status := split_part(det, ' ', 1)::int;
                         code := split_part(det, ' ', 2)::int;
-                WHEN data_exception THEN -- malformed input the checks above let by
+                WHEN data_exception OR program_limit_exceeded THEN
+                        -- malformed input the checks above let by, or a key
+                        -- too long for the index
                         GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT;
                         status := 400;
                         code := 3;

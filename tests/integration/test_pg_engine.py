@@ -550,8 +550,9 @@ def test_malformed(h):
 
 
 def test_lease_expiry(h):
-    """A lease of 2 s that is not kept alive takes its keys, in both; one
-    revision for it; keepalive and timetolive then say it is gone."""
+    """A lease of 2 s that is not kept alive takes its keys, in both (one
+    revision for it in etcd, none in PostgreSQL); keepalive and timetolive
+    then say it is gone."""
     etcd = Etcd(h)
     pg = start_pg(h)
     d = Differential([EtcdEngine(etcd), PgEngine(pg)])
@@ -575,17 +576,24 @@ def test_lease_expiry(h):
     for name, took in gone.items():
         log(f"{name}: lease of 2 s gone after {took:.2f} s")
         assert took >= 1.95, f"{name}: a 2 s lease went after {took:.2f} s"
-    d.step("keepalive of the expired lease", KEEPALIVE, lambda c: {"ID": c["L"]})
-    d.step("the keys", RANGE, {"key": key("e/"), "range_end": key("e0")})
-    d.step("put with the expired lease", PUT,
-           lambda c: {"key": key("e/5"), "value": b64("5"), "lease": c["L"]}, expect=404)
     assert not d.mismatches, d.mismatches
+    # compared by hand from here: etcd's lessor moves the revision when it
+    # deletes an expired lease's keys, PostgreSQL's expiry does not (a
+    # restored backup brings back leases already run out; moving the
+    # revision for them could carry it past what daemons saw and hide the
+    # restore: docs/postgres.md)
     for e in d.engines:
+        L = d.ctx[e.name]["L"]
+        st, r = e.call(KEEPALIVE, {"ID": L})
+        assert st == 200 and "TTL" not in r.get("result", {}), (e.name, st, r)
         st, r = e.call(RANGE, {"key": key("e/"), "range_end": key("e0")})
         got = sorted(base64.b64decode(kv["key"]).decode() for kv in r.get("kvs", []))
         assert got == [P + "e/3", P + "e/4"], (e.name, got)
         rev = int(r["header"]["revision"])
-        assert rev == before[e.name] + 1, f"{e.name}: revision {before[e.name]} -> {rev}"
+        bump = 1 if e.name == "etcd" else 0
+        assert rev == before[e.name] + bump, f"{e.name}: revision {before[e.name]} -> {rev}"
+        st, r = e.call(PUT, {"key": key("e/5"), "value": b64("5"), "lease": L})
+        assert st == 404, (e.name, st, r)
 
 
 def test_concurrent_claims(h):
