@@ -942,7 +942,10 @@ def audit_events(rows, prefix):
     own mod_revision; a DELETE leaves none, so its revision is snowid.meta's
     when it was written, moved as the PUTs' are: snowid.call() moves the
     revision in meta once a request's writes are done (the PUTs then write
-    meta's + 1), or before them (+ 0); one rule for every request."""
+    meta's + 1), or before them (+ 0); one rule for every request.  The keys
+    of a lease that ran out go without a revision of their own: their
+    DELETEs get the revision the request's writes have, if any (no holding
+    depends on when a key went)."""
     bad = []
     offsets = sorted({r[3] - r[4] for r in rows if r[0] == "PUT"})
     if len(offsets) > 1:
