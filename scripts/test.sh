@@ -107,7 +107,7 @@ fi
 # the chaos test's checker, then a short chaos run: 4 hosts in network
 # namespaces, a 3-member etcd, faults from a seed (its own python: numpy)
 one chaos-checker /usr/bin/python3 tests/chaos/test_checker.py
-one chaos /usr/bin/python3 tests/chaos/chaos.py --build build --duration "${CHAOS_SECONDS:-120}"
+one chaos /usr/bin/python3 tests/chaos/chaos.py --build build --duration "${CHAOS_SECONDS:-100}"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
