@@ -657,12 +657,18 @@ static void setup_send(struct pg *p)
         const char *sql;
         switch (p->step) {
         case S_SETTINGS:
-                /* no statement or lock wait outlives the call that made it */
+                /* no statement or lock wait outlives the call that made it;
+                 * nor does a backend writing an answer to a daemon that is
+                 * gone (unacknowledged data ends the connection), which
+                 * would hold the store's row lock (a statement's answer is
+                 * sent before its commit) */
                 snprintf(settings, sizeof(settings),
                          "SET statement_timeout = %u; SET lock_timeout = %u; "
+                         "SET tcp_user_timeout = %u; "
                          "SET default_transaction_isolation = 'read committed'; "
                          "SET application_name = 'snowidd'; SET client_min_messages = warning",
-                         p->cfg->etcd_timeout_ms, p->cfg->etcd_timeout_ms);
+                         p->cfg->etcd_timeout_ms, p->cfg->etcd_timeout_ms,
+                         p->cfg->etcd_timeout_ms);
                 sql = settings;
                 break;
         case S_CHECKS:

@@ -837,7 +837,7 @@ class Chaos:
                     events, _, bad = pg_history(self.etcd)
                 else:
                     events, _ = etcd_history(self.etcd, self.net)
-                head = int(self.etcd.call("/v3/kv/range", {"key": b64("\0"), "limit": 1})
+                head = int(self.etcd.call("/v3/kv/range", {"key": b64("\0"), "limit": 1}, timeout=30)
                            ["header"]["revision"])
                 if head <= max((e[0] for e in events), default=0):
                     break
