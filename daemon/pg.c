@@ -22,6 +22,7 @@
 
 #define BACKOFF_MIN_MS 100  /* reconnecting: the first wait, doubled up to the last */
 #define BACKOFF_MAX_MS 1000
+#define SETUP_MIN_MS 10000  /* a new connection's setup may take this long, at least */
 #define HOLD_MIN_MS 1000    /* after a refusal (auth, TLS...), the first wait */
 #define HOLD_MAX_MS 30000
 #define ANSWER_MAX (16u << 20) /* an answer larger than this is not one of ours */
@@ -57,9 +58,11 @@ enum conn_state {
 
 /* Run in this order on every new connection, before any call. */
 enum setup_step {
-        S_SETTINGS, /* timeouts and application_name */
+        S_SETTINGS, /* the setup's timeouts, isolation and application_name */
         S_CHECKS,   /* a primary, and how durable its commits are */
         S_SCHEMA,   /* daemon/postgres.sql: idempotent */
+        S_WARM,     /* one harmless call: the server compiles snowid.call's functions */
+        S_TIMEOUTS, /* then every statement bounded by etcd-timeout */
         S_DONE,
 };
 
@@ -555,6 +558,7 @@ static void connect_failed(struct pg *p, enum etcd_err err, const char *why)
 }
 
 static void setup_send(struct pg *p);
+static unsigned setup_ms(const struct pg *p);
 static void flush(struct pg *p);
 
 static int on_connect_timeout(sd_event_source *s, uint64_t usec, void *userdata)
@@ -563,7 +567,11 @@ static int on_connect_timeout(sd_event_source *s, uint64_t usec, void *userdata)
         char why[128];
         (void)s;
         (void)usec;
-        snprintf(why, sizeof(why), "no connection within %u ms", p->cfg->etcd_timeout_ms);
+        if (p->state == C_SETUP)
+                snprintf(why, sizeof(why), "the connection's setup took more than %u ms",
+                         setup_ms(p));
+        else
+                snprintf(why, sizeof(why), "no connection within %u ms", p->cfg->etcd_timeout_ms);
         connect_failed(p, ETCD_ERR_NONE, why);
         return 0;
 }
@@ -594,6 +602,12 @@ static void connect_poll(struct pg *p)
         endpoint_format(p->endpoint, sizeof(p->endpoint), PQhost(p->conn), PQport(p->conn));
         p->state = C_SETUP;
         p->step = S_SETTINGS;
+        /* connected: the setup gets a budget of its own, which a busy server
+         * needs the first time a backend runs snowid.call (it compiles the
+         * functions); a connection closed at every 2 s deadline would pay
+         * that again and again and never serve */
+        sd_event_source_set_time(p->connect_timer, now_usec() + (uint64_t)setup_ms(p) * 1000);
+        sd_event_source_set_enabled(p->connect_timer, SD_EVENT_ONESHOT);
         setup_send(p);
 }
 
@@ -651,24 +665,45 @@ static void connect_start(struct pg *p)
                 connect_failed(p, ETCD_ERR_NONE, "cannot watch the socket");
 }
 
+static unsigned setup_ms(const struct pg *p)
+{
+        return p->cfg->etcd_timeout_ms > SETUP_MIN_MS ? p->cfg->etcd_timeout_ms : SETUP_MIN_MS;
+}
+
+/* A transaction that reads one key snowid never writes, through the same
+ * functions as the daemon's calls. */
+static const char warm_sql[] =
+        "SELECT snowid.call('/v3/kv/txn', '{\"compare\": [{\"key\": \"AA==\", \"target\": "
+        "\"CREATE\", \"result\": \"EQUAL\", \"create_revision\": \"0\"}], \"success\": "
+        "[{\"request_range\": {\"key\": \"AA==\"}}], \"failure\": [{\"request_range\": "
+        "{\"key\": \"AA==\", \"range_end\": \"AQ==\", \"limit\": \"1\"}}]}'::jsonb)";
+
 static void setup_send(struct pg *p)
 {
         char settings[384];
         const char *sql;
         switch (p->step) {
         case S_SETTINGS:
-                /* no statement or lock wait outlives the call that made it;
-                 * nor does a backend writing an answer to a daemon that is
-                 * gone (unacknowledged data ends the connection), which
-                 * would hold the store's row lock (a statement's answer is
-                 * sent before its commit) */
+                /* a backend writing an answer to a daemon that is gone
+                 * (unacknowledged data ends the connection) would hold the
+                 * store's row lock: a statement's answer is sent before its
+                 * commit */
                 snprintf(settings, sizeof(settings),
                          "SET statement_timeout = %u; SET lock_timeout = %u; "
                          "SET tcp_user_timeout = %u; "
                          "SET default_transaction_isolation = 'read committed'; "
                          "SET application_name = 'snowidd'; SET client_min_messages = warning",
-                         p->cfg->etcd_timeout_ms, p->cfg->etcd_timeout_ms,
-                         p->cfg->etcd_timeout_ms);
+                         setup_ms(p), setup_ms(p), p->cfg->etcd_timeout_ms);
+                sql = settings;
+                break;
+        case S_WARM:
+                sql = warm_sql;
+                break;
+        case S_TIMEOUTS:
+                /* no statement or lock wait outlives the call that made it */
+                snprintf(settings, sizeof(settings),
+                         "SET statement_timeout = %u; SET lock_timeout = %u",
+                         p->cfg->etcd_timeout_ms, p->cfg->etcd_timeout_ms);
                 sql = settings;
                 break;
         case S_CHECKS:

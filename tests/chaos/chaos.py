@@ -832,17 +832,27 @@ class Chaos:
         self.cut_all(True)
         try:
             time.sleep(0.3)
+            events = None
             for attempt in range(5):
-                if self.pg:
-                    events, _, bad = pg_history(self.etcd)
-                else:
-                    events, _ = etcd_history(self.etcd, self.net)
-                head = int(self.etcd.call("/v3/kv/range", {"key": b64("\0"), "limit": 1}, timeout=30)
-                           ["header"]["revision"])
+                try:
+                    if self.pg:
+                        events, _, bad = pg_history(self.etcd)
+                    else:
+                        events, _ = etcd_history(self.etcd, self.net)
+                    head = int(self.etcd.call("/v3/kv/range", {"key": b64("\0"), "limit": 1},
+                                              timeout=30)["header"]["revision"])
+                except (OSError, subprocess.TimeoutExpired) as e:
+                    # the store busy or still starting: the test's own read
+                    # is tried again, the run goes on
+                    self.note(f"{kind}: reading the history failed ({str(e)[:120]}); again")
+                    time.sleep(1)
+                    continue
                 if head <= max((e[0] for e in events), default=0):
                     break
                 self.note(f"{kind}: revision {head} came after the history was read; again")
             else:
+                if events is None:
+                    raise OSError(f"{kind}: the history could not be read in 5 tries")
                 self.note(f"{kind}: etcd's revision kept moving with every host cut off; "
                           f"a write acknowledged after the history was read may be missed")
             t0 = time.monotonic()

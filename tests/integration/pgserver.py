@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import free_port, log
+from harness import free_port, log, wait_for
 
 PGBIN = os.environ.get("SNOWID_PGBIN", "/usr/lib/postgresql/15/bin")
 SQL = os.environ.get("SNOWID_PG_SQL", os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -24,17 +24,6 @@ SQL = os.environ.get("SNOWID_PG_SQL", os.path.join(os.path.dirname(os.path.abspa
 
 def available():
     return os.path.exists(os.path.join(PGBIN, "postgres")) and shutil.which("psql") is not None
-
-
-def _deadline_poll(cond, timeout, what, interval=0.05):
-    end = time.monotonic() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
 
 
 def sql_literal(s):
@@ -105,7 +94,7 @@ class Postgres:
             if self.proc.poll() is not None:
                 raise AssertionError(f"PostgreSQL exited ({self.proc.returncode}); see {self.log}")
             return self.ready()
-        _deadline_poll(up, timeout, f"PostgreSQL on port {self.port}")
+        wait_for(up, timeout, f"PostgreSQL on port {self.port}")
         return self
 
     def postmaster_pid(self):
@@ -155,7 +144,7 @@ class Postgres:
                 except OSError:
                     pass
             return True
-        _deadline_poll(gone, timeout, "the killed PostgreSQL processes to go")
+        wait_for(gone, timeout, "the killed PostgreSQL processes to go")
 
     def stop(self, mode="fast", timeout=60):
         """pg_ctl stop -m fast|immediate|smart, waiting until it is down."""

@@ -13,7 +13,6 @@ import pwd
 import queue
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,15 +23,7 @@ BUILD = os.environ.get("SNOWID_BUILD", os.path.join(os.path.dirname(__file__), "
 DRIVER = os.path.join(BUILD, "tests", "snowid-pg-driver")
 PGBIN = os.environ.get("SNOWID_PGBIN", "/usr/lib/postgresql/15/bin")
 
-
-def log(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from harness import free_port, log  # noqa: E402 (after the paths it reads)
 
 
 class ScratchPostgres:
