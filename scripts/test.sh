@@ -59,8 +59,8 @@ failed=$((failed + ${mf:-1}))
 export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
 run_suite build -Dbindings=enabled
 # the PostgreSQL runs of the tests shared with etcd, and the SQL-only test,
-# add no C code to what the sanitizers see
-TEST_ARGS=(--no-suite store-shared --no-suite sql)
+# add no C code to what the sanitizers see; the long waits run once, plainly
+TEST_ARGS=(--no-suite store-shared --no-suite sql --no-suite long)
 ASAN_OPTIONS=detect_leaks=1 run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbindings=disabled
 TEST_ARGS=()
 
@@ -83,7 +83,7 @@ fuzz_one() { # fuzz_one TARGET
     # the targets' own stderr is kept only where it is quiet (fuzz-http)
     local mask=3
     [ "$t" = http ] && mask=1
-    if build-fuzz/fuzz/fuzz-"$t" -max_total_time="${FUZZ_SECONDS:-20}" -timeout=10 \
+    if build-fuzz/fuzz/fuzz-"$t" -max_total_time="${FUZZ_SECONDS:-12}" -timeout=10 \
         -close_fd_mask="$mask" -artifact_prefix="$dir/" "${dict[@]}" "$dir/corpus" "fuzz/corpus/$t" \
         >"$dir/log" 2>&1; then
         grep -E "^#[0-9]+[[:space:]]+DONE" "$dir/log" | tail -1
@@ -107,7 +107,7 @@ fi
 # the chaos test's checker, then a short chaos run: 4 hosts in network
 # namespaces, a 3-member etcd, faults from a seed (its own python: numpy)
 one chaos-checker /usr/bin/python3 tests/chaos/test_checker.py
-one chaos /usr/bin/python3 tests/chaos/chaos.py --build build --duration "${CHAOS_SECONDS:-100}"
+one chaos /usr/bin/python3 tests/chaos/chaos.py --build build --duration "${CHAOS_SECONDS:-60}"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
