@@ -42,7 +42,7 @@ struct request {
         void *userdata;
         uint64_t tag;
         uint64_t queued;     /* CLOCK_MONOTONIC usec */
-        int64_t rev_at_send; /* the highest kv revision seen when it was made */
+        int64_t rev_at_send; /* the highest kv revision seen when it was sent */
         unsigned gen_at_send;
         bool is_kv;
         sd_event_source *deadline;
@@ -1126,8 +1126,6 @@ int pg_call(struct pg *p, const char *path, json_t *body, etcd_cb cb, void *user
         q->tag = tag;
         q->queued = now_usec();
         q->is_kv = !strncmp(path, "/v3/kv/", 7);
-        q->rev_at_send = p->hist.max_rev;
-        q->gen_at_send = p->hist.gen;
         int r = sd_event_add_time(p->event, &q->deadline, CLOCK_MONOTONIC,
                                   q->queued + (uint64_t)p->cfg->etcd_timeout_ms * 1000, 1000,
                                   on_deadline, q);
