@@ -35,7 +35,7 @@ enum {
         O_WORKER_RANGE, O_REGION,
         O_HTTP_TOKEN_IDS, O_HTTP_TOKEN_REQUESTS, O_HTTP_ADDRESS_IDS, O_HTTP_ADDRESS_REQUESTS,
         O_HTTP_CONNECTIONS, O_HTTP_CONNECTIONS_PER_ADDRESS, O_HTTP_READ_TIMEOUT,
-        O_STORE, O_POSTGRES,
+        O_STORE, O_POSTGRES, O_TSC_CLOCK, O_TSC_MAX_ERROR,
 };
 
 /* One table serves the flags and the config file's keys. */
@@ -69,6 +69,8 @@ static const struct option options[] = {
         {"step-back-threshold", required_argument, NULL, O_STEP_BACK},
         {"slew", required_argument, NULL, O_SLEW},
         {"lead", required_argument, NULL, O_LEAD},
+        {"tsc-clock", required_argument, NULL, O_TSC_CLOCK},
+        {"tsc-max-error", required_argument, NULL, O_TSC_MAX_ERROR},
         {"http", required_argument, NULL, O_HTTP},
         {"http-token-file", required_argument, NULL, O_HTTP_TOKEN_FILE},
         {"http-max-count", required_argument, NULL, O_HTTP_MAX_COUNT},
@@ -119,6 +121,11 @@ static const char help[] =
         "  --step-back-threshold MS  wall clock this far behind: a fresh number (default 1000)\n"
         "  --slew US                 how much ID time may slow per second (default 1000)\n"
         "  --lead MS                 how far the counter may run ahead of the clock (default 1)\n"
+        "  --tsc-clock auto|on|off   clients read time from the TSC, calibrated here;\n"
+        "                            auto: while the TSC is invariant and the kernel's\n"
+        "                            clocksource (default auto)\n"
+        "  --tsc-max-error US        the TSC clock off CLOCK_MONOTONIC by more: it goes off\n"
+        "                            for a while (default 200; at most half of --lead)\n"
         "  --http ADDR:PORT          serve the HTTP API there (off unless set)\n"
         "  --http-token-file FILE    require 'Authorization: Bearer <token>' on /v1/; one\n"
         "                            token a line: NAME SECRET [ids=N] [requests=N]\n"
@@ -264,6 +271,21 @@ static int apply(struct settings *s, const char *origin, int id, const char *key
                 if (parse_uint(v, 1, 100, &x) < 0)
                         return bad(origin, key, v, "milliseconds, 1 to 100");
                 s->lead_ms = (unsigned)x;
+                return 0;
+        case O_TSC_CLOCK:
+                if (!strcmp(v, "auto"))
+                        s->tsc_mode = TSC_MODE_AUTO;
+                else if (!strcmp(v, "on"))
+                        s->tsc_mode = TSC_MODE_ON;
+                else if (!strcmp(v, "off"))
+                        s->tsc_mode = TSC_MODE_OFF;
+                else
+                        return bad(origin, key, v, "auto, on or off");
+                return 0;
+        case O_TSC_MAX_ERROR:
+                if (parse_uint(v, 1, 50000, &x) < 0)
+                        return bad(origin, key, v, "microseconds, 1 to 50000");
+                s->tsc_max_error_us = (unsigned)x;
                 return 0;
         case O_EPOCH:
                 if (parse_uint(v, 0, (UINT64_C(1) << 62) - 1, &x) < 0)
@@ -618,6 +640,13 @@ static int check(struct settings *s)
                         s->slew_us_per_s, s->lead_ms, SLEW_TICK_MS, max_slew);
                 return EX_CONFIG_;
         }
+        /* an error inside half the lead costs at most a short wait at the
+         * lead bound when the clock goes back to the vDSO */
+        if ((uint64_t)s->tsc_max_error_us * 2 > (uint64_t)s->lead_ms * 1000) {
+                fprintf(stderr, "snowidd: tsc-max-error %u us must be at most half of lead %u ms\n",
+                        s->tsc_max_error_us, s->lead_ms);
+                return EX_CONFIG_;
+        }
         if ((s->cert == NULL) != (s->key == NULL)) {
                 fprintf(stderr, "snowidd: etcd-cert and etcd-key go together\n");
                 return EX_CONFIG_;
@@ -668,6 +697,7 @@ int settings_load(struct settings *s, int argc, char **argv)
                 .step_back_ms = 1000,
                 .slew_us_per_s = 1000,
                 .lead_ms = 1,
+                .tsc_max_error_us = 200,
                 .http_max_count = 10000,
                 .http_threads = 2,
                 .http_address_ids = 1000000,

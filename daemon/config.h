@@ -15,6 +15,13 @@
 /* Where the leases and marks live: etcd, or PostgreSQL (daemon/pg.c). */
 enum store_kind { STORE_ETCD, STORE_POSTGRES };
 
+/* The TSC clock (tsc-clock.h, docs/clocks.md) */
+enum tsc_mode {
+        TSC_MODE_AUTO = 0, /* on while the TSC is invariant and the kernel's clocksource */
+        TSC_MODE_ON,       /* on wherever x86-64 has a TSC (tests, benchmarks) */
+        TSC_MODE_OFF,
+};
+
 struct settings {
         enum store_kind store;
         char *postgres;          /* libpq conninfo (keywords or URI), without a password */
@@ -30,6 +37,8 @@ struct settings {
         unsigned step_back_ms;   /* wall clock this far behind ID time: a fresh number */
         unsigned slew_us_per_s;  /* how fast ID time is brought back to the wall clock */
         unsigned lead_ms;        /* how far the counter may run ahead of ID time */
+        enum tsc_mode tsc_mode;
+        unsigned tsc_max_error_us; /* the TSC clock's error past this: off, backing off */
         snowid_layout layout;
         bool layout_given;       /* any of --epoch/--*-bits was set */
         bool range_given;        /* worker-range was set; else the whole worker space */

@@ -521,6 +521,13 @@ static enum MHD_Result status(struct http_server *srv, struct MHD_Connection *c)
         /* the store behind the etcd_* fields (docs/postgres.md) */
         json_object_set_new(j, "store",
                             json_string(srv->cfg->store == STORE_POSTGRES ? "postgres" : "etcd"));
+        /* the clock clients read (docs/clocks.md, "The TSC clock") */
+        json_object_set_new(
+                j, "tsc_clock",
+                json_pack("{s:s, s:b, s:o, s:f, s:f, s:I}", "mode", s->tsc.mode, "on", s->tsc.on,
+                          "why_off", s->tsc.on ? json_null() : json_string(s->tsc.why_off),
+                          "last_error_us", (double)s->tsc.last_error_ns / 1000, "max_error_us",
+                          (double)s->tsc.max_error_ns / 1000, "trips", (json_int_t)s->tsc.trips));
         json_object_set_new(j, "etcd_error", s->etcd_error ? json_string(s->etcd_error) : json_null());
         json_object_set_new(j, "etcd_error_message", s->etcd_error
                                                            ? json_string(s->etcd_error_message)
@@ -664,6 +671,17 @@ static enum MHD_Result metrics(struct http_server *srv, struct MHD_Connection *c
                 s->holder.renewals, s->holder.renewal_failures, s->holder.leases_lost,
                 s->holder.switches, s->holder.steps_forward, s->holder.steps_back,
                 s->holder.backstops, (double)s->offset_ns / 1e9, s->etcd_reachable, s->worker);
+        fprintf(f,
+                "# HELP snowid_tsc_clock_on Whether clients read time from the TSC clock that "
+                "snowidd calibrates (else the vDSO).\n# TYPE snowid_tsc_clock_on gauge\n"
+                "snowid_tsc_clock_on %d\n"
+                "# HELP snowid_tsc_clock_error_seconds The TSC clock minus CLOCK_MONOTONIC at its "
+                "last check while on.\n# TYPE snowid_tsc_clock_error_seconds gauge\n"
+                "snowid_tsc_clock_error_seconds %.9f\n"
+                "# HELP snowid_tsc_clock_trips_total Times the TSC clock went off because its "
+                "error passed tsc-max-error.\n# TYPE snowid_tsc_clock_trips_total counter\n"
+                "snowid_tsc_clock_trips_total %" PRIu64 "\n",
+                s->tsc.on, (double)s->tsc.last_error_ns / 1e9, s->tsc.trips);
         fprintf(f, "# HELP snowid_cluster_halted Whether the daemon extends nothing on the cluster, "
                    "and why (run `snowid fence`).\n# TYPE snowid_cluster_halted gauge\n");
         static const char *const reasons[] = {"etcd-restored", "layout-lost", "fence-lost"};

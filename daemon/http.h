@@ -15,6 +15,7 @@
 #include "holder.h"
 #include "publish.h"
 #include "serve.h"
+#include "tsc-clock.h"
 
 /* What the loop knows, as one immutable object. */
 struct http_snapshot {
@@ -32,6 +33,7 @@ struct http_snapshot {
         struct holder_stats holder;
         struct etcd_stats etcd;
         struct serve_stats handshakes;
+        struct tsc_stats tsc;
 };
 
 struct http_server;

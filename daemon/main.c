@@ -20,11 +20,13 @@
 #include "handshake.h"
 #include "publish.h"
 #include "serve.h"
+#include "tsc-clock.h"
 
 struct app {
         struct holder *holder;
         struct http_server *http;
         struct serve *serve;
+        struct tsc_clock *tsc;
         uint64_t started_ms;
 };
 
@@ -53,6 +55,7 @@ static void on_holder_change(struct holder *h, void *userdata)
                 snprintf(snap->etcd_error_message, sizeof(snap->etcd_error_message), "%s",
                          h->etcd_err_message);
                 snap->etcd_error = etcd_err_name(h->etcd_err);
+                tsc_clock_stats(app->tsc, &snap->tsc);
                 http_publish(app->http, snap);
         }
 }
@@ -227,6 +230,8 @@ int main(int argc, char **argv)
         else
                 close(listen_fd);
         if (r >= 0)
+                r = tsc_clock_start(event, &cfg, pub, &app.tsc);
+        if (r >= 0)
                 r = holder_start(&holder, event, &cfg, pub);
         if (r >= 0 && cfg.http) {
                 r = http_start(&cfg, pub, &app.http);
@@ -258,6 +263,7 @@ int main(int argc, char **argv)
         http_stop(app.http);
         serve_free(app.serve);
         holder_free(&holder);
+        tsc_clock_free(app.tsc);
         sd_event_unref(event);
         shm_pub_close(pub);
         curl_global_cleanup();

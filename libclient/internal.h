@@ -8,6 +8,7 @@
 #include "handshake.h"
 #include "segment.h"
 #include "snowid.h"
+#include "tsc.h"
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -65,13 +66,44 @@ static inline int64_t monotonic_ns(void)
 }
 #endif
 
+/* 1 unless this process refuses the TSC clock (SNOWID_NO_TSC=1, or
+ * prctl(PR_SET_TSC, PR_TSC_SIGSEGV)): checked at each open (snowid.c). */
+extern _Atomic int snowid_tsc_allowed;
+
+/* CLOCK_MONOTONIC: from the TSC line snowidd publishes (shm/tsc.h) when it
+ * is on and good for this TSC, else from the vDSO. */
+static inline int64_t clock_ns(const struct shm_ctl *ctl)
+{
+#if SHM_HAVE_TSC && !defined(SNOWID_FAKE_CLOCK)
+        if (likely(READ_ONCE(snowid_tsc_allowed))) {
+                const struct shm_tsc *t = &ctl->tsc;
+                /* pairs with store_release(tsc.seq) in shm_pub_set_tsc():
+                 * an even seq comes with the line written before it */
+                uint32_t seq = load_acquire(t->seq);
+                struct tsc_line l = {.base = READ_ONCE(t->base), .span = READ_ONCE(t->span),
+                                     .mult = READ_ONCE(t->mult), .shift = READ_ONCE(t->shift),
+                                     .ns = READ_ONCE(t->ns)};
+                /* pairs with smp_wmb() in shm_pub_set_tsc(): a field from a
+                 * newer line shows up as an odd or newer seq below */
+                smp_rmb();
+                int64_t ns;
+                if (likely(tsc_line_ns(&l, tsc_read(), &ns) & !(seq & 1) &
+                           (READ_ONCE(t->seq) == seq)))
+                        return ns;
+        }
+#else
+        (void)ctl;
+#endif
+        return monotonic_ns();
+}
+
 /* ID time in ms: CLOCK_MONOTONIC plus the offset that snowidd publishes.
  * Before the epoch (nothing published yet) it reads as 0. */
 static inline uint64_t id_time_ms(const struct shm_ctl *ctl)
 {
         int64_t offset = READ_ONCE(ctl->offset_ns), t;
         /* a damaged offset must not overflow: past either end reads as that end */
-        if (__builtin_add_overflow(monotonic_ns(), offset, &t))
+        if (__builtin_add_overflow(clock_ns(ctl), offset, &t))
                 t = offset > 0 ? INT64_MAX : 0;
         return t > 0 ? (uint64_t)t / 1000000 : 0;
 }

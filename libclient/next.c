@@ -3,8 +3,9 @@
  * Taking IDs: the algorithm of DESIGN.md, "The shared counter".
  *
  * take() is the fast path: one acquire load of gen, a few relaxed loads from
- * the same cache line, a vDSO clock read, and one atomic operation on the
- * live counter line.  Everything that waits lives in wait_step(), which the
+ * the same cache line, a clock read (the TSC line snowidd publishes, checked
+ * by its own seqlock, or the vDSO: clock_ns() in internal.h), and one atomic
+ * operation on the live counter line.  Everything that waits lives in wait_step(), which the
  * fast path never enters while the counter is within the lead bound of the
  * clock, before the deadline, and the generation is even.
  */

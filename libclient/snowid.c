@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -256,11 +257,31 @@ static uint64_t uuid_key_new(void)
                (uint64_t)(uintptr_t)&k;
 }
 
+_Atomic int snowid_tsc_allowed;
+
+/* The TSC clock is a process's to refuse: SNOWID_NO_TSC set (to anything
+ * but 0), or RDTSC made to fault (prctl PR_SET_TSC; a process that sets it
+ * after opening a handle must open one again).  Read at each open. */
+static void tsc_policy(void)
+{
+        int allowed = SHM_HAVE_TSC, mode = 0;
+        const char *e = getenv("SNOWID_NO_TSC");
+        if (e && *e && strcmp(e, "0") != 0)
+                allowed = 0;
+#ifdef PR_GET_TSC
+        if (prctl(PR_GET_TSC, &mode, 0, 0, 0) == 0 && mode == PR_TSC_SIGSEGV)
+                allowed = 0;
+#endif
+        (void)mode;
+        WRITE_ONCE(snowid_tsc_allowed, allowed);
+}
+
 static snowid *handle_new(const char *path)
 {
         snowid *s = calloc(1, sizeof(*s));
         if (!s)
                 return NULL;
+        tsc_policy();
         atomic_init(&s->max_wait_ns, SNOWID_MAX_WAIT_DEFAULT_USEC * 1000);
         atomic_init(&s->next_follow_ns, 0);
         atomic_init(&s->seg, NULL);

@@ -471,3 +471,26 @@ uint64_t shm_pub_counter_ms(const struct shm_pub *p)
         uint8_t seq_bits = READ_ONCE(p->ctl->seq_bits);
         return READ_ONCE(p->ctr->line[shm_line_index(gen)].state) >> seq_bits;
 }
+
+void shm_pub_set_tsc(struct shm_pub *p, const struct tsc_line *l)
+{
+        struct shm_tsc *t = &p->ctl->tsc;
+        uint32_t seq = READ_ONCE(t->seq);
+        const struct tsc_line off = {0};
+        if (!l)
+                l = &off;
+        /* a seqlock: odd while the line changes; clients that read any of
+         * it meanwhile see seq odd or changed and use the vDSO once */
+        WRITE_ONCE(t->seq, seq + 1);
+        /* pairs with smp_rmb() in the client's read (next.c): a client that
+         * sees a field below from this write sees seq odd, or seq moved on */
+        smp_wmb();
+        WRITE_ONCE(t->base, l->base);
+        WRITE_ONCE(t->span, l->span);
+        WRITE_ONCE(t->mult, l->mult);
+        WRITE_ONCE(t->shift, l->shift);
+        WRITE_ONCE(t->ns, l->ns);
+        /* pairs with load_acquire(tsc.seq) in the client: a client that
+         * reads this even seq reads the fields above */
+        store_release(t->seq, seq + 2);
+}

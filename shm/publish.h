@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "segment.h"
+#include "tsc.h"
 #include "snowid.h"
 
 struct shm_pub {
@@ -65,6 +66,8 @@ void shm_pub_set_offset(struct shm_pub *p, int64_t offset_ns);
 void shm_pub_set_state(struct shm_pub *p, enum shm_state state);
 /* The worker numbers the daemon claims in, from..to, for snowid status. */
 void shm_pub_set_range(struct shm_pub *p, uint32_t from, uint32_t to);
+/* Publishes the TSC clock's line (tsc.h); NULL turns it off. */
+void shm_pub_set_tsc(struct shm_pub *p, const struct tsc_line *l);
 /* ms of the live counter, for the daemon's backstop. */
 uint64_t shm_pub_counter_ms(const struct shm_pub *p);
 

@@ -32,6 +32,10 @@
  * lead_ms        | publisher, in a switch    | client slow path         | READ_ONCE
  * range_from,    | publisher, once the       | snowid status (through   | WRITE_ONCE / READ_ONCE
  * range_end      | layout is known           | a private call)          | (a display: no pairing)
+ * tsc.seq        | publisher: odd, then even | every client call while  | seqlock: store_release
+ *                | around each recalibration | the TSC clock is allowed | / load_acquire
+ * tsc.base, span,| publisher, inside the     | every client call        | READ_ONCE between two
+ * mult, shift, ns| tsc seqlock (tsc.h)       | (tsc.h)                  | reads of tsc.seq
  * line[i].state  | publisher raises it at a  | clients: CAS forward or  | atomic RMW only; it
  *                | switch (CAS forward);     | fetch_add; publisher     | only ever grows
  *                | clients CAS / fetch_add   | reads it for its backstop|
@@ -107,7 +111,18 @@ struct shm_ctl {
          * not said (a daemon before worker ranges; the bytes were reserved) */
         _Atomic uint32_t range_from;
         _Atomic uint32_t range_end;
-        uint8_t reserved2[48];
+        /* the TSC clock (tsc.h): CLOCK_MONOTONIC as a line over the TSC,
+         * calibrated by snowidd; all zero (span 0) is "off", and a client
+         * that predates it never looks here (the bytes were reserved) */
+        struct shm_tsc {
+                _Atomic uint32_t seq;   /* odd while snowidd rewrites the line */
+                _Atomic uint32_t shift; /* ns = ns0 + (tsc - base) * mult >> shift */
+                _Atomic uint64_t base;  /* TSC at the line's start */
+                _Atomic uint64_t span;  /* cycles past base the line is good for; 0: off */
+                _Atomic uint64_t mult;
+                _Atomic int64_t ns;     /* CLOCK_MONOTONIC ns at base */
+        } tsc;
+        uint8_t reserved2[8];
 };
 
 struct shm_line {
@@ -148,6 +163,8 @@ _Static_assert(offsetof(struct shm_ctl, lead_ms) == 103, "shm_ctl is an ABI");
 _Static_assert(offsetof(struct shm_ctl, heartbeat_ms) == 128, "shm_ctl is an ABI");
 _Static_assert(offsetof(struct shm_ctl, range_from) == 136, "shm_ctl is an ABI");
 _Static_assert(offsetof(struct shm_ctl, range_end) == 140, "shm_ctl is an ABI");
+_Static_assert(offsetof(struct shm_ctl, tsc) == 144 && sizeof(struct shm_tsc) == 40,
+               "shm_ctl is an ABI");
 _Static_assert(sizeof(struct shm_line) == SHM_LINE_SIZE, "one counter per cache line");
 _Static_assert(sizeof(struct shm_stats) == 64, "stats fill one line");
 _Static_assert(offsetof(struct shm_ctr, stats) == SHM_LINES * SHM_LINE_SIZE, "stats after lines");
