@@ -49,6 +49,13 @@ int snowid_take(snowid *s, uint64_t n, uint64_t *ret_x, struct snap *ret_sn, uin
  * Rate-limited; waits at most budget_ns (nothing below a millisecond). */
 int snowid_follow(snowid *s, const struct seg *g, int64_t budget_ns);
 
+/* 1: this process may read the TSC clock; 0: it refuses it (SNOWID_NO_TSC
+ * set); -1: RDTSC faults in this process (prctl PR_SET_TSC,
+ * PR_TSC_SIGSEGV), and so may the vDSO, which reads the TSC itself on a
+ * host whose clocksource is tsc: clocks come from the system call.  Set at
+ * each open (snowid.c). */
+extern _Atomic int snowid_tsc_allowed;
+
 #ifdef SNOWID_FAKE_CLOCK
 /* Tests build the library a second time with a clock of their own. */
 int64_t snowid_fake_monotonic_ns(void);
@@ -57,8 +64,11 @@ static inline int64_t monotonic_ns(void)
         return snowid_fake_monotonic_ns();
 }
 #else
+int64_t snowid_syscall_monotonic_ns(void);
 static inline int64_t monotonic_ns(void)
 {
+        if (unlikely(READ_ONCE(snowid_tsc_allowed) < 0))
+                return snowid_syscall_monotonic_ns();
         struct timespec ts;
         /* the vDSO: no system call */
         clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -66,16 +76,12 @@ static inline int64_t monotonic_ns(void)
 }
 #endif
 
-/* 1 unless this process refuses the TSC clock (SNOWID_NO_TSC=1, or
- * prctl(PR_SET_TSC, PR_TSC_SIGSEGV)): checked at each open (snowid.c). */
-extern _Atomic int snowid_tsc_allowed;
-
 /* CLOCK_MONOTONIC: from the TSC line snowidd publishes (shm/tsc.h) when it
  * is on and good for this TSC, else from the vDSO. */
 static inline int64_t clock_ns(const struct shm_ctl *ctl)
 {
 #if SHM_HAVE_TSC && !defined(SNOWID_FAKE_CLOCK)
-        if (likely(READ_ONCE(snowid_tsc_allowed))) {
+        if (likely(READ_ONCE(snowid_tsc_allowed) > 0)) {
                 const struct shm_tsc *t = &ctl->tsc;
                 /* pairs with store_release(tsc.seq) in shm_pub_set_tsc():
                  * an even seq comes with the line written before it */

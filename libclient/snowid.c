@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -20,9 +21,22 @@
 /* How often a waiting handle may ask the socket for a newer segment. */
 #define FOLLOW_EVERY_NS INT64_C(20000000)
 
+_Atomic int snowid_tsc_allowed;
+
+/* CLOCK_MONOTONIC from the kernel itself, for a process in which RDTSC
+ * faults (and the vDSO with it, on a host whose clocksource is tsc). */
+int64_t snowid_syscall_monotonic_ns(void)
+{
+        struct timespec ts;
+        syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* The real CLOCK_MONOTONIC (tests fake monotonic_ns(), not this). */
 static int64_t real_monotonic_ns(void)
 {
+        if (READ_ONCE(snowid_tsc_allowed) < 0)
+                return snowid_syscall_monotonic_ns();
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
@@ -252,12 +266,10 @@ static uint64_t uuid_key_new(void)
         if (getrandom(&k, sizeof(k), GRND_NONBLOCK) == (ssize_t)sizeof(k))
                 return k;
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
+        syscall(SYS_clock_gettime, CLOCK_REALTIME, &ts); /* not the vDSO: see tsc_policy() */
         return (uint64_t)ts.tv_sec << 32 ^ (uint64_t)ts.tv_nsec ^ (uint64_t)getpid() << 20 ^
                (uint64_t)(uintptr_t)&k;
 }
-
-_Atomic int snowid_tsc_allowed;
 
 /* The TSC clock is a process's to refuse: SNOWID_NO_TSC set (to anything
  * but 0), or RDTSC made to fault (prctl PR_SET_TSC; a process that sets it
@@ -270,7 +282,7 @@ static void tsc_policy(void)
                 allowed = 0;
 #ifdef PR_GET_TSC
         if (prctl(PR_GET_TSC, &mode, 0, 0, 0) == 0 && mode == PR_TSC_SIGSEGV)
-                allowed = 0;
+                allowed = -1;
 #endif
         (void)mode;
         WRITE_ONCE(snowid_tsc_allowed, allowed);

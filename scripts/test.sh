@@ -68,7 +68,7 @@ TEST_ARGS=()
 # with its HTTP threads.  GCC warns that TSan does not model atomic fences
 # (-Wtsan): every access to the shared segment is atomic, so no report can
 # come from it either way; the fence orderings are what model/ checks.
-TEST_ARGS=(client multiproc ratelimit etcd-daemon etcd-http etcd-http-limits)
+TEST_ARGS=(client multiproc tsc ratelimit etcd-daemon etcd-http etcd-http-limits)
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
     run_suite build-tsan -Db_sanitize=thread -Db_lundef=false -Dc_args=-Wno-tsan -Dbindings=disabled
 TEST_ARGS=()

@@ -5,8 +5,11 @@ import time
 
 import os
 
-from harness import (BUILD, EPOCH_MS, Daemon, Etcd, Taker, check_unique_and_increasing, decode, log, run,
-                     take, wait_for)
+import json
+import signal
+
+from harness import (BUILD, EPOCH_MS, Daemon, Etcd, Taker, check_unique_and_increasing, decode,
+                     free_port, http_get, log, metric, run, take, wait_for)
 
 
 def faketime_lib():
@@ -82,5 +85,89 @@ def test_clock_steps(h):
     d.stop()
 
 
+def tsc_status(port):
+    st, body = http_get(port, "/v1/status")
+    return json.loads(body)["tsc_clock"] if st == 200 else None
+
+
+def auto_expected():
+    """What --tsc-clock auto should choose here: an invariant TSC (the kernel
+    shows it as nonstop_tsc) that is the kernel's clocksource, on x86-64."""
+    if os.uname().machine != "x86_64":
+        return False
+    with open("/proc/cpuinfo") as f:
+        flags = next((line for line in f if line.startswith("flags")), "").split()
+    with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
+        src = f.read().strip()
+    return "nonstop_tsc" in flags and src == "tsc"
+
+
+def test_tsc_clock(h):
+    """The TSC clock in the real daemon: forced on (whatever this machine's
+    clocksource), IDs on the wall clock while it recalibrates every 100 ms
+    and while the daemon is stopped (clients go back to the vDSO when the
+    line runs out); off; auto as the machine says."""
+    if os.uname().machine != "x86_64":
+        log("tsc clock: not on this architecture")
+        return
+    etcd = Etcd(h)
+    port = free_port()
+    d = Daemon(h, etcd, args=["--tsc-clock", "on", "--http", f"127.0.0.1:{port}"]).start()
+    wait_for(lambda: (tsc_status(port) or {}).get("on"), 10, "the TSC clock to go on")
+    assert metric(port, "snowid_tsc_clock_on") == 1.0
+    assert "The TSC clock is on" in d.log_text()
+
+    c = Taker(h, name="tsc", threads=2)
+    wait_for(lambda: c.last_id(0) is not None and c.last_id(1) is not None, 10, "IDs")
+    skew = []
+    def near_wall():
+        skew.append(id_unix_ms(take(h.instance, 1)[0]) - time.time() * 1000)
+        return len(skew) >= 20
+    wait_for(near_wall, 20, "20 IDs read against the wall clock")
+    # the daemon stopped: the line runs out after 3 ticks and clients read
+    # the vDSO; the deadline (window 10 s) covers the stop
+    d.signal(signal.SIGSTOP)
+    stopped = time.monotonic()
+    wait_for(lambda: time.monotonic() - stopped > 1.0, 3, "1 s with the daemon stopped")
+    skew.append(id_unix_ms(take(h.instance, 1)[0]) - time.time() * 1000)
+    d.signal(signal.SIGCONT)
+    wait_for(lambda: (tsc_status(port) or {}).get("on"), 10, "the TSC clock on again")
+    r = c.stop()
+    log(f"tsc clock on: {r}; ID time minus the wall clock {min(skew):.1f}..{max(skew):.1f} ms; "
+        f"status {tsc_status(port)}")
+    assert r["eagain"] == 0 and r["other_errors"] == 0, r
+    check_unique_and_increasing(c.ids())
+    # an ID's ms is the clock's, read within a few ms of the wall clock here
+    assert all(-50 < s < 50 for s in skew), skew
+    st = tsc_status(port)
+    assert st["trips"] == 0 or "off CLOCK_MONOTONIC" in d.log_text()
+    assert abs(st["max_error_us"]) <= 200, st
+    d.stop()
+
+    d = Daemon(h, etcd, args=["--tsc-clock", "off", "--http", f"127.0.0.1:{port}"],
+               name="off").start()
+    wait_for(lambda: tsc_status(port) is not None, 10, "a status")
+    st = tsc_status(port)
+    assert not st["on"] and st["why_off"] == "tsc-clock = off", st
+    assert metric(port, "snowid_tsc_clock_on") == 0.0
+    take(h.instance, 10)
+    d.stop()
+
+    d = Daemon(h, etcd, args=["--http", f"127.0.0.1:{port}"], name="auto").start()
+    want = auto_expected()
+    if want:
+        wait_for(lambda: (tsc_status(port) or {}).get("on"), 10, "auto to turn the TSC clock on")
+    else:
+        wait_for(lambda: tsc_status(port) is not None, 10, "a status")
+        # the decision is made at the first tick; give it a second tick
+        wait_for(lambda: "The TSC clock is off" in d.log_text(), 10, "auto's reason in the log")
+    st = tsc_status(port)
+    log(f"tsc clock auto here: {st}")
+    assert st["mode"] == "auto" and st["on"] == want, (st, want)
+    if not want:
+        assert "clocksource" in st["why_off"] or "invariant" in st["why_off"], st
+    d.stop()
+
+
 if __name__ == "__main__":
-    run([test_clock_steps])
+    run([test_clock_steps, test_tsc_clock])

@@ -96,7 +96,9 @@ def test_bad_input(h):
                  ["--renew-interval", "9000"], ["--log-level", "loud"], ["--allow-groups", "nogroup-x"],
                  ["--allow-users", "nouser-x"], ["--runtime-dir", "relative"],
                  ["--runtime-dir", "/" + "d" * 60, "--instance", "i" * 50],
-                 ["--etcd-user", "u"], ["extra"], ["--check-config", "--slew", "5001"]):
+                 ["--etcd-user", "u"], ["extra"], ["--check-config", "--slew", "5001"],
+                 ["--tsc-clock", "yes"], ["--tsc-max-error", "0"],
+                 ["--check-config", "--tsc-max-error", "501"]):
         r = run_d(*args)
         assert r.returncode == 78, f"{args}: exit {r.returncode}"
         lines = r.stderr.strip().splitlines()
