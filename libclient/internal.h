@@ -93,8 +93,9 @@ static inline int64_t clock_ns(const struct shm_ctl *ctl)
                  * newer line shows up as an odd or newer seq below */
                 smp_rmb();
                 int64_t ns;
-                if (likely(tsc_line_ns(&l, tsc_read(), &ns) & !(seq & 1) &
-                           (READ_ONCE(t->seq) == seq)))
+                /* off (span 0): not even the RDTSC */
+                if (likely(l.span != 0) && likely(tsc_line_ns(&l, tsc_read(), &ns) &
+                                                  !(seq & 1) & (READ_ONCE(t->seq) == seq)))
                         return ns;
         }
 #else

@@ -57,7 +57,8 @@
  *             lease is any interleaving in which it waits.
  *   clients   C per host, sharing the host's segment: read gen, read worker
  *             and deadline, take a counter value, check it, re-read gen.
- *   clocks    every `now` (daemon or client) is chosen freely in 0..T-1 at
+ *   clocks    every `now` (daemon or client; a client reads the vDSO or the
+ *             TSC clock that snowidd calibrates) is chosen freely in 0..T-1 at
  *             each use: clocks stepping back and forward, and hosts that
  *             disagree, are all covered.  Sequence bits are 0: one value per
  *             ms, which keeps the counter's semantics (values only grow).
