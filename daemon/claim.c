@@ -2,7 +2,8 @@
 /*
  * Acquiring a worker number: grant a lease, scan workers/ and hwm/, claim
  * one number under that lease (one attempt per lease), and settle a claim
- * whose answer never came (DESIGN.md; docs/fences.md rules 1 and 3).
+ * whose answer never came (docs/design.md rules 3, 8 and 9; docs/fences.md
+ * rules 1 and 3).
  *
  * The scan first reads a sample of SCAN_SAMPLE numbers at random (their
  * workers/ keys and marks: a constant cost, however many hosts hold

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The clock policy (clock.h): DESIGN.md "Clocks", with no I/O. */
+/* The clock policy (clock.h): docs/design.md "Clocks", with no I/O. */
 #include "clock.h"
 
 /* Sums and differences of int64s are exact in 128 bits; results are

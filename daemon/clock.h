@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The clock policy: DESIGN.md "Clocks", as pure functions (no I/O, no
- * globals, no clock reads).  holder.c reads the clocks, calls these, and
- * acts on the answer.
+ * The clock policy: docs/design.md "Clocks" (the rules: docs/fences.md
+ * "Clocks: one policy"), as pure functions (no I/O, no globals, no clock
+ * reads).  holder.c reads the clocks, calls these, and acts on the answer.
  *
  * ID time is CLOCK_MONOTONIC plus the published offset.  It may be ahead of
  * the wall clock for two reasons, and only one of them is a step back:

@@ -518,7 +518,7 @@ static int on_renew_timer(sd_event_source *s, uint64_t usec, void *userdata)
         return 0;
 }
 
-/* ---- clocks: DESIGN.md "Clocks" ---- */
+/* ---- clocks: docs/design.md "Clocks" ---- */
 
 static void check_clock(struct holder *h)
 {

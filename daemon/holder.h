@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The worker-number holder: DESIGN.md's "Why two hosts never make the same
- * ID" and "Clocks", as one state machine in the daemon's loop.
+ * The worker-number holder: docs/design.md's "Why two hosts never make the
+ * same ID" (rules 1-14) and "Clocks", as one state machine in the daemon's
+ * loop.
  *
  * A holding is one lease with at most one claim attempt.  `cur` is the
  * holding published in the segment; `next` is an acquisition under way

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Taking IDs: the algorithm of DESIGN.md, "The shared counter".
+ * Taking IDs: the algorithm of docs/design.md, "The shared counter" (and its
+ * rule 12: no ID time past the deadline).
  *
  * take() is the fast path: one acquire load of gen, a few relaxed loads from
  * the same cache line, a clock read (the TSC line snowidd publishes, checked

@@ -1,7 +1,8 @@
 /*
  * snowid.pml: a model of snowid's protocol, as daemon/holder.c, shm/publish.c
- * and libclient/next.c implement it (../shared/DESIGN.md), with the fences of
- * docs/fences.md (rules 1-6).
+ * and libclient/next.c implement it (docs/design.md, "Why two hosts never
+ * make the same ID", rules 8-14), with the fences of docs/fences.md (rules
+ * 1-6, numbered alike in docs/design.md).
  *
  *   etcd      one linearizable store (etcd, or PostgreSQL, which applies
  *             the same transactions one at a time under a row lock, leases

@@ -25,8 +25,9 @@
  * worker, layout | publisher, inside a switch| every client call        | READ_ONCE between two
  * (time/worker/  | (gen odd)                 |                          | reads of gen
  * seq bits,epoch)|                           |                          |
- * deadline       | publisher: in a switch,   | every client call        | store_release /
- *                | and raised by extend      |                          | READ_ONCE (see next.c)
+ * deadline       | publisher: in a switch,   | every client call        | WRITE_ONCE (in a switch
+ *                | and raised by extend      |                          | under gen's release) /
+ *                |                           |                          | READ_ONCE (see next.c)
  * offset_ns      | publisher: in a switch,   | every client call        | WRITE_ONCE / READ_ONCE
  *                | and by clock slewing      |                          | (any value is safe)
  * lead_ms        | publisher, in a switch    | client slow path         | READ_ONCE
