@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what snowid needs to build and run (Debian 12, as root); with
 # --test, also what the tests need beyond that (the fuzzers' clang, the chaos
-# test's numpy, PostgreSQL); with --postgres, a PostgreSQL server to use as
+# test's numpy, PostgreSQL, promtool); with --postgres, a PostgreSQL server to use as
 # the store.  Quiet when everything is already there.
 set -euo pipefail
 
@@ -17,6 +17,7 @@ fi
 if [ "${1:-}" = --test ]; then
     packages+=(python3-numpy clang llvm libclang-rt-14-dev)
     packages+=(systemd-container)   # systemd-nspawn: tests/systemd/test-unit.sh
+    packages+=(prometheus)          # promtool: contrib/prometheus's rules, /metrics checked
     # the clients in other languages: each folder lists its Debian packages,
     # one a line; "PKG unless PATH": not needed where PATH exists (a Node.js
     # installed from elsewhere, with its own headers)

@@ -14,6 +14,7 @@ import uuid
 
 from harness import (CLI, EPOCH_MS, Daemon, Etcd, check_unique_and_increasing, cli, decode,
                      free_port, log, run, wait_for)
+from monitoring import names_used, sample_names
 
 
 def request(base, method, path, body=None, headers=None):
@@ -100,6 +101,21 @@ def test_endpoints(h):
         assert name in m, name
     served = int(next(l for l in m.splitlines() if l.startswith("snowid_http_ids_total")).split()[1])
     assert served == 1 + 1000 + 7 + 5 + 4, served
+    # well-formed for Prometheus: promtool parses it and its lint finds nothing
+    # (HELP and TYPE for every family, counters named _total, no type in a name)
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool is not installed (Debian package prometheus)"
+    r = subprocess.run([promtool, "check", "metrics"], input=m, capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 0 and not (r.stdout + r.stderr).strip(), \
+        f"promtool check metrics: {r.returncode}\n{r.stdout}{r.stderr}"
+    # every name in contrib/'s alerting rules, their tests and the dashboard
+    printed = sample_names(m)
+    for path, used in names_used().items():
+        missing = used - printed - {n.rsplit("_", 1)[0] for n in printed if n.endswith("_bucket")}
+        assert not missing, f"{os.path.basename(path)} uses {sorted(missing)}, not in /metrics"
+    log(f"/metrics: {len(printed)} names, promtool check metrics clean, "
+        f"every name in contrib/ among them")
 
     # errors, each a JSON {"error": ...} with the right code
     cases = [
