@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs what snowid needs to build and run (Debian 12, as root); with
 # --test, also what the tests need beyond that (the fuzzers' clang, the chaos
-# test's numpy, PostgreSQL, promtool); with --postgres, a PostgreSQL server to use as
-# the store.  Quiet when everything is already there.
+# test's numpy, PostgreSQL, promtool, groff to render the man pages); with
+# --postgres, a PostgreSQL server to use as the store.  Quiet when everything
+# is already there.
 set -euo pipefail
 
 packages=(
     meson ninja-build pkg-config gcc g++ python3
     libcmocka-dev liburcu-dev libsystemd-dev libcurl4-openssl-dev libjansson-dev libmicrohttpd-dev
     libpq-dev
+    scdoc   # the man pages (man/*.scd)
     etcd-server etcd-client faketime libfaketime curl jq systemd iproute2 procps spin time
 )
 if [ "${1:-}" = --test ] || [ "${1:-}" = --postgres ]; then
@@ -18,6 +20,7 @@ if [ "${1:-}" = --test ]; then
     packages+=(python3-numpy clang llvm libclang-rt-14-dev)
     packages+=(systemd-container)   # systemd-nspawn: tests/systemd/test-unit.sh
     packages+=(prometheus)          # promtool: contrib/prometheus's rules, /metrics checked
+    packages+=(groff-base)          # troff: the man-pages test renders every page
     # the clients in other languages: each folder lists its Debian packages,
     # one a line; "PKG unless PATH": not needed where PATH exists (a Node.js
     # installed from elsewhere, with its own headers)
