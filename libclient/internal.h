@@ -78,7 +78,7 @@ static inline int64_t monotonic_ns(void)
 
 /* CLOCK_MONOTONIC: from the TSC line snowidd publishes (shm/tsc.h) when it
  * is on and good for this TSC, else from the vDSO. */
-static inline int64_t clock_ns(const struct shm_ctl *ctl)
+static inline __attribute__((always_inline)) int64_t clock_ns(const struct shm_ctl *ctl)
 {
 #if SHM_HAVE_TSC && !defined(SNOWID_FAKE_CLOCK)
         if (likely(READ_ONCE(snowid_tsc_allowed) > 0)) {
@@ -106,7 +106,7 @@ static inline int64_t clock_ns(const struct shm_ctl *ctl)
 
 /* ID time in ms: CLOCK_MONOTONIC plus the offset that snowidd publishes.
  * Before the epoch (nothing published yet) it reads as 0. */
-static inline uint64_t id_time_ms(const struct shm_ctl *ctl)
+static inline __attribute__((always_inline)) uint64_t id_time_ms(const struct shm_ctl *ctl)
 {
         int64_t offset = READ_ONCE(ctl->offset_ns), t;
         /* a damaged offset must not overflow: past either end reads as that end */

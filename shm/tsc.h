@@ -23,7 +23,7 @@
 
 #include <stdint.h>
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) && defined(__SIZEOF_INT128__)
 #define SHM_HAVE_TSC 1
 #include <x86intrin.h>
 #else
@@ -56,9 +56,11 @@ static inline uint64_t tsc_read(void)
 #endif
 }
 
+#ifdef __SIZEOF_INT128__
 /* The line's CLOCK_MONOTONIC ns at tsc: 1 and *ret, or 0 outside the line
  * (off, behind its base, past its span, or a sum that would overflow). */
-static inline int tsc_line_ns(const struct tsc_line *l, uint64_t tsc, int64_t *ret)
+static inline __attribute__((always_inline)) int tsc_line_ns(const struct tsc_line *l, uint64_t tsc,
+                                                           int64_t *ret)
 {
         /* behind the base wraps to a huge d: one unsigned compare for both ends */
         uint64_t d = tsc - l->base;
@@ -69,3 +71,4 @@ static inline int tsc_line_ns(const struct tsc_line *l, uint64_t tsc, int64_t *r
         *ret = (int64_t)t;
         return 1;
 }
+#endif
