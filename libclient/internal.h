@@ -54,7 +54,7 @@ int snowid_follow(snowid *s, const struct seg *g, int64_t budget_ns);
  * PR_TSC_SIGSEGV), and so may the vDSO, which reads the TSC itself on a
  * host whose clocksource is tsc: clocks come from the system call.  Set at
  * each open (snowid.c). */
-extern _Atomic int snowid_tsc_allowed;
+extern _Atomic int snowid_tsc_allowed __attribute__((visibility("hidden")));
 
 #ifdef SNOWID_FAKE_CLOCK
 /* Tests build the library a second time with a clock of their own. */
@@ -86,17 +86,20 @@ static inline __attribute__((always_inline)) int64_t clock_ns(const struct shm_c
                 /* pairs with store_release(tsc.seq) in shm_pub_set_tsc():
                  * an even seq comes with the line written before it */
                 uint32_t seq = load_acquire(t->seq);
-                struct tsc_line l = {.base = READ_ONCE(t->base), .span = READ_ONCE(t->span),
-                                     .mult = READ_ONCE(t->mult), .shift = READ_ONCE(t->shift),
-                                     .ns = READ_ONCE(t->ns)};
-                /* pairs with smp_wmb() in shm_pub_set_tsc(): a field from a
-                 * newer line shows up as an odd or newer seq below */
-                smp_rmb();
-                int64_t ns;
-                /* off (span 0): not even the RDTSC */
-                if (likely(l.span != 0) && likely(tsc_line_ns(&l, tsc_read(), &ns) &
-                                                  !(seq & 1) & (READ_ONCE(t->seq) == seq)))
-                        return ns;
+                uint64_t span = READ_ONCE(t->span);
+                /* off (span 0): straight to the vDSO, not even the RDTSC */
+                if (span != 0) {
+                        struct tsc_line l = {.base = READ_ONCE(t->base), .span = span,
+                                             .mult = READ_ONCE(t->mult),
+                                             .shift = READ_ONCE(t->shift), .ns = READ_ONCE(t->ns)};
+                        /* pairs with smp_wmb() in shm_pub_set_tsc(): a field
+                         * from a newer line shows up as an odd or newer seq */
+                        smp_rmb();
+                        int64_t ns;
+                        if (likely(tsc_line_ns(&l, tsc_read(), &ns) & !(seq & 1) &
+                                   (READ_ONCE(t->seq) == seq)))
+                                return ns;
+                }
         }
 #else
         (void)ctl;
