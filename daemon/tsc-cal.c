@@ -13,7 +13,7 @@
 
 typedef unsigned __int128 u128;
 
-#define Q 32 /* the lines' shift: mult is ns per cycle in 32.32 fixed point */
+#define Q TSC_SHIFT
 /* rates outside 10 MHz .. 100 GHz are no TSC's: ns per cycle in Q32 */
 #define RATE_MIN ((UINT64_C(1) << Q) / 100)
 #define RATE_MAX ((u128)100 << Q)

@@ -7,7 +7,7 @@
  *   ns(tsc) = ns0 + ((tsc - base) * mult >> shift)   for 0 <= tsc - base < span
  *
  * The product is taken in 128 bits, so no TSC value can overflow it; a sum
- * past INT64_MAX, a TSC behind the base (another CPU's, or a counter reset by
+ * outside 0..INT64_MAX, a TSC behind the base (another CPU's, or a counter reset by
  * a suspend) and one past the span (snowidd gone, or stalled) all read as
  * "no answer", and the caller uses the vDSO.  span 0 is "off".
  *
@@ -29,6 +29,9 @@
 #else
 #define SHM_HAVE_TSC 0
 #endif
+
+/* Every line's shift: mult is ns per cycle in 32.32 fixed point. */
+#define TSC_SHIFT 32
 
 /* One line, as published. */
 struct tsc_line {
@@ -64,11 +67,15 @@ static inline __attribute__((always_inline)) int tsc_line_ns(const struct tsc_li
 {
         /* behind the base wraps to a huge d: one unsigned compare for both ends */
         uint64_t d = tsc - l->base;
-        unsigned __int128 t = ((unsigned __int128)d * l->mult >> (l->shift & 63)) + (uint64_t)l->ns;
-        /* a negative ns0 is ≥ 2^63 as unsigned, so it fails here too */
-        if (d >= l->span || t > INT64_MAX)
+        unsigned __int128 p = (unsigned __int128)d * l->mult;
+        /* the shift is always TSC_SHIFT (a constant shift is one instruction);
+         * the product past 2^95 would not fit the 63 bits kept below */
+        uint64_t delta = (uint64_t)(p >> TSC_SHIFT);
+        int64_t t;
+        if (d >= l->span || l->shift != TSC_SHIFT || (uint64_t)(p >> 64) >> (63 - TSC_SHIFT) ||
+            __builtin_add_overflow(l->ns, (int64_t)delta, &t) || t < 0)
                 return 0;
-        *ret = (int64_t)t;
+        *ret = t;
         return 1;
 }
 #endif

@@ -115,19 +115,24 @@ static void test_line_edges(void **state)
         l.span = 0; /* off */
         assert_false(tsc_line_ns(&l, 1000, &ns));
         /* overflow: never a negative or wrapped time */
-        l = (struct tsc_line){.base = 0, .span = UINT64_MAX, .mult = UINT64_MAX, .shift = 0,
+        l = (struct tsc_line){.base = 0, .span = UINT64_MAX, .mult = UINT64_MAX, .shift = 32,
                               .ns = 0};
         assert_false(tsc_line_ns(&l, UINT64_MAX - 1, &ns));
-        l = (struct tsc_line){.base = 0, .span = 10, .mult = 1, .shift = 0, .ns = INT64_MAX - 3};
+        l = (struct tsc_line){.base = 0, .span = 10, .mult = UINT64_C(1) << 32, .shift = 32,
+                              .ns = INT64_MAX - 3};
         assert_true(tsc_line_ns(&l, 3, &ns));
         assert_int_equal(ns, INT64_MAX);
         assert_false(tsc_line_ns(&l, 4, &ns));
-        l.ns = -1; /* a negative start is no CLOCK_MONOTONIC */
+        l.ns = -1; /* a negative time is no CLOCK_MONOTONIC */
         assert_false(tsc_line_ns(&l, 0, &ns));
-        /* a shift past 63 is taken modulo 64, never undefined */
-        l = (struct tsc_line){.base = 0, .span = 10, .mult = 8, .shift = 64 + 3, .ns = 0};
-        assert_true(tsc_line_ns(&l, 2, &ns));
-        assert_int_equal(ns, 2);
+        /* the product just under and just over what 63 bits keep */
+        l = (struct tsc_line){.base = 0, .span = UINT64_MAX, .mult = UINT64_MAX, .shift = 32,
+                              .ns = 0};
+        assert_true(tsc_line_ns(&l, UINT64_C(1) << 31, &ns));
+        assert_false(tsc_line_ns(&l, UINT64_C(1) << 32, &ns));
+        /* any other shift is not a line this library reads */
+        l = (struct tsc_line){.base = 0, .span = 10, .mult = 8, .shift = 3, .ns = 0};
+        assert_false(tsc_line_ns(&l, 2, &ns));
 }
 
 /* Which clock clock_ns() read: the line is 10 s ahead, the vDSO is not. */
