@@ -3,11 +3,12 @@
 #
 # The real unit under a real systemd: boots this machine's own root in a
 # container (systemd-nspawn -D / --volatile=yes: / is an empty tmpfs, /usr is
-# the host's, read-only), installs systemd/snowidd.service (ExecStart pointed
-# at the build by a drop-in), systemd/snowid.sysusers and a config, and checks
-# what systemctl, /run/snowid, /proc, the journal and real clients show:
-# start (READY, STATUS, watchdog), who may take IDs, a restart while a client
-# takes IDs (the fd store keeps the segment and the socket), and a clean stop.
+# the host's, read-only), installs the unit meson generated from
+# systemd/snowidd.service.in (ExecStart pointed at the build by a drop-in),
+# systemd/snowid.sysusers and a config, and checks what systemctl,
+# /run/snowid, /proc, the journal and real clients show: start (READY, STATUS,
+# watchdog), who may take IDs, a restart while a client takes IDs (the fd
+# store keeps the segment and the socket), and a clean stop.
 #
 #   tests/systemd/test-unit.sh [BUILDDIR [SRCDIR]]
 #
@@ -36,6 +37,8 @@ done
 for bin in daemon/snowidd cli/snowid tests/snowid-taker; do
     [ -x "$BUILD/$bin" ] || { echo "not ok - $BUILD/$bin is missing: build first"; exit 1; }
 done
+[ -f "$BUILD/systemd/snowidd.service" ] ||
+    { echo "not ok - $BUILD/systemd/snowidd.service is missing: an old build?"; exit 1; }
 "$BUILD/daemon/snowidd" --help 2>&1 | grep -q -- --runtime-dir ||
     { echo "not ok - $BUILD/daemon/snowidd has no --runtime-dir: an old build?"; exit 1; }
 
@@ -205,7 +208,7 @@ fi
 
 # ---- install: the unit as it is, a drop-in for ExecStart, the sysusers file, a config
 ct mkdir -p /etc/systemd/system/snowidd.service.d /etc/sysusers.d /etc/snowid
-ct tee /etc/systemd/system/snowidd.service >/dev/null <"$SRC/systemd/snowidd.service"
+ct tee /etc/systemd/system/snowidd.service >/dev/null <"$BUILD/systemd/snowidd.service"
 # A sanitizer build (test.sh runs every test in build-asan too): LeakSanitizer
 # stops the world with ptrace at exit, which the unit's SystemCallFilter
 # denies, and snowidd then never exits (stop-sigterm times out).  Leaks are
