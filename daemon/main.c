@@ -60,6 +60,12 @@ static void on_holder_change(struct holder *h, void *userdata)
         }
 }
 
+static void on_tsc_change(void *userdata)
+{
+        struct app *app = userdata;
+        on_holder_change(app->holder, app);
+}
+
 /* The segment and the listening socket that systemd kept for us. */
 static void take_stored_fds(int *ctl_fd, int *ctr_fd, int *listen_fd)
 {
@@ -242,6 +248,7 @@ int main(int argc, char **argv)
                 if (r >= 0) {
                         holder.on_change = on_holder_change;
                         holder.on_change_userdata = &app;
+                        tsc_clock_on_change(app.tsc, on_tsc_change, &app);
                         on_holder_change(&holder, &app);
                 }
         }

@@ -57,6 +57,11 @@ enum tsc_event tsc_cal_step(struct tsc_cal *c, const struct tsc_sample *s, bool 
         /* the rate over the last tick, ns per cycle (Q32) */
         uint64_t dt = s->tsc - c->prev.tsc;
         int64_t dn = s->mono_ns - c->prev.mono_ns;
+        /* a tick too soon after the last reading (a timer catching up after
+         * a stall): a rate measured over it would be off by the readings'
+         * own error; keep the line in force and the older reading */
+        if (dn >= 0 && dn < c->tick_ns / 2)
+                return TSC_EV_EARLY;
         u128 rate = dn > 0 && dt > 0 && dt <= INT64_MAX ? ((u128)dn << Q) / dt : 0;
         if (rate < RATE_MIN || rate > RATE_MAX) {
                 /* the TSC went back, stood still, or raced: start again */
@@ -82,7 +87,8 @@ enum tsc_event tsc_cal_step(struct tsc_cal *c, const struct tsc_sample *s, bool 
                         if (abs64(err) > c->max_error_ns_seen)
                                 c->max_error_ns_seen = abs64(err);
                         if (abs64(err) > c->max_error_ns) {
-                                if (c->trips && s->mono_ns - c->last_trip_ns > TSC_FORGIVE_NS)
+                                /* forgiven: on for ten minutes since it last came back */
+                                if (c->trips && s->mono_ns - c->off_until_ns > TSC_FORGIVE_NS)
                                         c->repeats = 0;
                                 int64_t off = TSC_BACKOFF_FIRST_NS;
                                 for (unsigned i = 0; i < c->repeats && off < TSC_BACKOFF_MAX_NS; i++)
@@ -129,7 +135,7 @@ enum tsc_event tsc_cal_step(struct tsc_cal *c, const struct tsc_sample *s, bool 
 const char *tsc_event_name(enum tsc_event e)
 {
         static const char *const names[] = {"none", "on", "off", "trip", "lapsed", "bad-rate",
-                                            "noisy"};
+                                            "noisy", "early"};
         return (unsigned)e < sizeof(names) / sizeof(names[0]) ? names[e] : "?";
 }
 

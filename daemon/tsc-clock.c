@@ -32,7 +32,15 @@ struct tsc_clock {
         unsigned ticks;
         int64_t boot_minus_mono; /* CLOCK_BOOTTIME - CLOCK_MONOTONIC: grows across a suspend */
         char why[160];           /* why it is off, when it is */
+        void (*on_change)(void *userdata);
+        void *on_change_userdata;
 };
+
+void tsc_clock_on_change(struct tsc_clock *t, void (*cb)(void *userdata), void *userdata)
+{
+        t->on_change = cb;
+        t->on_change_userdata = userdata;
+}
 
 static const char *mode_name(enum tsc_mode m)
 {
@@ -67,9 +75,9 @@ static void check_allowed(struct tsc_clock *t)
 static void tsc_tick(struct tsc_clock *t)
 {
         int64_t bm = clock_ns(CLOCK_BOOTTIME) - clock_ns(CLOCK_MONOTONIC);
-        /* a wake from suspend: the TSC may have been reset or kept counting
-         * (clients already refuse a line it left behind: its span) */
-        if (t->ticks > 0 && bm - t->boot_minus_mono > 1000000) {
+        /* a wake from suspend: the TSC may have been reset or kept counting;
+         * over 50 ms, so that a preemption between the two reads is not one */
+        if (t->ticks > 0 && bm - t->boot_minus_mono > 50000000) {
                 log_info("Woke from a suspend: recalibrating the TSC clock");
                 tsc_cal_reset(&t->cal);
         }
@@ -86,6 +94,8 @@ static void tsc_tick(struct tsc_clock *t)
                 shm_pub_set_tsc(t->pub, on ? &t->cal.line : NULL);
         t->published_off = !on;
         t->ticks++;
+        if (ev != TSC_EV_NONE && ev != TSC_EV_NOISY && ev != TSC_EV_EARLY && t->on_change)
+                t->on_change(t->on_change_userdata);
 
         switch (ev) {
         case TSC_EV_ON:
@@ -117,8 +127,12 @@ static void tsc_tick(struct tsc_clock *t)
 static int on_tick(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct tsc_clock *t = userdata;
+        uint64_t now = usec;
         tsc_tick(t);
-        sd_event_source_set_time(s, usec + (uint64_t)TSC_TICK_NS / 1000);
+        /* from now, not from when it was due: after a stall, one tick and
+         * not a burst of them catching up */
+        sd_event_now(sd_event_source_get_event(s), CLOCK_MONOTONIC, &now);
+        sd_event_source_set_time(s, now + (uint64_t)TSC_TICK_NS / 1000);
         return 0;
 }
 

@@ -13,7 +13,7 @@
  * Its error against CLOCK_MONOTONIC is checked at each tick before the next
  * line is made; past the bound the clock goes off (clients use the vDSO) for
  * 1 s, then 2 s, 4 s... up to an hour after each repeat, and the run of
- * repeats is forgotten after ten minutes without one.
+ * repeats is forgotten once it has stayed on for ten minutes.
  *
  * tsc_cal_step() is the policy, a pure function of its inputs (the tests and
  * the simulation in tests/test-tsc.c drive it with made-up readings); the
@@ -52,6 +52,7 @@ enum tsc_event {
         TSC_EV_LAPSED,    /* the line ran out before this tick (a stall): started again */
         TSC_EV_BAD_RATE,  /* the TSC did not move with CLOCK_MONOTONIC: off, started again */
         TSC_EV_NOISY,     /* every reading too wide to trust: the line in force kept */
+        TSC_EV_EARLY,     /* under half a tick since the last reading: the line kept */
 };
 
 struct tsc_cal {
@@ -97,4 +98,6 @@ struct tsc_clock;
 int tsc_clock_start(sd_event *event, const struct settings *cfg, struct shm_pub *pub,
                     struct tsc_clock **ret);
 void tsc_clock_free(struct tsc_clock *t);
+/* cb runs when the clock goes on or off (for /v1/status and /metrics). */
+void tsc_clock_on_change(struct tsc_clock *t, void (*cb)(void *userdata), void *userdata);
 void tsc_clock_stats(const struct tsc_clock *t, struct tsc_stats *ret);

@@ -50,11 +50,22 @@ int snowid_take(snowid *s, uint64_t n, uint64_t *ret_x, struct snap *ret_sn, uin
 int snowid_follow(snowid *s, const struct seg *g, int64_t budget_ns);
 
 /* 1: this process may read the TSC clock; 0: it refuses it (SNOWID_NO_TSC
- * set); -1: RDTSC faults in this process (prctl PR_SET_TSC,
- * PR_TSC_SIGSEGV), and so may the vDSO, which reads the TSC itself on a
- * host whose clocksource is tsc: clocks come from the system call.  Set at
- * each open (snowid.c). */
+ * set).  Set at each open (snowid.c). */
 extern _Atomic int snowid_tsc_allowed __attribute__((visibility("hidden")));
+
+/* Per thread, since prctl(PR_SET_TSC) is: 1 once checked that RDTSC works in
+ * this thread; -1 when it faults (PR_TSC_SIGSEGV), and so may the vDSO, which
+ * reads the TSC itself on a host whose clocksource is tsc: this thread's
+ * clocks then come from the system call; 0 not checked yet (at the thread's
+ * first clock read, and again at each open in the thread). */
+extern __thread int snowid_thread_tsc __attribute__((visibility("hidden"), tls_model("initial-exec")));
+int snowid_thread_tsc_check(void) __attribute__((visibility("hidden")));
+
+static inline __attribute__((always_inline)) int thread_tsc(void)
+{
+        int t = snowid_thread_tsc;
+        return likely(t != 0) ? t : snowid_thread_tsc_check();
+}
 
 #ifdef SNOWID_FAKE_CLOCK
 /* Tests build the library a second time with a clock of their own. */
@@ -67,7 +78,7 @@ static inline int64_t monotonic_ns(void)
 int64_t snowid_syscall_monotonic_ns(void);
 static inline int64_t monotonic_ns(void)
 {
-        if (unlikely(READ_ONCE(snowid_tsc_allowed) < 0))
+        if (unlikely(thread_tsc() < 0))
                 return snowid_syscall_monotonic_ns();
         struct timespec ts;
         /* the vDSO: no system call */
@@ -81,7 +92,7 @@ static inline int64_t monotonic_ns(void)
 static inline __attribute__((always_inline)) int64_t clock_ns(const struct shm_ctl *ctl)
 {
 #if SHM_HAVE_TSC && !defined(SNOWID_FAKE_CLOCK)
-        if (likely(READ_ONCE(snowid_tsc_allowed) > 0)) {
+        if (likely(READ_ONCE(snowid_tsc_allowed) > 0) && likely(thread_tsc() > 0)) {
                 const struct shm_tsc *t = &ctl->tsc;
                 /* pairs with store_release(tsc.seq) in shm_pub_set_tsc():
                  * an even seq comes with the line written before it */

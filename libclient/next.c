@@ -150,10 +150,12 @@ static inline __attribute__((always_inline)) int take(snowid *s, uint64_t n, uin
 
                 _Atomic uint64_t *line = &g->ctr->line[shm_line_index(sn.gen)].state;
                 uint64_t x = READ_ONCE(*line), x_ms = x >> sb;
-                if (unlikely(x_ms > limit)) {
-                        /* no room: wait before taking anything, so that a
-                         * caller that gives up does not push the counter on */
-                        int r = wait_step(s, g, &sn, x_ms, &until);
+                if (unlikely(x_ms > limit || now > deadline)) {
+                        /* no room (the counter at the lead bound, or the
+                         * clock past the deadline): wait before taking
+                         * anything, so that a caller that gives up does not
+                         * push the counter on */
+                        int r = wait_step(s, g, &sn, x_ms > now ? x_ms : now, &until);
                         if (r < 0)
                                 return r;
                         continue;

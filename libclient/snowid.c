@@ -22,6 +22,21 @@
 #define FOLLOW_EVERY_NS INT64_C(20000000)
 
 _Atomic int snowid_tsc_allowed;
+__thread int snowid_thread_tsc;
+
+/* RDTSC made to fault in this thread (prctl PR_SET_TSC, PR_TSC_SIGSEGV):
+ * no TSC clock here, and no vDSO either (it may read the TSC itself). */
+int snowid_thread_tsc_check(void)
+{
+        int mode = 0, t = 1;
+#ifdef PR_GET_TSC
+        if (prctl(PR_GET_TSC, &mode, 0, 0, 0) == 0 && mode == PR_TSC_SIGSEGV)
+                t = -1;
+#endif
+        (void)mode;
+        snowid_thread_tsc = t;
+        return t;
+}
 
 /* CLOCK_MONOTONIC from the kernel itself, for a process in which RDTSC
  * faults (and the vDSO with it, on a host whose clocksource is tsc). */
@@ -35,7 +50,7 @@ int64_t snowid_syscall_monotonic_ns(void)
 /* The real CLOCK_MONOTONIC (tests fake monotonic_ns(), not this). */
 static int64_t real_monotonic_ns(void)
 {
-        if (READ_ONCE(snowid_tsc_allowed) < 0)
+        if (thread_tsc() < 0)
                 return snowid_syscall_monotonic_ns();
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -272,20 +287,16 @@ static uint64_t uuid_key_new(void)
 }
 
 /* The TSC clock is a process's to refuse: SNOWID_NO_TSC set (to anything
- * but 0), or RDTSC made to fault (prctl PR_SET_TSC; a process that sets it
- * after opening a handle must open one again).  Read at each open. */
+ * but 0).  Read at each open. */
 static void tsc_policy(void)
 {
-        int allowed = SHM_HAVE_TSC, mode = 0;
+        int allowed = SHM_HAVE_TSC;
         const char *e = getenv("SNOWID_NO_TSC");
         if (e && *e && strcmp(e, "0") != 0)
                 allowed = 0;
-#ifdef PR_GET_TSC
-        if (prctl(PR_GET_TSC, &mode, 0, 0, 0) == 0 && mode == PR_TSC_SIGSEGV)
-                allowed = -1;
-#endif
-        (void)mode;
         WRITE_ONCE(snowid_tsc_allowed, allowed);
+        /* and this thread's RDTSC, afresh (a prctl since its last check) */
+        snowid_thread_tsc_check();
 }
 
 static snowid *handle_new(const char *path)

@@ -177,6 +177,8 @@ static int pub_adopt(struct shm_pub *p)
         if (r < 0)
                 return r;
         p->ctl_ro_fd = r;
+        /* the TSC line of the daemon before: off until this one has its own */
+        shm_pub_set_tsc(p, NULL);
         return 0;
 }
 
@@ -475,15 +477,17 @@ uint64_t shm_pub_counter_ms(const struct shm_pub *p)
 void shm_pub_set_tsc(struct shm_pub *p, const struct tsc_line *l)
 {
         struct shm_tsc *t = &p->ctl->tsc;
-        uint32_t seq = READ_ONCE(t->seq);
+        /* odd, whatever an earlier daemon killed in the middle left */
+        uint32_t seq = (READ_ONCE(t->seq) + 1) | 1;
         const struct tsc_line off = {0};
         if (!l)
                 l = &off;
         /* a seqlock: odd while the line changes; clients that read any of
          * it meanwhile see seq odd or changed and use the vDSO once */
-        WRITE_ONCE(t->seq, seq + 1);
-        /* pairs with smp_rmb() in the client's read (next.c): a client that
-         * sees a field below from this write sees seq odd, or seq moved on */
+        WRITE_ONCE(t->seq, seq);
+        /* pairs with smp_rmb() in the client's read (clock_ns() in
+         * libclient/internal.h): a client that sees a field below from this
+         * write sees seq odd, or seq moved on */
         smp_wmb();
         WRITE_ONCE(t->base, l->base);
         WRITE_ONCE(t->span, l->span);
@@ -492,5 +496,5 @@ void shm_pub_set_tsc(struct shm_pub *p, const struct tsc_line *l)
         WRITE_ONCE(t->ns, l->ns);
         /* pairs with load_acquire(tsc.seq) in the client: a client that
          * reads this even seq reads the fields above */
-        store_release(t->seq, seq + 2);
+        store_release(t->seq, seq + 1);
 }

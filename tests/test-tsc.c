@@ -215,7 +215,7 @@ static void test_fallbacks(void **state)
                 uint64_t id;
                 if (snowid_open(inst, &c) < 0)
                         _exit(4);
-                if (READ_ONCE(snowid_tsc_allowed) != -1) /* -1: system calls, not even the vDSO */
+                if (snowid_thread_tsc != -1) /* -1: system calls, not even the vDSO */
                         _exit(5);
                 for (int i = 0; i < 1000; i++)
                         if (snowid_next(c, &id) < 0)
@@ -349,14 +349,14 @@ static void test_far_ahead(void **state)
         (void)state;
         NEED_TSC();
         open_handle(); /* this process allows the TSC: so will the children */
-        /* a fresh worker whose deadline is 5 s on */
+        /* a fresh worker whose deadline is 60 s on */
         uint64_t now_ms = (uint64_t)((shm_monotonic_ns() + offset) / MS);
-        uint64_t deadline = now_ms + 5000;
+        uint64_t deadline = now_ms + 60000;
         struct shm_publication p = test_publication(7, now_ms, deadline, offset);
         assert_int_equal(shm_pub_switch(pub, &p), 0);
         /* phase 0: the line 3 s ahead, inside the deadline: IDs from then */
         struct tsc_line ahead3 = rough_line(3 * S), ahead60 = ahead3;
-        ahead60.ns += 57 * S;
+        ahead60.ns += 117 * S; /* 120 s ahead: past the deadline */
         shm_pub_set_tsc(pub, &ahead3);
         pid_t pids[PROCS];
         start_children(pids, 1000);
@@ -367,10 +367,14 @@ static void test_far_ahead(void **state)
         uint64_t issued_before_off = atomic_load(&sh->n[0]) + atomic_load(&sh->n[1]);
         atomic_store(&sh->phase, 1);
         wait_tries(1, 50);
-        /* phase 2: far ahead, past the deadline: -EAGAIN */
+        /* phase 2: far ahead, past the deadline: -EAGAIN, and the counter
+         * stays where it was (no one pushes it past the deadline) */
         shm_pub_set_tsc(pub, &ahead60);
+        uint64_t line_before = READ_ONCE(pub->ctr->line[shm_line_index(READ_ONCE(pub->ctl->gen))].state);
         atomic_store(&sh->phase, 2);
         wait_tries(2, 50);
+        uint64_t line_after = READ_ONCE(pub->ctr->line[shm_line_index(READ_ONCE(pub->ctl->gen))].state);
+        assert_true(line_after == line_before);
         uint64_t *all;
         size_t total = stop_children(pids, &all);
         shm_pub_set_tsc(pub, NULL);
@@ -391,7 +395,7 @@ static void test_far_ahead(void **state)
         }
         print_message("far ahead: %zu IDs, all <= the deadline, 0 duplicates; then -EAGAIN "
                       "(%" PRIu64 " of %" PRIu64 " calls off the line, %" PRIu64 " of %" PRIu64
-                      " with the line 60 s ahead)\n",
+                      " with the line 120 s ahead, the counter unmoved)\n",
                       total, atomic_load(&sh->eagain[0][1]) + atomic_load(&sh->eagain[1][1]),
                       atomic_load(&sh->tries[0][1]) + atomic_load(&sh->tries[1][1]),
                       atomic_load(&sh->eagain[0][2]) + atomic_load(&sh->eagain[1][2]),
@@ -567,6 +571,64 @@ static void test_rate_changes(void **state)
                 simulate(&scs[i]);
 }
 
+/* A clock that trips every time it comes back: off 1 s, 2 s, 4 s... and
+ * then an hour each time; and forgiven once it stays on for ten minutes. */
+static void test_backoff(void **state)
+{
+        (void)state;
+        struct tsc_cal c;
+        tsc_cal_init(&c, TSC_TICK_NS, 200 * 1000);
+        double tsc = 1e12;
+        int64_t mono = S;
+        int64_t offs[16];
+        unsigned n = 0;
+        for (int64_t i = 0; n < 16 && i < 2000000; i++) {
+                mono += TSC_TICK_NS;
+                tsc += 2.4 * (double)TSC_TICK_NS;
+                /* while on, a jump of 1 ms in the TSC: an error past the bound */
+                if (c.line.span != 0)
+                        tsc += 2.4e6;
+                struct tsc_sample smp = {.tsc = (uint64_t)tsc, .mono_ns = mono, .width = 50};
+                if (tsc_cal_step(&c, &smp, true) == TSC_EV_TRIP)
+                        offs[n++] = (c.off_until_ns - mono) / S;
+        }
+        assert_int_equal(n, 16);
+        for (unsigned i = 0; i < 16; i++) {
+                int64_t want = i < 12 ? INT64_C(1) << i : 3600;
+                if (offs[i] != want)
+                        fail_msg("trip %u: off for %" PRId64 " s, not %" PRId64 " s", i + 1,
+                                 offs[i], want);
+        }
+        /* the last hour off, then ten minutes on, then a trip: off for 1 s
+         * again */
+        for (int64_t end = c.off_until_ns + TSC_FORGIVE_NS + S; mono < end;) {
+                mono += TSC_TICK_NS;
+                tsc += 2.4 * (double)TSC_TICK_NS;
+                struct tsc_sample smp = {.tsc = (uint64_t)tsc, .mono_ns = mono, .width = 50};
+                tsc_cal_step(&c, &smp, true);
+        }
+        assert_true(c.line.span != 0);
+        mono += TSC_TICK_NS;
+        tsc += 2.4 * (double)TSC_TICK_NS + 2.4e6;
+        struct tsc_sample smp = {.tsc = (uint64_t)tsc, .mono_ns = mono, .width = 50};
+        assert_int_equal(tsc_cal_step(&c, &smp, true), TSC_EV_TRIP);
+        assert_int_equal((c.off_until_ns - mono) / S, 1);
+        /* a tick that comes too soon (a timer catching up) keeps the line */
+        for (int i = 0; i < 40; i++) {
+                mono += TSC_TICK_NS;
+                tsc += 2.4 * (double)TSC_TICK_NS;
+                smp = (struct tsc_sample){.tsc = (uint64_t)tsc, .mono_ns = mono, .width = 50};
+                tsc_cal_step(&c, &smp, true);
+        }
+        assert_true(c.line.span != 0);
+        struct tsc_line before = c.line;
+        mono += MS;
+        tsc += 2.4 * (double)MS;
+        smp = (struct tsc_sample){.tsc = (uint64_t)tsc, .mono_ns = mono, .width = 50};
+        assert_int_equal(tsc_cal_step(&c, &smp, true), TSC_EV_EARLY);
+        assert_memory_equal(&before, &c.line, sizeof(before));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -576,6 +638,7 @@ int main(void)
                 cmocka_unit_test(test_recalibrating),
                 cmocka_unit_test(test_tracking),
                 cmocka_unit_test(test_rate_changes),
+                cmocka_unit_test(test_backoff),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -131,6 +131,9 @@ def test_tsc_clock(h):
     stopped = time.monotonic()
     wait_for(lambda: time.monotonic() - stopped > 1.0, 3, "1 s with the daemon stopped")
     d.signal(signal.SIGCONT)
+    # its first tick finds the line run out, and starts a new one at once
+    wait_for(lambda: "ran out before it was recalibrated" in d.log_text(), 10,
+             "the daemon to see its line ran out")
     wait_for(lambda: (tsc_status(port) or {}).get("on"), 10, "the TSC clock on again")
     r = c.stop()
     log(f"tsc clock on: {r}; ID time minus the wall clock {min(skew):.1f}..{max(skew):.1f} ms; "
@@ -142,8 +145,12 @@ def test_tsc_clock(h):
     # an ID's ms is the clock's, read within a few ms of the wall clock here
     assert all(-50 < s < 50 for s in skew), skew
     st = tsc_status(port)
-    assert st["trips"] == 0 or "off CLOCK_MONOTONIC" in d.log_text()
-    assert abs(st["max_error_us"]) <= 200, st
+    # a trip is the clock working as it should on a busy machine; without
+    # one, every check of the line was within the bound
+    if st["trips"] == 0:
+        assert abs(st["max_error_us"]) <= 200, st
+    else:
+        assert "off CLOCK_MONOTONIC" in d.log_text()
     d.stop()
 
     d = Daemon(h, etcd, args=["--tsc-clock", "off", "--http", f"127.0.0.1:{port}"],
