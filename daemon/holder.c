@@ -9,7 +9,6 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "barrier.h"
 #include "holder.h"
 #include "serve.h"
 #include "log.h"
@@ -129,7 +128,7 @@ void holder_etcd_full(struct holder *h, bool full, const char *member)
         if (full && !h->etcd_full) {
                 h->stats.etcd_full_seen++;
                 int64_t left = h->cur.state == H_NONE ? 0
-                                                      : (int64_t)READ_ONCE(h->pub->ctl->deadline) -
+                                                      : (int64_t)shm_pub_deadline(h->pub) -
                                                                 (int64_t)id_now_ms(h, false);
                 if (!strcmp(store_name(h->store), "postgres"))
                         log_error("PostgreSQL's disk is full (SQLSTATE 53100, at %s): no mark is "
@@ -261,8 +260,8 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
         struct clock_reading now = clock_read(h);
         int64_t remembered;
         clock_reset(&h->clock, &now);
-        if (h->pub->reused && READ_ONCE(h->pub->ctl->epoch_ms) == l->epoch_ms)
-                clock_raise(&h->clock, &now, READ_ONCE(h->pub->ctl->offset_ns));
+        if (h->pub->reused && shm_pub_epoch_ms(h->pub) == l->epoch_ms)
+                clock_raise(&h->clock, &now, shm_pub_offset_ns(h->pub));
         if (shm_pub_remembered(h->pub, l->epoch_ms, &remembered))
                 clock_raise(&h->clock, &now, remembered);
         holder_acquire(h, false);
@@ -601,7 +600,7 @@ void holder_update_status(struct holder *h)
                 snprintf(etcd, sizeof(etcd), "%s", h->etcd_reachable ? "reachable" : "unreachable");
         int64_t headroom = h->cur.state == H_NONE
                                    ? 0
-                                   : (int64_t)READ_ONCE(h->pub->ctl->deadline) -
+                                   : (int64_t)shm_pub_deadline(h->pub) -
                                              (int64_t)id_now_ms(h, false);
         const char *store = store_name(h->store);
         if (h->cur.state == H_HELD)
