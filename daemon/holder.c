@@ -214,7 +214,8 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                           h->layout_ready ? "one in use" : "one given", l->epoch_ms, l->time_bits,
                           l->worker_bits, l->seq_bits, h->layout_ready ? "in use" : "given",
                           want->epoch_ms, want->time_bits, want->worker_bits, want->seq_bits);
-                return holder_fatal(h, EX_CONFIG_);
+                holder_fatal(h, EX_CONFIG_);
+                return;
         }
         bool new_fence = h->layout_ready && (c->fence_len != h->cl.fence_len ||
                                              memcmp(c->fence, h->cl.fence, c->fence_len) ||
@@ -245,7 +246,8 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                         shm_pub_set_state(h->pub, SHM_STATE_LEASED);
                 else
                         holder_acquire(h, false);
-                return holder_update_status(h);
+                holder_update_status(h);
+                return;
         }
         h->layout = *l;
         h->layout_ready = true;
@@ -335,7 +337,8 @@ void publish(struct holder *h)
         int r = shm_pub_switch(h->pub, &p);
         if (r < 0) {
                 log_error_errno(r, "Cannot publish worker %" PRId32 ": %m", g->worker);
-                return restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
+                restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
+                return;
         }
         if (h->pub->replaced != h->pub_replaced) {
                 h->pub_replaced = h->pub->replaced;
@@ -440,8 +443,10 @@ static void on_extend(void *userdata, const struct etcd_reply *r)
                         log_warning("etcd's answer to a mark extension is malformed");
                         return;
                 }
-                if (!ours)
-                        return lost(h, "another holder has it, or its lease is gone");
+                if (!ours) {
+                        lost(h, "another holder has it, or its lease is gone");
+                        return;
+                }
                 if (stored < v) {
                         /* ours, yet the guard failed: the mark is absent (deleted,
                          * or lost by etcd).  Raised again before anything else. */
