@@ -12,6 +12,7 @@
 #include "holder.h"
 #include "serve.h"
 #include "log.h"
+#include "macro.h"
 
 #define CLOCK_TICK_MS 100
 #define RETRY_MAX_MS 1000
@@ -659,13 +660,15 @@ int holder_start(struct holder *h, sd_event *event, const struct settings *cfg,
                 r = sd_event_source_set_enabled(h->clock_timer, SD_EVENT_ON);
         if (r < 0)
                 return r;
-        int fd = timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK | TFD_CLOEXEC);
+        _cleanup_(closep) int fd = timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK | TFD_CLOEXEC);
         if (fd < 0 || arm_setclock(fd) < 0)
                 return -errno;
         r = sd_event_add_io(event, &h->setclock_io, fd, EPOLLIN, on_setclock, h);
         if (r < 0)
                 return r;
+        /* the source owns the timer from here */
         sd_event_source_set_io_fd_own(h->setclock_io, 1);
+        take_fd(&fd);
         holder_update_status(h);
         cluster_read(h);
         return 0;
