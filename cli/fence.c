@@ -55,15 +55,19 @@ static void on_write(void *userdata, const struct etcd_reply *r)
                 fprintf(stderr, "snowid fence: no answer from etcd (%s): the fence may or may "
                                 "not be in place; run it again\n",
                         r->error ? r->error : "malformed answer");
-                return done(f, 1);
+                done(f, 1);
+                return;
         }
         if (!json_is_true(json_object_get(r->json, "succeeded"))) {
                 /* a daemon raised the floor past it, or another fence won: again */
-                if (++f->races < 10)
-                        return send_read(f);
+                if (++f->races < 10) {
+                        send_read(f);
+                        return;
+                }
                 fprintf(stderr, "snowid fence: the cluster's keys kept changing while it was "
                                 "being fenced; run it again\n");
-                return done(f, 1);
+                done(f, 1);
+                return;
         }
         fputs(f->said, stdout);
         if (f->far_ahead_s > 0)
@@ -94,9 +98,12 @@ static void on_read(void *userdata, const struct etcd_reply *r)
                 fprintf(stderr, "snowid fence: cannot read the cluster from etcd: %s\n",
                         r->error ? r->error : "malformed answer");
                 /* the client moves on to the next endpoint after a failure */
-                if ((!r->answered || r->http >= 500) && ++f->tries < 3 * f->cfg->n_etcd)
-                        return send_read(f);
-                return done(f, 1);
+                if ((!r->answered || r->http >= 500) && ++f->tries < 3 * f->cfg->n_etcd) {
+                        send_read(f);
+                        return;
+                }
+                done(f, 1);
+                return;
         }
         /* [layout, fence, floor, hwm/...] */
         int rl = txn_kv(r->json, 0, &lk), rf = txn_kv(r->json, 1, &fk), rfl = txn_kv(r->json, 2, &flk);

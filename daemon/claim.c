@@ -103,7 +103,8 @@ static void on_grant(void *userdata, const struct etcd_reply *r)
                 if (r->err == ETCD_ERR_NONE) /* a refusal is said once, by refusal.c */
                         log_warning("Cannot get a lease from %s: %s", store_endpoint(h->store),
                                     r->error ? r->error : "malformed answer");
-                return retry_in(h, failure_backoff(h, r));
+                retry_in(h, failure_backoff(h, r));
+                return;
         }
         g->lease = id;
         g->state = H_SCAN;
@@ -162,14 +163,16 @@ static void on_scan(void *userdata, const struct etcd_reply *r)
         if (same == 0 || rf == 0) {
                 log_notice("The cluster's fence, layout or floor changed; reading them");
                 cluster_halt(h, HALT_CHECKING);
-                return cluster_read(h);
+                cluster_read(h);
+                return;
         }
         if (!etcd_ok(r) || !json_is_true(json_object_get(r->json, "succeeded")) || same < 0 ||
             rf < 0) {
                 if (r->err == ETCD_ERR_NONE)
                         log_warning("Cannot read the worker numbers: %s",
                                     r->error ? r->error : "malformed answer");
-                return restart_acquisition(h, failure_backoff(h, r));
+                restart_acquisition(h, failure_backoff(h, r));
+                return;
         }
         uint64_t workers = UINT64_C(1) << h->layout.worker_bits;
         /* per number: 0 free, 1 taken (held, its mark unreadable, or not
@@ -324,10 +327,13 @@ static void on_claim(void *userdata, const struct etcd_reply *r)
                 log_warning("The claim of worker %" PRId32 " got no answer (%s); reading back",
                             g->worker, r->error);
                 g->state = H_SETTLE;
-                return step_settle(h);
+                step_settle(h);
+                return;
         }
-        if (etcd_ok(r) && json_is_true(json_object_get(r->json, "succeeded")))
-                return claimed(h);
+        if (etcd_ok(r) && json_is_true(json_object_get(r->json, "succeeded"))) {
+                claimed(h);
+                return;
+        }
         /* taken by another daemon, the mark moved, or the lease died */
         log_debug("Worker %" PRId32 " could not be claimed (%s)", g->worker,
                   r->http == 200 ? "taken" : r->error);
@@ -360,7 +366,8 @@ static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t 
         if (g->mark >> h->layout.time_bits) {
                 log_error("ID time %" PRIu64 " ms has run past the layout's %u time bits",
                           g->mark, h->layout.time_bits);
-                return holder_fatal(h, EX_CONFIG_);
+                holder_fatal(h, EX_CONFIG_);
+                return;
         }
         json_t *body = json_pack(
                 "{s:[o, o], s:[o, o, o], s:[o, o]}", "compare",
@@ -399,15 +406,18 @@ static void on_settle(void *userdata, const struct etcd_reply *r)
         if (same == 0) {
                 /* the claim compared the fence it knew: it was not applied */
                 cluster_halt(h, HALT_CHECKING);
-                return cluster_read(h);
+                cluster_read(h);
+                return;
         }
         if (!etcd_ok(r) || same < 0 || read_back(g, r->json, &ours, &stored) < 0) {
                 /* keep asking: the lease may expire meanwhile, which settles it too */
-                return on_settle_retry_timer(h);
+                on_settle_retry_timer(h);
+                return;
         }
         if (ours && stored == g->mark) {
                 log_info("The claim of worker %" PRId32 " was applied", g->worker);
-                return claimed(h);
+                claimed(h);
+                return;
         }
         log_info("The claim of worker %" PRId32 " was not applied; claiming again under a new "
                  "lease", g->worker);
@@ -448,8 +458,10 @@ void holder_acquire(struct holder *h, bool fresh)
                 return;
         h->next = (struct holding){.state = H_GRANT, .id = ++h->ids, .fresh = fresh, .worker = -1};
         uint64_t now = holder_mono_ms();
-        if (now < h->claims_not_before_ms)
-                return retry_in(h, (unsigned)(h->claims_not_before_ms - now));
+        if (now < h->claims_not_before_ms) {
+                retry_in(h, (unsigned)(h->claims_not_before_ms - now));
+                return;
+        }
         step_grant(h);
 }
 

@@ -105,10 +105,14 @@ static void init_marks(struct holder *h, uint64_t from);
 static void on_init(void *userdata, const struct etcd_reply *r)
 {
         struct holder *h = userdata;
-        if (!etcd_ok(r) || !json_is_true(json_object_get(r->json, "succeeded")))
-                return reread_in(h, etcd_ok(r) ? 0 : REREAD_MS); /* created meanwhile, or no answer */
-        if (r->tag >= (UINT64_C(1) << h->cfg->layout.worker_bits))
-                return create_cluster(h);
+        if (!etcd_ok(r) || !json_is_true(json_object_get(r->json, "succeeded"))) {
+                reread_in(h, etcd_ok(r) ? 0 : REREAD_MS); /* created meanwhile, or no answer */
+                return;
+        }
+        if (r->tag >= (UINT64_C(1) << h->cfg->layout.worker_bits)) {
+                create_cluster(h);
+                return;
+        }
         init_marks(h, r->tag);
 }
 
@@ -150,8 +154,10 @@ static void create_cluster(struct holder *h)
         const char *p = h->prefix;
         bool marked = (UINT64_C(1) << h->cfg->layout.worker_bits) <= INIT_MAX;
         struct cluster_ident c;
-        if (fence_make(0, 0, &c) < 0)
-                return reread_in(h, REREAD_MS);
+        if (fence_make(0, 0, &c) < 0) {
+                reread_in(h, REREAD_MS);
+                return;
+        }
         json_t *body = json_pack(
                 "{s:[o, o, o, o, o], s:[o, o, o]}", "compare",
                 txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0),
@@ -182,7 +188,8 @@ static void on_cluster(void *userdata, const struct etcd_reply *r)
                 if (r->err == ETCD_ERR_NONE) /* a refusal is said once, by refusal.c */
                         log_warning("Cannot read the cluster's layout from %s: %s",
                                     store_endpoint(h->store), r->error);
-                return reread_in(h, failure_backoff(h, r));
+                reread_in(h, failure_backoff(h, r));
+                return;
         }
         /* [layout, fence, floor, workers/, hwm/, ranges/] */
         int rl = txn_kv(r->json, 0, &lk), rf = txn_kv(r->json, 1, &fk), rfl = txn_kv(r->json, 2, &flk);
@@ -423,10 +430,13 @@ static void on_raise(void *userdata, const struct etcd_reply *r)
                 return;
         /* [hwm, fence, layout] read in either branch */
         if (!cluster_ok(h, r, 1)) {
-                if (h->halted != HALT_NONE)
-                        return raise_done(h, m, false); /* a new fence re-raises what it must */
+                if (h->halted != HALT_NONE) {
+                        raise_done(h, m, false); /* a new fence re-raises what it must */
+                        return;
+                }
                 m->waiting = true; /* a malformed answer: again */
-                return raise_later(h);
+                raise_later(h);
+                return;
         }
         bool put = etcd_ok(r) && json_is_true(json_object_get(r->json, "succeeded")) &&
                    json_object_get(json_array_get(json_object_get(r->json, "responses"), 0),
@@ -447,12 +457,17 @@ static void on_raise(void *userdata, const struct etcd_reply *r)
                 h->stats.marks_raised++;
                 log_notice("Raised the mark of worker %" PRId32 " back to %" PRIu64, m->worker,
                            m->sent);
-                if (m->sent >= m->mark)
-                        return raise_done(h, m, true);
-                return raise_send(h, m, false, 0); /* raised further meanwhile: check again */
+                if (m->sent >= m->mark) {
+                        raise_done(h, m, true);
+                        return;
+                }
+                raise_send(h, m, false, 0); /* raised further meanwhile: check again */
+                return;
         }
-        if (valid && stored >= m->mark)
-                return raise_done(h, m, true);
+        if (valid && stored >= m->mark) {
+                raise_done(h, m, true);
+                return;
+        }
         m->tries++;
         log_warning("The mark of worker %" PRId32 " reads %s, below the %" PRIu64
                     " published: raising it",

@@ -15,9 +15,9 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "config.h"
 #include "range.h"
-#include "http.h"
 #include "handshake.h"
 #include "pg.h"
 #include "segment.h"
@@ -342,7 +342,7 @@ static int apply(struct settings *s, const char *origin, int id, const char *key
         case O_HTTP: {
                 unsigned char sa[128];
                 unsigned len;
-                if (http_parse_listen(v, sa, &len) < 0)
+                if (addr_parse_listen(v, sa, &len) < 0)
                         return bad(origin, key, v, "ADDR:PORT, e.g. 127.0.0.1:7723 or [::1]:7723");
                 set_str(&s->http, v);
                 return 0;

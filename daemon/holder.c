@@ -9,10 +9,10 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "barrier.h"
 #include "holder.h"
 #include "serve.h"
 #include "log.h"
+#include "macro.h"
 
 #define CLOCK_TICK_MS 100
 #define RETRY_MAX_MS 1000
@@ -129,7 +129,7 @@ void holder_etcd_full(struct holder *h, bool full, const char *member)
         if (full && !h->etcd_full) {
                 h->stats.etcd_full_seen++;
                 int64_t left = h->cur.state == H_NONE ? 0
-                                                      : (int64_t)READ_ONCE(h->pub->ctl->deadline) -
+                                                      : (int64_t)shm_pub_deadline(h->pub) -
                                                                 (int64_t)id_now_ms(h, false);
                 if (!strcmp(store_name(h->store), "postgres"))
                         log_error("PostgreSQL's disk is full (SQLSTATE 53100, at %s): no mark is "
@@ -215,7 +215,8 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                           h->layout_ready ? "one in use" : "one given", l->epoch_ms, l->time_bits,
                           l->worker_bits, l->seq_bits, h->layout_ready ? "in use" : "given",
                           want->epoch_ms, want->time_bits, want->worker_bits, want->seq_bits);
-                return holder_fatal(h, EX_CONFIG_);
+                holder_fatal(h, EX_CONFIG_);
+                return;
         }
         bool new_fence = h->layout_ready && (c->fence_len != h->cl.fence_len ||
                                              memcmp(c->fence, h->cl.fence, c->fence_len) ||
@@ -246,7 +247,8 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                         shm_pub_set_state(h->pub, SHM_STATE_LEASED);
                 else
                         holder_acquire(h, false);
-                return holder_update_status(h);
+                holder_update_status(h);
+                return;
         }
         h->layout = *l;
         h->layout_ready = true;
@@ -261,8 +263,8 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
         struct clock_reading now = clock_read(h);
         int64_t remembered;
         clock_reset(&h->clock, &now);
-        if (h->pub->reused && READ_ONCE(h->pub->ctl->epoch_ms) == l->epoch_ms)
-                clock_raise(&h->clock, &now, READ_ONCE(h->pub->ctl->offset_ns));
+        if (h->pub->reused && shm_pub_epoch_ms(h->pub) == l->epoch_ms)
+                clock_raise(&h->clock, &now, shm_pub_offset_ns(h->pub));
         if (shm_pub_remembered(h->pub, l->epoch_ms, &remembered))
                 clock_raise(&h->clock, &now, remembered);
         holder_acquire(h, false);
@@ -336,7 +338,8 @@ void publish(struct holder *h)
         int r = shm_pub_switch(h->pub, &p);
         if (r < 0) {
                 log_error_errno(r, "Cannot publish worker %" PRId32 ": %m", g->worker);
-                return restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
+                restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
+                return;
         }
         if (h->pub->replaced != h->pub_replaced) {
                 h->pub_replaced = h->pub->replaced;
@@ -441,8 +444,10 @@ static void on_extend(void *userdata, const struct etcd_reply *r)
                         log_warning("etcd's answer to a mark extension is malformed");
                         return;
                 }
-                if (!ours)
-                        return lost(h, "another holder has it, or its lease is gone");
+                if (!ours) {
+                        lost(h, "another holder has it, or its lease is gone");
+                        return;
+                }
                 if (stored < v) {
                         /* ours, yet the guard failed: the mark is absent (deleted,
                          * or lost by etcd).  Raised again before anything else. */
@@ -601,7 +606,7 @@ void holder_update_status(struct holder *h)
                 snprintf(etcd, sizeof(etcd), "%s", h->etcd_reachable ? "reachable" : "unreachable");
         int64_t headroom = h->cur.state == H_NONE
                                    ? 0
-                                   : (int64_t)READ_ONCE(h->pub->ctl->deadline) -
+                                   : (int64_t)shm_pub_deadline(h->pub) -
                                              (int64_t)id_now_ms(h, false);
         const char *store = store_name(h->store);
         if (h->cur.state == H_HELD)
@@ -655,13 +660,15 @@ int holder_start(struct holder *h, sd_event *event, const struct settings *cfg,
                 r = sd_event_source_set_enabled(h->clock_timer, SD_EVENT_ON);
         if (r < 0)
                 return r;
-        int fd = timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK | TFD_CLOEXEC);
+        _cleanup_(closep) int fd = timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK | TFD_CLOEXEC);
         if (fd < 0 || arm_setclock(fd) < 0)
                 return -errno;
         r = sd_event_add_io(event, &h->setclock_io, fd, EPOLLIN, on_setclock, h);
         if (r < 0)
                 return r;
+        /* the source owns the timer from here */
         sd_event_source_set_io_fd_own(h->setclock_io, 1);
+        take_fd(&fd);
         holder_update_status(h);
         cluster_read(h);
         return 0;

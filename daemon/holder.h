@@ -137,6 +137,8 @@ int holder_start(struct holder *h, sd_event *event, const struct settings *cfg,
 /* Revokes the leases and leaves the segment valid until its deadline; the
  * loop exits when etcd has answered or after a second. */
 void holder_stop(struct holder *h);
+/* Frees what holder_start() made, also after it failed; a holder that is
+ * all zeros (holder_start() never reached) is freed as nothing. */
 void holder_free(struct holder *h);
 const char *holder_halt_name(enum halt why);
 

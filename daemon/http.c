@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: MIT */
-#include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +15,7 @@
 #include <unistd.h>
 #include <urcu-bp.h>
 
+#include "addr.h"
 #include "http.h"
 #include "log.h"
 #include "handshake.h"
@@ -916,40 +916,6 @@ static void *sweep(void *arg)
         return NULL;
 }
 
-int http_parse_listen(const char *spec, void *ret, unsigned *ret_len)
-{
-        char host[128];
-        const char *colon = strrchr(spec, ':');
-        uint64_t port;
-        if (!colon || (size_t)(colon - spec) >= sizeof(host) ||
-            parse_u64_strict(colon + 1, strlen(colon + 1), &port) < 0 || port == 0 || port > 65535)
-                return -EINVAL;
-        memcpy(host, spec, (size_t)(colon - spec));
-        host[colon - spec] = 0;
-        if (host[0] == '[') {
-                size_t n = strlen(host);
-                if (n < 3 || host[n - 1] != ']')
-                        return -EINVAL;
-                host[n - 1] = 0;
-                struct sockaddr_in6 *a = ret;
-                memset(a, 0, sizeof(*a));
-                a->sin6_family = AF_INET6;
-                a->sin6_port = htons((uint16_t)port);
-                if (inet_pton(AF_INET6, host + 1, &a->sin6_addr) != 1)
-                        return -EINVAL;
-                *ret_len = sizeof(*a);
-                return 0;
-        }
-        struct sockaddr_in *a = ret;
-        memset(a, 0, sizeof(*a));
-        a->sin_family = AF_INET;
-        a->sin_port = htons((uint16_t)port);
-        if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
-                return -EINVAL;
-        *ret_len = sizeof(*a);
-        return 0;
-}
-
 static void free_box(struct rcu_head *head)
 {
         free(caa_container_of(head, struct snapshot_box, rcu));
@@ -991,7 +957,7 @@ int http_start(const struct settings *cfg, const struct shm_pub *pub, struct htt
 {
         unsigned char sa[128];
         unsigned salen;
-        int r = http_parse_listen(cfg->http, sa, &salen);
+        int r = addr_parse_listen(cfg->http, sa, &salen);
         if (r < 0)
                 return r;
         struct http_server *srv = calloc(1, sizeof(*srv));

@@ -38,10 +38,9 @@ struct http_snapshot {
 
 struct http_server;
 
-/* Parses "ADDR:PORT" ("127.0.0.1:7723", "[::1]:7723", "0.0.0.0:80"). */
-int http_parse_listen(const char *spec, void *ret_sockaddr_storage, unsigned *ret_len);
 struct http_snapshot *http_snapshot_new(void);
-/* Takes IDs from pub's segment, following it through the socket. */
+/* Listens on cfg->http (addr.h).  Takes IDs from pub's segment, following
+ * it through the socket. */
 int http_start(const struct settings *cfg, const struct shm_pub *pub, struct http_server **ret);
 void http_stop(struct http_server *srv);
 /* The port the server listens on (the one the kernel chose for port 0). */

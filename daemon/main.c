@@ -18,6 +18,7 @@
 #include "http.h"
 #include "log.h"
 #include "handshake.h"
+#include "macro.h"
 #include "publish.h"
 #include "serve.h"
 #include "tsc-clock.h"
@@ -160,20 +161,22 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
+DEFINE_POINTER_CLEANUP(struct shm_pub, shm_pub_close)
+
 int main(int argc, char **argv)
 {
-        struct settings cfg;
-        struct holder holder;
-        struct shm_pub *pub = NULL;
+        /* freed on every way out, the early ones included */
+        _cleanup_(settings_free) struct settings cfg = {0};
+        _cleanup_(shm_pub_closep) struct shm_pub *pub = NULL;
+        /* zeros until holder_start(): holder_free() below is safe either way */
+        struct holder holder = {0};
         sd_event *event = NULL;
         int r;
 
         log_setup();
         r = settings_load(&cfg, argc, argv);
-        if (r) {
-                settings_free(&cfg);
+        if (r)
                 return r == 1 ? EXIT_SUCCESS : r;
-        }
         log_max_level = cfg.log_level;
 
         /* under systemd, what an earlier snowidd stored comes back */
@@ -189,18 +192,15 @@ int main(int argc, char **argv)
                 else
                         log_error_errno(r, "Cannot make the runtime directory %s: %m",
                                         cfg.runtime_dir);
-                settings_free(&cfg);
                 return r == -EPERM ? EX_CONFIG_ : EXIT_FAILURE;
         }
         r = shm_pub_open(cfg.runtime_dir, cfg.instance, ctl_fd, ctr_fd, &pub);
         if (r == -EBUSY) {
                 log_error("Another snowidd is running for instance '%s'", cfg.instance);
-                settings_free(&cfg);
                 return EXIT_FAILURE;
         }
         if (r < 0) {
                 log_error_errno(r, "Cannot make the segment of instance '%s': %m", cfg.instance);
-                settings_free(&cfg);
                 return EXIT_FAILURE;
         }
         if (ctl_fd >= 0 && !pub->reused)
@@ -212,8 +212,6 @@ int main(int argc, char **argv)
         if (r < 0) {
                 log_error_errno(r, "Cannot listen on %s/%s.sock: %m", cfg.runtime_dir,
                                 cfg.instance);
-                shm_pub_close(pub);
-                settings_free(&cfg);
                 return EXIT_FAILURE;
         }
         serve_store_fds(pub, listen_fd);
@@ -272,8 +270,6 @@ int main(int argc, char **argv)
         holder_free(&holder);
         tsc_clock_free(app.tsc);
         sd_event_unref(event);
-        shm_pub_close(pub);
         curl_global_cleanup();
-        settings_free(&cfg);
         return r;
 }

@@ -34,7 +34,8 @@ static void on_record(void *userdata, const struct etcd_reply *r)
         struct holder *h = userdata;
         if (!etcd_ok(r)) {
                 log_warning("Cannot record this region's worker range: %s", r->error);
-                return cluster_read_in(h, 1000);
+                cluster_read_in(h, 1000);
+                return;
         }
         if (json_is_true(json_object_get(r->json, "succeeded")))
                 log_notice("Recorded the worker range of region '%s' at %sranges/%s",

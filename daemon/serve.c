@@ -184,7 +184,7 @@ static void answer(struct conn *c)
         } else {
                 w.ctl_size = sizeof(struct shm_ctl);
                 w.ctr_size = sizeof(struct shm_ctr);
-                w.nonce = s->pub->ctl->nonce;
+                w.nonce = shm_pub_nonce(s->pub);
                 w.uid = (uint32_t)geteuid();
         }
         w.mono_ns = monotonic_now_ns();

@@ -603,7 +603,7 @@ static void read_from(struct client *c, bool final)
         c->unread = false;
         if (w.status == 0) {
                 if (nfds != 2 || w.ctl_size != sizeof(struct shm_ctl) ||
-                    w.ctr_size != sizeof(struct shm_ctr) || w.nonce != pub->ctl->nonce ||
+                    w.ctr_size != sizeof(struct shm_ctr) || w.nonce != shm_pub_nonce(pub) ||
                     w.uid != (uint32_t)geteuid())
                         fail("a welcome of status 0 that does not hold together");
                 check_memfd(fds[0], w.ctl_size, O_RDONLY, offsetof(struct shm_ctl, nonce), w.nonce);

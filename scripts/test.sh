@@ -4,6 +4,9 @@
 # Ends with one line "N passed, N failed" over every test it ran.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# what the steps print at length goes to logs/ (ignored by git), not the
+# repository's root
+mkdir -p logs
 
 bash scripts/deps.sh --test || exit 1
 
@@ -38,8 +41,8 @@ run_suite() { # run_suite BUILDDIR [meson options...]
     else
         meson setup "$dir" "$@" >/dev/null || { failed=$((failed + 1)); return; }
     fi
-    if ! meson compile -C "$dir" >"$dir.compile.log" 2>&1; then
-        cat "$dir.compile.log"
+    if ! meson compile -C "$dir" >"logs/$dir.compile.log" 2>&1; then
+        cat "logs/$dir.compile.log"
         failed=$((failed + 1))
         return
     fi
@@ -51,8 +54,8 @@ run_suite() { # run_suite BUILDDIR [meson options...]
 TEST_ARGS=()
 # the protocol model: spin, exhaustively, and the mutants it must reject
 echo "== model/check.sh"
-if bash model/check.sh | tee model-check.log; then :; fi
-read -r mp mf < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' model-check.log | tail -1)
+if bash model/check.sh | tee logs/model-check.log; then :; fi
+read -r mp mf < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' logs/model-check.log | tail -1)
 passed=$((passed + ${mp:-0}))
 failed=$((failed + ${mf:-1}))
 
@@ -95,12 +98,12 @@ fuzz_one() { # fuzz_one TARGET
 echo "== build-fuzz: -Dfuzz=true -Db_sanitize=address,undefined (clang)"
 if { [ -d build-fuzz ] || CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=false -Dbindings=disabled \
         -Db_sanitize=address,undefined -Db_lundef=false >/dev/null; } &&
-    meson compile -C build-fuzz >build-fuzz.compile.log 2>&1; then
+    meson compile -C build-fuzz >logs/build-fuzz.compile.log 2>&1; then
     for t in http etcd config segment handshake; do
         ASAN_OPTIONS=detect_leaks=1 one "fuzz-$t" fuzz_one "$t"
     done
 else
-    cat build-fuzz.compile.log
+    cat logs/build-fuzz.compile.log
     failed=$((failed + 1))
 fi
 

@@ -474,6 +474,26 @@ uint64_t shm_pub_counter_ms(const struct shm_pub *p)
         return READ_ONCE(p->ctr->line[shm_line_index(gen)].state) >> seq_bits;
 }
 
+uint64_t shm_pub_deadline(const struct shm_pub *p)
+{
+        return READ_ONCE(p->ctl->deadline);
+}
+
+uint64_t shm_pub_epoch_ms(const struct shm_pub *p)
+{
+        return READ_ONCE(p->ctl->epoch_ms);
+}
+
+int64_t shm_pub_offset_ns(const struct shm_pub *p)
+{
+        return READ_ONCE(p->ctl->offset_ns);
+}
+
+uint64_t shm_pub_nonce(const struct shm_pub *p)
+{
+        return p->ctl->nonce;
+}
+
 void shm_pub_set_tsc(struct shm_pub *p, const struct tsc_line *l)
 {
         struct shm_tsc *t = &p->ctl->tsc;

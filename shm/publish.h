@@ -70,6 +70,13 @@ void shm_pub_set_range(struct shm_pub *p, uint32_t from, uint32_t to);
 void shm_pub_set_tsc(struct shm_pub *p, const struct tsc_line *l);
 /* ms of the live counter, for the daemon's backstop. */
 uint64_t shm_pub_counter_ms(const struct shm_pub *p);
+/* What the segment holds now, as its clients read it: the deadline (ID time
+ * ms), the epoch (unix ms of ID time 0), the offset (ID time ns =
+ * CLOCK_MONOTONIC ns + offset) and the nonce that binds its two objects. */
+uint64_t shm_pub_deadline(const struct shm_pub *p);
+uint64_t shm_pub_epoch_ms(const struct shm_pub *p);
+int64_t shm_pub_offset_ns(const struct shm_pub *p);
+uint64_t shm_pub_nonce(const struct shm_pub *p);
 
 /* ID time of CLOCK_MONOTONIC now, as the clients compute it. */
 int64_t shm_monotonic_ns(void);

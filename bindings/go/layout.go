@@ -12,7 +12,7 @@ import (
 const DefaultEpochMs = 1735689600000
 
 // epochMaxMs: the largest epoch that leaves every time representable
-// (EPOCH_MAX_MS of shm/layout.c).
+// (EPOCH_MAX_MS of libclient/layout.c).
 const epochMaxMs = 1 << 42
 
 // Layout is how an ID is cut (snowid_layout): TimeBits + WorkerBits +
