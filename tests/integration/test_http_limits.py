@@ -130,8 +130,17 @@ def test_idle_connections(h):
             pass
         idle.append(s)
     took = [served_within(port, f"127.0.0.{3 + i % 3}", 2) for i in range(50)]
-    held = metric(port, "snowid_http_connections")
-    assert held <= 64 + 2, held
+    # the other addresses' connections close as their answers are sent: on a
+    # slow build (ThreadSanitizer) a few may still be open when /metrics is
+    # read, so the count is read until they are gone; the idle address's
+    # 64 (and /metrics's own connection) must stay the most it ever holds
+    counts = []
+    def settled():
+        counts.append(metric(port, "snowid_http_connections"))
+        return counts[-1] <= 64 + 1
+    wait_for(settled, 5, "the served connections to close")
+    held = counts[-1]
+    assert max(counts) <= 64 + 1 + 3, counts
     log(f"5000 idle connections from one address: {held:.0f} held; other addresses served, "
         f"slowest {max(took) * 1000:.0f} ms of 50")
     d.stop()
