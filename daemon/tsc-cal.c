@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "publish.h"
 #include "tsc-clock.h"
 
 #if SHM_HAVE_TSC
@@ -139,13 +140,6 @@ const char *tsc_event_name(enum tsc_event e)
         return (unsigned)e < sizeof(names) / sizeof(names[0]) ? names[e] : "?";
 }
 
-static int64_t clock_ns(clockid_t id)
-{
-        struct timespec ts;
-        clock_gettime(id, &ts);
-        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* The daemon's own reads are ordered (LFENCE first): a bracket must not let
  * the CPU move a TSC read past the clock read it brackets. */
 static uint64_t tsc_read_ordered(void)
@@ -165,7 +159,7 @@ void tsc_sample_read(struct tsc_sample *s, int n)
         s->width = UINT64_MAX;
         for (int i = 0; i < n; i++) {
                 uint64_t a = tsc_read_ordered();
-                int64_t mono = clock_ns(CLOCK_MONOTONIC);
+                int64_t mono = shm_monotonic_ns();
                 uint64_t b = tsc_read_ordered();
                 if (b - a < s->width) {
                         s->width = b - a;
