@@ -321,8 +321,9 @@ check "snowid decode $id: worker $decoded_worker (snowid status: ${worker:-?}), 
     eval '[ -n "$worker" ] && [ "$decoded_worker" = "$worker" ] &&
           [ -n "$decoded_ms" ] && [ $((now_ms - decoded_ms)) -ge 0 ] && [ $((now_ms - decoded_ms)) -lt 60000 ]'
 # a C program built against the installed libsnowid-dev, as its users build theirs
-ct mkdir -p /root/snowid-user
-ct tee /root/snowid-user/take.c >/dev/null <<'EOF'
+# (a directory of its own inside the container, whatever the image holds)
+udir=$(ct mktemp -d)
+ct tee "$udir/take.c" >/dev/null <<'EOF'
 #include <inttypes.h>
 #include <stdio.h>
 #include <snowid.h>
@@ -341,9 +342,9 @@ int main(void)
         return 0;
 }
 EOF
-if out=$(ct sh -c 'cd /root/snowid-user && cc -Wall -Werror -o take take.c $(pkg-config --cflags --libs snowid) 2>&1 &&
-        ./take' 2>&1) && [[ "$out" =~ ^[0-9]+$ ]]; then
-    lib=$(ct ldd /root/snowid-user/take | sed -n 's/.*libsnowid.so.1 => \([^ ]*\).*/\1/p')
+if out=$(ct sh -c 'cd "$1" && cc -Wall -Werror -o take take.c $(pkg-config --cflags --libs snowid) 2>&1 &&
+        ./take' sh "$udir" 2>&1) && [[ "$out" =~ ^[0-9]+$ ]]; then
+    lib=$(ct ldd "$udir/take" | sed -n 's/.*libsnowid.so.1 => \([^ ]*\).*/\1/p')
     owner=$(ct dpkg-query -S "$(ct realpath "$lib")" 2>&1 | cut -d: -f1)
     ok "a program built with pkg-config snowid ($(ct pkg-config --modversion snowid)) took ID $out"
     check "it runs with $lib, from package ${owner:-?}" test "$owner" = libsnowid1
