@@ -279,11 +279,19 @@ static __attribute__((noinline)) uint64_t fetchadd_next(void)
 
 /* ---- generators, by name ---- */
 
-enum gen { G_SNOWID, G_SNOWID64, G_SNOWID4096, G_UUID7, G_UUID7_64, G_TEXTBOOK, G_LOCKFREE,
-           G_FETCHADD };
-static const char *const gen_names[] = {"snowid", "snowid batch 64", "snowid batch 4096",
-                                        "snowid uuid7", "snowid uuid7 batch 64",
-                                        "textbook", "lockfree", "fetchadd"};
+enum gen {
+        G_SNOWID,
+        G_SNOWID64,
+        G_SNOWID4096,
+        G_UUID7,
+        G_UUID7_64,
+        G_TEXTBOOK,
+        G_LOCKFREE,
+        G_FETCHADD
+};
+static const char *const gen_names[] = {
+        "snowid",   "snowid batch 64", "snowid batch 4096", "snowid uuid7", "snowid uuid7 batch 64",
+        "textbook", "lockfree",        "fetchadd"};
 static const unsigned gen_batch[] = {1, 64, 4096, 1, 64, 1, 1, 1};
 
 static _Thread_local uint64_t sink;
@@ -611,7 +619,8 @@ static void open_cost(const char *clk)
                 snowid_close(s);
                 int64_t b = now_ns();
                 /* the floor: two mmaps and munmaps of descriptors at hand */
-                void *m1 = mmap(NULL, sizeof(struct shm_ctl), PROT_READ, MAP_SHARED, pub->ctl_fd, 0);
+                void *m1 =
+                        mmap(NULL, sizeof(struct shm_ctl), PROT_READ, MAP_SHARED, pub->ctl_fd, 0);
                 void *m2 = mmap(NULL, sizeof(struct shm_ctr), PROT_READ | PROT_WRITE, MAP_SHARED,
                                 pub->ctr_fd, 0);
                 if (m1 == MAP_FAILED || m2 == MAP_FAILED)
@@ -731,7 +740,8 @@ int main(int argc, char **argv)
         }
 
         printf("\n## IDs per second, layout 33/10/20 (%s clock)\n\n", clk);
-        printf("| generator | 1 thread | 2 threads | 2 processes |\n| --- | ---: | ---: | ---: |\n");
+        printf("| generator | 1 thread | 2 threads | 2 processes |\n| --- | ---: | ---: | ---: "
+               "|\n");
         static const enum gen tp_gens[] = {G_SNOWID, G_TEXTBOOK, G_LOCKFREE, G_FETCHADD};
         double base1 = 0, base2 = 0;
         for (size_t i = 0; i < 4; i++) {
@@ -746,8 +756,8 @@ int main(int argc, char **argv)
                         printf("| %s | %.2f M | %.2f M | n/a (one process) |\n", gen_names[g],
                                t1 / 1e6, t2 / 1e6);
                 if (i == 2)
-                        printf("| snowid vs lockfree | %.2fx | %.2fx | |\n",
-                               snowid_t1 / base1, snowid_t2 / base2);
+                        printf("| snowid vs lockfree | %.2fx | %.2fx | |\n", snowid_t1 / base1,
+                               snowid_t2 / base2);
                 if (g == G_SNOWID)
                         snowid_t1 = t1, snowid_t2 = t2;
         }

@@ -29,7 +29,7 @@ struct fence_run {
         uint64_t ahead_ms;
         unsigned tries, races;
         int result;
-        char said[512]; /* printed once etcd took the fence */
+        char said[512];     /* printed once etcd took the fence */
         double far_ahead_s; /* how far the floor was past ahead + window */
 };
 
@@ -52,8 +52,9 @@ static void on_write(void *userdata, const struct etcd_reply *r)
 {
         struct fence_run *f = userdata;
         if (!etcd_ok(r)) {
-                fprintf(stderr, "snowid fence: no answer from etcd (%s): the fence may or may "
-                                "not be in place; run it again\n",
+                fprintf(stderr,
+                        "snowid fence: no answer from etcd (%s): the fence may or may "
+                        "not be in place; run it again\n",
                         r->error ? r->error : "malformed answer");
                 done(f, 1);
                 return;
@@ -73,7 +74,8 @@ static void on_write(void *userdata, const struct etcd_reply *r)
         if (f->far_ahead_s > 0)
                 fprintf(stderr,
                         "snowid fence: note: the floor or a mark was %.0f s past this host's clock "
-                        "(a host's clock ran ahead once): every claim from now on starts there, and "
+                        "(a host's clock ran ahead once): every claim from now on starts there, "
+                        "and "
                         "ID time is brought back to the wall clock at the slew rate\n",
                         f->far_ahead_s);
         done(f, 0);
@@ -106,7 +108,8 @@ static void on_read(void *userdata, const struct etcd_reply *r)
                 return;
         }
         /* [layout, fence, floor, hwm/...] */
-        int rl = txn_kv(r->json, 0, &lk), rf = txn_kv(r->json, 1, &fk), rfl = txn_kv(r->json, 2, &flk);
+        int rl = txn_kv(r->json, 0, &lk), rf = txn_kv(r->json, 1, &fk),
+            rfl = txn_kv(r->json, 2, &flk);
         if (rl < 0 || rf < 0 || rfl < 0) {
                 fprintf(stderr, "snowid fence: etcd's answer is malformed\n");
                 goto out;
@@ -149,7 +152,8 @@ static void on_read(void *userdata, const struct etcd_reply *r)
          * is put (daemons raise it meanwhile: then read again) */
         json_t *cmp = json_pack(
                 "[o, o, o]",
-                txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, rl ? lk.create_revision : 0),
+                txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL,
+                        rl ? lk.create_revision : 0),
                 txn_cmp(txn_key(p, "fence", -1), "MOD", "EQUAL", NULL, rf ? fk.mod_revision : 0),
                 rfl ? txn_cmp(txn_key(p, "floor", -1), "VALUE", "LESS", txn_mark(above + 1), 0)
                     : txn_cmp(txn_key(p, "floor", -1), "CREATE", "EQUAL", NULL, 0));
@@ -160,12 +164,14 @@ static void on_read(void *userdata, const struct etcd_reply *r)
                 json_object_set_new(c, "range_end", txn_key(p, "hwm0", -1));
                 json_array_append_new(cmp, c);
         }
-        json_t *ops = json_pack("[o, o]", txn_put(txn_key(p, "fence", -1), etcd_b64("%s", c.fence), 0),
-                                txn_put(txn_key(p, "floor", -1), txn_mark(above), 0));
+        json_t *ops =
+                json_pack("[o, o]", txn_put(txn_key(p, "fence", -1), etcd_b64("%s", c.fence), 0),
+                          txn_put(txn_key(p, "floor", -1), txn_mark(above), 0));
         if (rl == 0)
                 json_array_append_new(ops, txn_put(txn_key(p, "layout", -1), layout_value(l), 0));
-        if (store_call(f->store, "/v3/kv/txn", json_pack("{s:o, s:o}", "compare", cmp, "success", ops),
-                      on_write, f, 0) < 0) {
+        if (store_call(f->store, "/v3/kv/txn",
+                       json_pack("{s:o, s:o}", "compare", cmp, "success", ops), on_write, f,
+                       0) < 0) {
                 fprintf(stderr, "snowid fence: cannot send to etcd\n");
                 goto out;
         }
@@ -222,7 +228,8 @@ int cmd_fence(int argc, char **argv)
                 else if (!strncmp(argv[i], "--ahead=", 8))
                         v = argv[i] + 8;
                 else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-                        printf("Usage: snowid fence [--ahead MS] [snowidd's settings: --config FILE, "
+                        printf("Usage: snowid fence [--ahead MS] [snowidd's settings: --config "
+                               "FILE, "
                                "--etcd URLS, --cluster NAME, --window S, TLS, user, layout]\n\n"
                                "After etcd was restored from a snapshot, or the cluster's layout, "
                                "fence or floor\nkey was lost: a new fence token, claims above "
@@ -238,8 +245,8 @@ int cmd_fence(int argc, char **argv)
                         errno = 0;
                         unsigned long long a = strtoull(v, &end, 10);
                         if (errno || end == v || *end || *v == '-' || a > 86400000ULL * 365) {
-                                fprintf(stderr, "snowid fence: bad --ahead '%s' (ms, at most a year)\n",
-                                        v);
+                                fprintf(stderr,
+                                        "snowid fence: bad --ahead '%s' (ms, at most a year)\n", v);
                                 free(args);
                                 return 2;
                         }

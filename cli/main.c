@@ -170,16 +170,15 @@ static int next_remote(const char *url, uint64_t n, const char *token_file, uint
 
 static int cmd_next(int argc, char **argv)
 {
-        static const struct option opts[] = {
-                {"help", no_argument, NULL, 'h'},
-                {"instance", required_argument, NULL, 'i'},
-                {"format", required_argument, NULL, 'f'},
-                {"count", required_argument, NULL, 'n'},
-                {"wait", required_argument, NULL, 'w'},
-                {"url", required_argument, NULL, 'u'},
-                {"token-file", required_argument, NULL, 't'},
-                {"uuid7", no_argument, NULL, 'U'},
-                {}};
+        static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
+                                             {"instance", required_argument, NULL, 'i'},
+                                             {"format", required_argument, NULL, 'f'},
+                                             {"count", required_argument, NULL, 'n'},
+                                             {"wait", required_argument, NULL, 'w'},
+                                             {"url", required_argument, NULL, 'u'},
+                                             {"token-file", required_argument, NULL, 't'},
+                                             {"uuid7", no_argument, NULL, 'U'},
+                                             {}};
         const char *instance = NULL, *format = "dec", *url = NULL, *token_file = NULL;
         uint64_t n = 1, wait_ms = 1000;
         int uuid = 0, c;
@@ -205,7 +204,8 @@ static int cmd_next(int argc, char **argv)
                         break;
                 case 'f':
                         format = optarg;
-                        if (strcmp(format, "dec") && strcmp(format, "hex") && strcmp(format, "json"))
+                        if (strcmp(format, "dec") && strcmp(format, "hex") &&
+                            strcmp(format, "json"))
                                 return usage_error("unknown format '%s'", optarg);
                         break;
                 case 'n':
@@ -301,15 +301,14 @@ static int cmd_next(int argc, char **argv)
 
 static int cmd_decode(int argc, char **argv)
 {
-        static const struct option opts[] = {
-                {"help", no_argument, NULL, 'h'},
-                {"instance", required_argument, NULL, 'i'},
-                {"epoch", required_argument, NULL, 'e'},
-                {"time-bits", required_argument, NULL, 't'},
-                {"worker-bits", required_argument, NULL, 'w'},
-                {"seq-bits", required_argument, NULL, 's'},
-                {"json", no_argument, NULL, 'j'},
-                {}};
+        static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
+                                             {"instance", required_argument, NULL, 'i'},
+                                             {"epoch", required_argument, NULL, 'e'},
+                                             {"time-bits", required_argument, NULL, 't'},
+                                             {"worker-bits", required_argument, NULL, 'w'},
+                                             {"seq-bits", required_argument, NULL, 's'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {}};
         const char *instance = NULL;
         snowid_layout l;
         int given = 0, json = 0, c;
@@ -342,8 +341,9 @@ static int cmd_decode(int argc, char **argv)
                         if (c == 'e')
                                 l.epoch_ms = v;
                         else
-                                *(c == 't' ? &l.time_bits : c == 'w' ? &l.worker_bits
-                                                                     : &l.seq_bits) = (unsigned)v;
+                                *(c == 't'   ? &l.time_bits
+                                  : c == 'w' ? &l.worker_bits
+                                             : &l.seq_bits) = (unsigned)v;
                         given = 1;
                         break;
                 default:
@@ -401,9 +401,8 @@ static int cmd_decode(int argc, char **argv)
 
 static const char *state_name(int state)
 {
-        static const char *const names[] = {"starting", "leased", "no-lease", "etcd-restored",
-                                            "layout-lost", "retired",
-                                            "etcd-full"};
+        static const char *const names[] = {"starting",    "leased",  "no-lease", "etcd-restored",
+                                            "layout-lost", "retired", "etcd-full"};
         return state >= 0 && state < 7 ? names[state] : "unknown";
 }
 
@@ -450,11 +449,10 @@ static void print_json_string(const char *s)
 
 static int cmd_status(int argc, char **argv)
 {
-        static const struct option opts[] = {
-                {"help", no_argument, NULL, 'h'},
-                {"instance", required_argument, NULL, 'i'},
-                {"json", no_argument, NULL, 'j'},
-                {}};
+        static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
+                                             {"instance", required_argument, NULL, 'i'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {}};
         const char *instance = NULL;
         int json = 0, c;
 
@@ -502,8 +500,9 @@ static int cmd_status(int argc, char **argv)
         if (rr < 0)
                 snprintf(range, sizeof(range), json ? "null" : "unknown");
         else
-                snprintf(range, sizeof(range), json ? "{\"from\":%" PRIu32 ",\"to\":%" PRIu32 "}"
-                                                    : "%" PRIu32 "-%" PRIu32,
+                snprintf(range, sizeof(range),
+                         json ? "{\"from\":%" PRIu32 ",\"to\":%" PRIu32 "}"
+                              : "%" PRIu32 "-%" PRIu32,
                          from, to);
         if (json) {
                 printf("{\"worker\":%" PRIu32 ",\"generation\":%" PRIu64 ",\"state\":\"%s\","
@@ -523,12 +522,12 @@ static int cmd_status(int argc, char **argv)
                 return 0;
         }
         printf("worker:      %" PRIu32 "\ngeneration:  %" PRIu64 "%s\nstate:       %s\n"
-                       "deadline:    %s (headroom %" PRId64 " ms)\ndaemon pid:  %" PRId32 "\n"
-                       "layout:      epoch %" PRIu64 " ms, %u/%u/%u bits\n"
-                       "range:       %s\n",
-                       st.worker, st.generation, st.generation & 1 ? " (switching)" : "",
-                       state_name(st.state), deadline, st.headroom_ms, st.daemon_pid, l.epoch_ms,
-                       l.time_bits, l.worker_bits, l.seq_bits, range);
+               "deadline:    %s (headroom %" PRId64 " ms)\ndaemon pid:  %" PRId32 "\n"
+               "layout:      epoch %" PRIu64 " ms, %u/%u/%u bits\n"
+               "range:       %s\n",
+               st.worker, st.generation, st.generation & 1 ? " (switching)" : "",
+               state_name(st.state), deadline, st.headroom_ms, st.daemon_pid, l.epoch_ms,
+               l.time_bits, l.worker_bits, l.seq_bits, range);
         if (refused)
                 printf("etcd error:  %s: %s\n", cls, msg);
         return 0;

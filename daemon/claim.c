@@ -156,8 +156,8 @@ static void on_scan(void *userdata, const struct etcd_reply *r)
         int same = etcd_ok(r) ? txn_cluster_same(r->json, 2 * k + 1, &h->cl) : -1;
         uint64_t floor = 0;
         int rf = etcd_ok(r) ? txn_kv(r->json, 2 * k, &kv) : -1;
-        if (rf == 1 && (parse_mark(kv.value, kv.value_len, &floor) < 0 ||
-                        floor >> h->layout.time_bits))
+        if (rf == 1 &&
+            (parse_mark(kv.value, kv.value_len, &floor) < 0 || floor >> h->layout.time_bits))
                 rf = 0; /* damaged: as if lost (the re-read halts) */
         kv_clear(&kv);
         if (same == 0 || rf == 0) {
@@ -285,16 +285,16 @@ static void scan(struct holder *h, bool full)
                                 g->sample[g->sampled++] = n;
                 }
                 for (unsigned i = 0; i < g->sampled; i++)
-                        json_array_append_new(ops, range_op(key_json(h, "workers/", g->sample[i]),
-                                                            NULL, true));
+                        json_array_append_new(
+                                ops, range_op(key_json(h, "workers/", g->sample[i]), NULL, true));
                 for (unsigned i = 0; i < g->sampled; i++)
-                        json_array_append_new(ops, range_op(key_json(h, "hwm/", g->sample[i]),
-                                                            NULL, false));
+                        json_array_append_new(
+                                ops, range_op(key_json(h, "hwm/", g->sample[i]), NULL, false));
         } else {
                 json_array_append_new(ops, range_op(key_json(h, "workers/", -1),
                                                     key_json(h, "workers0", -1), true));
-                json_array_append_new(ops, range_op(key_json(h, "hwm/", -1),
-                                                    key_json(h, "hwm0", -1), false));
+                json_array_append_new(
+                        ops, range_op(key_json(h, "hwm/", -1), key_json(h, "hwm0", -1), false));
         }
         json_array_append_new(ops, range_op(key_json(h, "floor", -1), NULL, false));
         txn_cluster_reads(ops, h->prefix);
@@ -355,8 +355,8 @@ static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t 
         g->worker = (int32_t)worker;
         /* above the mark, above what a fence set, above what this daemon
          * itself published for the number (which a restore may have lost) */
-        g->start_ms = max3(now, hwm + 1,
-                           max3(h->cl.claims_above, marks_own(h, (int32_t)worker), 0) + 1);
+        g->start_ms =
+                max3(now, hwm + 1, max3(h->cl.claims_above, marks_own(h, (int32_t)worker), 0) + 1);
         g->mark = g->start_ms + (uint64_t)(h->cfg->window_s + h->cfg->mark_step_s) * 1000;
         g->hwm_modrev = modrev;
         g->state = H_CLAIM;
@@ -364,8 +364,8 @@ static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t 
                  "{\"host\":\"%s\",\"instance\":\"%s\",\"pid\":%d,\"token\":\"%s-%" PRIu64 "\"}",
                  h->host, h->cfg->instance, (int)getpid(), h->token, g->id);
         if (g->mark >> h->layout.time_bits) {
-                log_error("ID time %" PRIu64 " ms has run past the layout's %u time bits",
-                          g->mark, h->layout.time_bits);
+                log_error("ID time %" PRIu64 " ms has run past the layout's %u time bits", g->mark,
+                          h->layout.time_bits);
                 holder_fatal(h, EX_CONFIG_);
                 return;
         }
@@ -420,7 +420,8 @@ static void on_settle(void *userdata, const struct etcd_reply *r)
                 return;
         }
         log_info("The claim of worker %" PRId32 " was not applied; claiming again under a new "
-                 "lease", g->worker);
+                 "lease",
+                 g->worker);
         restart_acquisition(h, 10);
 }
 
@@ -464,4 +465,3 @@ void holder_acquire(struct holder *h, bool fresh)
         }
         step_grant(h);
 }
-

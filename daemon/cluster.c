@@ -15,8 +15,8 @@
 
 #define REREAD_MS 1000
 #define PUBLISHED_KEEP_MS (3600 * 1000)
-#define INIT_BATCH 100         /* marks made per transaction (etcd allows 128 ops) */
-#define INIT_MAX (1u << 14)    /* more numbers than this: none made; absent means unmarked */
+#define INIT_BATCH 100      /* marks made per transaction (etcd allows 128 ops) */
+#define INIT_MAX (1u << 14) /* more numbers than this: none made; absent means unmarked */
 
 const char *holder_halt_name(enum halt why)
 {
@@ -166,8 +166,7 @@ static void create_cluster(struct holder *h)
                 txn_cmp(txn_key(p, "workers/", -1), "CREATE", "EQUAL", NULL, 0),
                 marked ? txn_cmp(txn_key(p, "hwm/", -1), "VALUE", "EQUAL", txn_mark(0), 0)
                        : txn_cmp(txn_key(p, "hwm/", -1), "CREATE", "EQUAL", NULL, 0),
-                "success",
-                txn_put(txn_key(p, "layout", -1), layout_value(&h->cfg->layout), 0),
+                "success", txn_put(txn_key(p, "layout", -1), layout_value(&h->cfg->layout), 0),
                 txn_put(txn_key(p, "fence", -1), etcd_b64("%s", c.fence), 0),
                 txn_put(txn_key(p, "floor", -1), txn_mark(0), 0));
         /* range compares: no holder at all; every mark 0 */
@@ -192,7 +191,8 @@ static void on_cluster(void *userdata, const struct etcd_reply *r)
                 return;
         }
         /* [layout, fence, floor, workers/, hwm/, ranges/] */
-        int rl = txn_kv(r->json, 0, &lk), rf = txn_kv(r->json, 1, &fk), rfl = txn_kv(r->json, 2, &flk);
+        int rl = txn_kv(r->json, 0, &lk), rf = txn_kv(r->json, 1, &fk),
+            rfl = txn_kv(r->json, 2, &flk);
         if (rl < 0 || rf < 0 || rfl < 0) {
                 log_warning("etcd's answer about the layout is malformed; asking again");
                 goto retry;
@@ -204,15 +204,17 @@ static void on_cluster(void *userdata, const struct etcd_reply *r)
                 if ((UINT64_C(1) << h->cfg->layout.worker_bits) <= INIT_MAX)
                         init_marks(h, 0);
                 else
-                        create_cluster(h); /* too many numbers: unmarked ones start above the floor */
+                        create_cluster(
+                                h); /* too many numbers: unmarked ones start above the floor */
                 goto out;
         }
         if (rl == 0) {
                 if (h->halted != HALT_LAYOUT_LOST)
-                        log_error("The cluster's layout key is gone (%slayout), but the cluster has "
-                                  "been used: not re-creating it, and extending nothing. Run "
-                                  "`snowid fence` with this cluster's layout to restore it",
-                                  h->prefix);
+                        log_error(
+                                "The cluster's layout key is gone (%slayout), but the cluster has "
+                                "been used: not re-creating it, and extending nothing. Run "
+                                "`snowid fence` with this cluster's layout to restore it",
+                                h->prefix);
                 cluster_halt(h, HALT_LAYOUT_LOST);
                 goto retry;
         }
@@ -231,7 +233,7 @@ static void on_cluster(void *userdata, const struct etcd_reply *r)
                                   "earlier snowid, or keys were deleted. Extending nothing until "
                                   "`snowid fence` has run",
                                   rf == 0 || fence_parse(fk.value, fk.value_len, &c) < 0 ? "fence"
-                                                                                        : "floor",
+                                                                                         : "floor",
                                   rf == 0 || rfl == 0 ? "missing" : "not valid", h->prefix);
                 cluster_halt(h, HALT_FENCE_LOST);
                 goto retry;
@@ -256,11 +258,10 @@ static void on_cluster(void *userdata, const struct etcd_reply *r)
         }
         /* once, before the first claim; a layout other than the one given
          * is refused first (holder_layout_read), with nothing recorded */
-        bool given_differs = h->cfg->layout_given &&
-                             (l.epoch_ms != h->cfg->layout.epoch_ms ||
-                              l.time_bits != h->cfg->layout.time_bits ||
-                              l.worker_bits != h->cfg->layout.worker_bits ||
-                              l.seq_bits != h->cfg->layout.seq_bits);
+        bool given_differs = h->cfg->layout_given && (l.epoch_ms != h->cfg->layout.epoch_ms ||
+                                                      l.time_bits != h->cfg->layout.time_bits ||
+                                                      l.worker_bits != h->cfg->layout.worker_bits ||
+                                                      l.seq_bits != h->cfg->layout.seq_bits);
         if (!h->layout_ready && !given_differs &&
             region_check(h, r, 5, l.worker_bits, lk.create_revision) <= 0)
                 goto out;
@@ -277,13 +278,14 @@ out:
 void cluster_read(struct holder *h)
 {
         const char *p = h->prefix;
-        json_t *body = json_pack("{s:[o, o, o, o, o, o]}", "success",
-                                 txn_range(txn_key(p, "layout", -1), NULL, false),
-                                 txn_range(txn_key(p, "fence", -1), NULL, false),
-                                 txn_range(txn_key(p, "floor", -1), NULL, false),
-                                 txn_range(txn_key(p, "workers/", -1), txn_key(p, "workers0", -1), true),
-                                 txn_range(txn_key(p, "hwm/", -1), txn_key(p, "hwm0", -1), false),
-                                 txn_range(txn_key(p, "ranges/", -1), txn_key(p, "ranges0", -1), false));
+        json_t *body =
+                json_pack("{s:[o, o, o, o, o, o]}", "success",
+                          txn_range(txn_key(p, "layout", -1), NULL, false),
+                          txn_range(txn_key(p, "fence", -1), NULL, false),
+                          txn_range(txn_key(p, "floor", -1), NULL, false),
+                          txn_range(txn_key(p, "workers/", -1), txn_key(p, "workers0", -1), true),
+                          txn_range(txn_key(p, "hwm/", -1), txn_key(p, "hwm0", -1), false),
+                          txn_range(txn_key(p, "ranges/", -1), txn_key(p, "ranges0", -1), false));
         /* never_used() needs only whether any number is held, and the
          * highest mark (marks are 20 digits: their order is their value's):
          * one key of each, not every number's, which a fleet of daemons
@@ -307,10 +309,11 @@ void cluster_halt(struct holder *h, enum halt why)
                 return;
         if (why == HALT_RESTORED) {
                 h->stats.restores_seen++;
-                log_error("etcd was restored from a snapshot or replaced (its revision went back or "
-                          "its cluster ID changed): extending nothing and claiming nothing on it. "
-                          "Run `snowid fence` against the cluster (docs/fences.md); this daemon "
-                          "goes on by itself once the fence has changed");
+                log_error(
+                        "etcd was restored from a snapshot or replaced (its revision went back or "
+                        "its cluster ID changed): extending nothing and claiming nothing on it. "
+                        "Run `snowid fence` against the cluster (docs/fences.md); this daemon "
+                        "goes on by itself once the fence has changed");
         }
         h->halted = why;
         holder_halted(h);
@@ -348,7 +351,8 @@ bool cluster_ok(struct holder *h, const struct etcd_reply *r, int fence_op)
 void marks_retired(struct holder *h, int32_t worker, uint64_t mark)
 {
         unsigned i = h->n_published++ % PUBLISHED_MAX;
-        h->published[i] = (struct published){.worker = worker, .mark = mark, .mono_ms = holder_mono_ms()};
+        h->published[i] =
+                (struct published){.worker = worker, .mark = mark, .mono_ms = holder_mono_ms()};
 }
 
 uint64_t marks_own(const struct holder *h, int32_t worker)
@@ -373,7 +377,8 @@ void holder_fence_adopted(struct holder *h)
         for (unsigned i = 0; i < n; i++) {
                 struct published *p = &h->published[i];
                 if (p->mark > h->cl.claims_above && now - p->mono_ms < PUBLISHED_KEEP_MS) {
-                        log_warning("Worker %" PRId32 "'s last deadline %" PRIu64 " is past the new "
+                        log_warning("Worker %" PRId32 "'s last deadline %" PRIu64
+                                    " is past the new "
                                     "fence's claims_above %" PRIu64 ": raising its mark",
                                     p->worker, p->mark, h->cl.claims_above);
                         marks_raise(h, p->worker, p->mark, 0, 0);
@@ -471,7 +476,11 @@ static void on_raise(void *userdata, const struct etcd_reply *r)
         m->tries++;
         log_warning("The mark of worker %" PRId32 " reads %s, below the %" PRIu64
                     " published: raising it",
-                    m->worker, !present ? "absent" : valid ? "lower" : "damaged", m->mark);
+                    m->worker,
+                    !present ? "absent"
+                    : valid  ? "lower"
+                             : "damaged",
+                    m->mark);
         raise_send(h, m, true, present ? modrev : 0);
 }
 
@@ -482,13 +491,14 @@ static void raise_send(struct holder *h, struct mark_raise *m, bool cas, int64_t
         txn_cluster_compares(cmp, p, &h->cl);
         if (cas) {
                 m->sent = m->mark;
-                json_array_append_new(cmp, txn_cmp(txn_key(p, "hwm/", m->worker), "MOD", "EQUAL",
-                                                   NULL, modrev));
-                json_array_append_new(success, txn_put(txn_key(p, "hwm/", m->worker),
-                                                       txn_mark(m->mark), 0));
+                json_array_append_new(
+                        cmp, txn_cmp(txn_key(p, "hwm/", m->worker), "MOD", "EQUAL", NULL, modrev));
+                json_array_append_new(success,
+                                      txn_put(txn_key(p, "hwm/", m->worker), txn_mark(m->mark), 0));
                 json_array_append_new(success, txn_raise_floor(p, m->mark));
         } else {
-                json_array_append_new(success, txn_range(txn_key(p, "hwm/", m->worker), NULL, false));
+                json_array_append_new(success,
+                                      txn_range(txn_key(p, "hwm/", m->worker), NULL, false));
                 txn_cluster_reads(success, p);
         }
         json_t *failure = json_array();
@@ -535,7 +545,11 @@ void marks_raise(struct holder *h, int32_t worker, uint64_t mark, int64_t lease,
                         h->cur.raising = false;
                 return;
         }
-        *m = (struct mark_raise){.id = ++h->ids, .worker = worker, .mark = mark, .lease = lease,
-                                 .for_holding = for_holding, .active = true};
+        *m = (struct mark_raise){.id = ++h->ids,
+                                 .worker = worker,
+                                 .mark = mark,
+                                 .lease = lease,
+                                 .for_holding = for_holding,
+                                 .active = true};
         raise_send(h, m, false, 0);
 }

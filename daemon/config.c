@@ -23,19 +23,55 @@
 #include "segment.h"
 
 #define DEFAULT_CONFIG "/etc/snowid/snowidd.conf"
-#define SLEW_TICK_MS 100 /* the daemon applies slew in ticks of CLOCK_TICK_MS (holder.c) */
+#define SLEW_TICK_MS 100  /* the daemon applies slew in ticks of CLOCK_TICK_MS (holder.c) */
 #define ETCD_URL_MAX 1024 /* one endpoint URL; longer is refused, never cut */
 #define SECRET_MAX 1023   /* the line of a password or token file */
 
 enum {
-        O_ETCD = 256, O_CLUSTER, O_INSTANCE, O_LEASE_TTL, O_RENEW, O_WINDOW, O_EPOCH, O_TIME_BITS,
-        O_WORKER_BITS, O_SEQ_BITS, O_ALLOW_GROUPS, O_ALLOW_USERS, O_RUNTIME_DIR, O_CACERT, O_CERT, O_KEY, O_USER, O_PASSWORD_FILE,
-        O_LOG_LEVEL, O_ETCD_TIMEOUT, O_STEP_BACK, O_SLEW, O_LEAD, O_CONFIG, O_CHECK, O_HELP,
-        O_HTTP, O_HTTP_TOKEN_FILE, O_HTTP_MAX_COUNT, O_HTTP_THREADS, O_MARK_STEP,
-        O_WORKER_RANGE, O_REGION,
-        O_HTTP_TOKEN_IDS, O_HTTP_TOKEN_REQUESTS, O_HTTP_ADDRESS_IDS, O_HTTP_ADDRESS_REQUESTS,
-        O_HTTP_CONNECTIONS, O_HTTP_CONNECTIONS_PER_ADDRESS, O_HTTP_READ_TIMEOUT,
-        O_STORE, O_POSTGRES, O_TSC_CLOCK, O_TSC_MAX_ERROR,
+        O_ETCD = 256,
+        O_CLUSTER,
+        O_INSTANCE,
+        O_LEASE_TTL,
+        O_RENEW,
+        O_WINDOW,
+        O_EPOCH,
+        O_TIME_BITS,
+        O_WORKER_BITS,
+        O_SEQ_BITS,
+        O_ALLOW_GROUPS,
+        O_ALLOW_USERS,
+        O_RUNTIME_DIR,
+        O_CACERT,
+        O_CERT,
+        O_KEY,
+        O_USER,
+        O_PASSWORD_FILE,
+        O_LOG_LEVEL,
+        O_ETCD_TIMEOUT,
+        O_STEP_BACK,
+        O_SLEW,
+        O_LEAD,
+        O_CONFIG,
+        O_CHECK,
+        O_HELP,
+        O_HTTP,
+        O_HTTP_TOKEN_FILE,
+        O_HTTP_MAX_COUNT,
+        O_HTTP_THREADS,
+        O_MARK_STEP,
+        O_WORKER_RANGE,
+        O_REGION,
+        O_HTTP_TOKEN_IDS,
+        O_HTTP_TOKEN_REQUESTS,
+        O_HTTP_ADDRESS_IDS,
+        O_HTTP_ADDRESS_REQUESTS,
+        O_HTTP_CONNECTIONS,
+        O_HTTP_CONNECTIONS_PER_ADDRESS,
+        O_HTTP_READ_TIMEOUT,
+        O_STORE,
+        O_POSTGRES,
+        O_TSC_CLOCK,
+        O_TSC_MAX_ERROR
 };
 
 /* One table serves the flags and the config file's keys. */
@@ -306,8 +342,9 @@ static int apply(struct settings *s, const char *origin, int id, const char *key
                 return 0;
         case O_WORKER_RANGE:
                 if (worker_range_parse(v, &s->range_from, &s->range_to) < 0)
-                        return bad(origin, key, v, "FROM-TO, worker numbers with FROM <= TO, "
-                                                   "e.g. 0-511");
+                        return bad(origin, key, v,
+                                   "FROM-TO, worker numbers with FROM <= TO, "
+                                   "e.g. 0-511");
                 s->range_given = true;
                 return 0;
         case O_REGION:
@@ -410,8 +447,8 @@ static int load_file(struct settings *s, const char *path, bool must_exist)
         int r = 0;
         struct stat st;
         /* a directory reads as empty: every default, silently */
-        if (fstat(fileno(f), &st) < 0 || !(S_ISREG(st.st_mode) || (S_ISCHR(st.st_mode) &&
-                                                               st.st_rdev == makedev(1, 3)))) {
+        if (fstat(fileno(f), &st) < 0 ||
+            !(S_ISREG(st.st_mode) || (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3)))) {
                 fprintf(stderr, "snowidd: config %s is not a regular file\n", path);
                 fclose(f);
                 return EX_CONFIG_;
@@ -469,8 +506,9 @@ static int read_secret(const char *key, const char *path, char **ret)
         buf[strcspn(buf, "\r\n")] = 0;
         if (err || cut || !*buf) {
                 fprintf(stderr, "snowidd: %s %s %s\n", key, path,
-                        err ? strerror(err) : cut ? "has a first line longer than 1023 bytes"
-                                                  : "is empty");
+                        err   ? strerror(err)
+                        : cut ? "has a first line longer than 1023 bytes"
+                              : "is empty");
                 explicit_bzero(buf, sizeof(buf));
                 return EX_CONFIG_;
         }
@@ -535,8 +573,9 @@ static int resolve_id(const char *list, const char *tok, bool user, unsigned *re
                         return 0;
                 }
         }
-        fprintf(stderr, "snowidd: allow-%s = '%s': no %s '%s' (names must exist; numbers need "
-                        "not)\n",
+        fprintf(stderr,
+                "snowidd: allow-%s = '%s': no %s '%s' (names must exist; numbers need "
+                "not)\n",
                 user ? "users" : "groups", list, user ? "user" : "group", tok);
         return EX_CONFIG_;
 }
@@ -547,7 +586,8 @@ static int resolve_list(struct settings *s, const char *list, bool user)
                 return 0;
         char *copy = strdup(list), *save = NULL;
         int r = 0;
-        for (char *tok = strtok_r(copy, ", ", &save); tok && !r; tok = strtok_r(NULL, ", ", &save)) {
+        for (char *tok = strtok_r(copy, ", ", &save); tok && !r;
+             tok = strtok_r(NULL, ", ", &save)) {
                 unsigned id;
                 if (user && !strcmp(tok, "*")) {
                         s->allow_all = true;
@@ -598,28 +638,34 @@ static int check(struct settings *s)
                 return EX_CONFIG_;
         }
         if (s->layout_given && snowid_layout_check(&s->layout) < 0) {
-                fprintf(stderr, "snowidd: bad layout %u/%u/%u: time-bits >= 32 and time + worker + "
-                                "seq bits = 63\n",
+                fprintf(stderr,
+                        "snowidd: bad layout %u/%u/%u: time-bits >= 32 and time + worker + "
+                        "seq bits = 63\n",
                         s->layout.time_bits, s->layout.worker_bits, s->layout.seq_bits);
                 return EX_CONFIG_;
         }
         /* without layout settings, the layout stored in etcd decides (holder) */
         if (s->range_given && s->layout_given &&
             !worker_range_fits(s->range_from, s->range_to, s->layout.worker_bits)) {
-                fprintf(stderr, "snowidd: worker-range %u-%u does not fit %u worker bits "
-                                "(numbers 0 to %" PRIu64 ")\n",
+                fprintf(stderr,
+                        "snowidd: worker-range %u-%u does not fit %u worker bits "
+                        "(numbers 0 to %" PRIu64 ")\n",
                         s->range_from, s->range_to, s->layout.worker_bits,
                         (UINT64_C(1) << s->layout.worker_bits) - 1);
                 return EX_CONFIG_;
         }
         if (s->renew_ms * 2 > s->lease_ttl_s * 1000) {
-                fprintf(stderr, "snowidd: renew-interval %u ms must be at most half of lease-ttl "
-                                "%u s\n", s->renew_ms, s->lease_ttl_s);
+                fprintf(stderr,
+                        "snowidd: renew-interval %u ms must be at most half of lease-ttl "
+                        "%u s\n",
+                        s->renew_ms, s->lease_ttl_s);
                 return EX_CONFIG_;
         }
         if (s->renew_ms * 2 > s->window_s * 1000) {
-                fprintf(stderr, "snowidd: renew-interval %u ms must be at most half of window "
-                                "%u s\n", s->renew_ms, s->window_s);
+                fprintf(stderr,
+                        "snowidd: renew-interval %u ms must be at most half of window "
+                        "%u s\n",
+                        s->renew_ms, s->window_s);
                 return EX_CONFIG_;
         }
         if (s->etcd_timeout_ms > s->window_s * 1000) {
@@ -634,9 +680,10 @@ static int check(struct settings *s)
          * from waiting on every tick */
         uint64_t max_slew = (uint64_t)s->lead_ms * 1000 / 2 * 1000 / SLEW_TICK_MS;
         if (s->slew_us_per_s > max_slew) {
-                fprintf(stderr, "snowidd: slew %u us/s is too fast for lead %u ms: its step "
-                                "back every %u ms must be at most half the lead, so slew at "
-                                "most %" PRIu64 " us/s\n",
+                fprintf(stderr,
+                        "snowidd: slew %u us/s is too fast for lead %u ms: its step "
+                        "back every %u ms must be at most half the lead, so slew at "
+                        "most %" PRIu64 " us/s\n",
                         s->slew_us_per_s, s->lead_ms, SLEW_TICK_MS, max_slew);
                 return EX_CONFIG_;
         }
@@ -678,8 +725,9 @@ static int check(struct settings *s)
         /* <dir>/.<instance>.new is the longest name made there: a sun_path
          * holds 107 bytes and a NUL */
         if (strlen(s->runtime_dir) + strlen(s->instance) + 7 > 107) {
-                fprintf(stderr, "snowidd: runtime-dir '%s' and instance '%s' make a socket path "
-                                "longer than 107 bytes\n",
+                fprintf(stderr,
+                        "snowidd: runtime-dir '%s' and instance '%s' make a socket path "
+                        "longer than 107 bytes\n",
                         s->runtime_dir, s->instance);
                 return EX_CONFIG_;
         }

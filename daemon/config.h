@@ -24,29 +24,29 @@ enum tsc_mode {
 
 struct settings {
         enum store_kind store;
-        char *postgres;          /* libpq conninfo (keywords or URI), without a password */
+        char *postgres; /* libpq conninfo (keywords or URI), without a password */
         char *etcd[ETCD_ENDPOINTS_MAX];
         unsigned n_etcd;
         char *cluster;
         char *instance;
-        unsigned lease_ttl_s;    /* lease TTL */
-        unsigned renew_ms;       /* keepalive and mark extension period */
-        unsigned window_s;       /* headroom kept: an etcd outage shorter than this is invisible */
-        unsigned mark_step_s;    /* a mark write lasts this long before the next */
+        unsigned lease_ttl_s; /* lease TTL */
+        unsigned renew_ms;    /* keepalive and mark extension period */
+        unsigned window_s;    /* headroom kept: an etcd outage shorter than this is invisible */
+        unsigned mark_step_s; /* a mark write lasts this long before the next */
         unsigned etcd_timeout_ms;
-        unsigned step_back_ms;   /* wall clock this far behind ID time: a fresh number */
-        unsigned slew_us_per_s;  /* how fast ID time is brought back to the wall clock */
-        unsigned lead_ms;        /* how far the counter may run ahead of ID time */
+        unsigned step_back_ms;  /* wall clock this far behind ID time: a fresh number */
+        unsigned slew_us_per_s; /* how fast ID time is brought back to the wall clock */
+        unsigned lead_ms;       /* how far the counter may run ahead of ID time */
         enum tsc_mode tsc_mode;
         unsigned tsc_max_error_us; /* the TSC clock's error past this: off, backing off */
         snowid_layout layout;
-        bool layout_given;       /* any of --epoch/--*-bits was set */
-        bool range_given;        /* worker-range was set; else the whole worker space */
+        bool layout_given; /* any of --epoch/--*-bits was set */
+        bool range_given;  /* worker-range was set; else the whole worker space */
         uint32_t range_from, range_to;
-        char *region;            /* names this region's range record (docs/regions.md) */
-        char *runtime_dir;       /* the socket and the lock live here */
-        char *allow_users;       /* "name-or-uid,..." or "*" */
-        char *allow_groups;      /* "name-or-gid,..." */
+        char *region;       /* names this region's range record (docs/regions.md) */
+        char *runtime_dir;  /* the socket and the lock live here */
+        char *allow_users;  /* "name-or-uid,..." or "*" */
+        char *allow_groups; /* "name-or-gid,..." */
         bool allow_all;
         uid_t allow_uid[ALLOW_MAX];
         gid_t allow_gid[ALLOW_MAX];
@@ -55,7 +55,7 @@ struct settings {
         char *user, *password_file, *password;
         int log_level;
         bool check_config;
-        char *http;              /* "ADDR:PORT" or NULL: the HTTP API is off */
+        char *http; /* "ADDR:PORT" or NULL: the HTTP API is off */
         char *http_token_file;
         struct token *http_tokens; /* read from http_token_file */
         unsigned n_http_tokens;

@@ -53,7 +53,8 @@ char *b64_decode(const char *s, size_t *ret_len)
                 int pad = 0;
                 for (int k = 0; k < 4; k++) {
                         const char *c = s[i + k] ? strchr(b64_alphabet, s[i + k]) : NULL;
-                        if (s[i + k] == '=' && i + 4 == n && k >= 2 && (k == 3 || s[i + 3] == '=')) {
+                        if (s[i + k] == '=' && i + 4 == n && k >= 2 &&
+                            (k == 3 || s[i + 3] == '=')) {
                                 pad++;
                                 v <<= 6;
                         } else if (c && !pad) {

@@ -14,7 +14,7 @@
 #include "log.h"
 
 #define BODY_MAX (16u << 20) /* an answer larger than this is not one of ours */
-#define HOLD_MIN_MS 1000       /* after a refusal (auth, TLS...), the first wait */
+#define HOLD_MIN_MS 1000     /* after a refusal (auth, TLS...), the first wait */
 #define HOLD_MAX_MS 30000
 
 struct request {
@@ -22,7 +22,7 @@ struct request {
         CURL *easy;
         struct curl_slist *headers;
         char *body;
-        char *path;   /* kept to resend after authenticating */
+        char *path; /* kept to resend after authenticating */
         char *answer;
         size_t answer_len;
         bool too_big;
@@ -30,8 +30,8 @@ struct request {
         void *userdata;
         uint64_t tag;
         uint64_t started;
-        int64_t rev_at_send; /* the highest kv revision seen when it was sent */
-        unsigned member;     /* the endpoint it was sent to */
+        int64_t rev_at_send;          /* the highest kv revision seen when it was sent */
+        unsigned member;              /* the endpoint it was sent to */
         char errbuf[CURL_ERROR_SIZE]; /* libcurl's own words when it fails */
         unsigned gen_at_send;
         bool is_kv;
@@ -53,8 +53,8 @@ struct etcd {
         struct etcd_history hist; /* of kv answers */
         /* a refusal that needs an operator, and the wait it imposes */
         struct etcd_problem problem;
-        uint32_t problem_members;  /* bit i: endpoint i refused this way */
-        uint64_t hold_until;       /* CLOCK_MONOTONIC usec; 0: no wait */
+        uint32_t problem_members; /* bit i: endpoint i refused this way */
+        uint64_t hold_until;      /* CLOCK_MONOTONIC usec; 0: no wait */
         sd_event_source *hold_timer;
         void (*problem_cb)(void *userdata, const struct etcd_problem *p);
         void *problem_userdata;
@@ -112,7 +112,8 @@ static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *
                 }
                 return 0;
         }
-        uint32_t events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+        uint32_t events =
+                (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
         if (io) {
                 if (sd_event_source_set_io_events(io, events) < 0 ||
                     sd_event_source_set_enabled(io, SD_EVENT_ON) < 0)
@@ -142,10 +143,12 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
         struct etcd *e = userp;
         (void)multi;
         if (timeout_ms < 0)
-                return e->timer ? sd_event_source_set_enabled(e->timer, SD_EVENT_OFF) < 0 ? -1 : 0 : 0;
+                return e->timer ? sd_event_source_set_enabled(e->timer, SD_EVENT_OFF) < 0 ? -1 : 0
+                                : 0;
         uint64_t when = now_usec() + (uint64_t)timeout_ms * 1000;
         if (!e->timer) {
-                if (sd_event_add_time(e->event, &e->timer, CLOCK_MONOTONIC, when, 0, on_timer, e) < 0)
+                if (sd_event_add_time(e->event, &e->timer, CLOCK_MONOTONIC, when, 0, on_timer, e) <
+                    0)
                         return -1;
                 sd_event_source_set_description(e->timer, "etcd-timer");
                 return 0;
@@ -337,8 +340,7 @@ static void problem_seen(struct etcd *e, const struct request *q, const struct e
 /* A request of the kind the refusal concerned went through. */
 static void problem_cleared(struct etcd *e, const struct request *q)
 {
-        if (e->problem.err == ETCD_ERR_NONE ||
-            (e->problem.err == ETCD_ERR_PERMISSION && !q->is_kv))
+        if (e->problem.err == ETCD_ERR_NONE || (e->problem.err == ETCD_ERR_PERMISSION && !q->is_kv))
                 return;
         e->problem = (struct etcd_problem){0};
         e->problem_members = 0;

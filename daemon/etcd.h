@@ -28,12 +28,12 @@ enum etcd_err {
 };
 
 struct etcd_reply {
-        bool answered;   /* an HTTP answer came (any status) */
-        long http;       /* its status, 0 if none */
-        json_t *json;    /* the parsed body, NULL if none or not JSON */
+        bool answered;     /* an HTTP answer came (any status) */
+        long http;         /* its status, 0 if none */
+        json_t *json;      /* the parsed body, NULL if none or not JSON */
         const char *error; /* a short description for logs when !ok */
-        uint64_t tag;    /* what the caller passed to etcd_call() */
-        uint64_t usec;   /* how long it took */
+        uint64_t tag;      /* what the caller passed to etcd_call() */
+        uint64_t usec;     /* how long it took */
         /* header.revision and header.cluster_id of a kv answer (0 if none) */
         int64_t revision;
         uint64_t cluster_id;
@@ -45,8 +45,8 @@ struct etcd_reply {
         /* etcd refused a write because its store is full (NOSPACE alarm) */
         bool nospace;
         enum etcd_err err;
-        bool kv;         /* a /v3/kv/ request: the only ones etcd checks roles on */
-        char text[160];  /* a plain-text error body, as etcd said it (r->error) */
+        bool kv;        /* a /v3/kv/ request: the only ones etcd checks roles on */
+        char text[160]; /* a plain-text error body, as etcd said it (r->error) */
 };
 
 static inline bool etcd_ok(const struct etcd_reply *r)
@@ -102,12 +102,12 @@ const char *etcd_err_name(enum etcd_err err);
  * through (for the permission class, a kv request: lease calls are not
  * checked against roles). */
 struct etcd_problem {
-        enum etcd_err err;   /* ETCD_ERR_NONE: cleared */
-        char message[256];   /* etcd's or TLS's own words */
+        enum etcd_err err; /* ETCD_ERR_NONE: cleared */
+        char message[256]; /* etcd's or TLS's own words */
         const char *endpoint;
-        unsigned in_row;     /* failures of this class in a row */
-        unsigned members;    /* how many endpoints refused this way */
-        unsigned hold_ms;    /* requests it concerns wait this long before the next try */
+        unsigned in_row;  /* failures of this class in a row */
+        unsigned members; /* how many endpoints refused this way */
+        unsigned hold_ms; /* requests it concerns wait this long before the next try */
 };
 /* cb runs after every failure of a class above and once when it clears,
  * before the callback of the request concerned. */

@@ -18,7 +18,6 @@
 #define RETRY_MAX_MS 1000
 #define FENCE_SETTLE_MS 1000
 
-
 /* ---- time ---- */
 
 void holder_timer_in(struct holder *h, sd_event_source **src, unsigned ms,
@@ -114,7 +113,8 @@ void note_etcd(struct holder *h, const struct etcd_reply *r)
                 return; /* etcd is there, refusing us: refusal.c says why */
         bool ok = r->answered && r->http < 500;
         if (ok != h->etcd_reachable)
-                log_notice("%s is %s", store_name(h->store), ok ? "reachable again" : "unreachable");
+                log_notice("%s is %s", store_name(h->store),
+                           ok ? "reachable again" : "unreachable");
         h->etcd_reachable = ok;
         if (r->nospace && !h->etcd_full) {
                 holder_etcd_full(h, true, NULL);
@@ -163,7 +163,8 @@ static void on_alarms(void *userdata, const struct etcd_reply *r)
         json_t *alarms = json_object_get(r->json, "alarms"), *a;
         size_t i;
         const char *member = NULL;
-        json_array_foreach(alarms, i, a) {
+        json_array_foreach(alarms, i, a)
+        {
                 const char *kind = json_string_value(json_object_get(a, "alarm"));
                 if (kind && !strcmp(kind, "NOSPACE"))
                         member = json_string_value(json_object_get(a, "memberID"));
@@ -181,9 +182,8 @@ void check_alarms(struct holder *h)
         if (h->alarm_busy)
                 return;
         h->alarm_busy = store_call(h->store, "/v3/maintenance/alarm",
-                                  json_pack("{s:s}", "action", "GET"), on_alarms, h, 0) == 0;
+                                   json_pack("{s:s}", "action", "GET"), on_alarms, h, 0) == 0;
 }
-
 
 /* The acquisition an answer is for, if it is still at that step; NULL for an
  * answer that arrives for an earlier holding or step (ignored). */
@@ -312,7 +312,7 @@ void give_up_lease(struct holder *h, int64_t lease)
         if (!lease)
                 return;
         store_call(h->store, "/v3/lease/revoke", json_pack("{s:s}", "ID", i64(lease, l)), on_revoke,
-                  h, 0);
+                   h, 0);
 }
 
 /* ---- publishing ---- */
@@ -479,8 +479,8 @@ static void send_renewal(struct holder *h)
         if (!g->keepalive_busy && mono >= g->keepalive_next_ms) {
                 g->keepalive_next_ms = mono + (uint64_t)h->cfg->lease_ttl_s * 1000 / 3;
                 g->keepalive_busy = store_call(h->store, "/v3/lease/keepalive",
-                                              json_pack("{s:s}", "ID", i64(g->lease, l)),
-                                              on_keepalive, h, g->id) == 0;
+                                               json_pack("{s:s}", "ID", i64(g->lease, l)),
+                                               on_keepalive, h, g->id) == 0;
         }
         /* The mark is written only once the headroom falls below the window,
          * and then mark-step further: at rest one revision per mark-step,
@@ -604,17 +604,19 @@ void holder_update_status(struct holder *h)
                          h->etcd_err_message);
         else
                 snprintf(etcd, sizeof(etcd), "%s", h->etcd_reachable ? "reachable" : "unreachable");
-        int64_t headroom = h->cur.state == H_NONE
-                                   ? 0
-                                   : (int64_t)shm_pub_deadline(h->pub) -
-                                             (int64_t)id_now_ms(h, false);
+        int64_t headroom = h->cur.state == H_NONE ? 0
+                                                  : (int64_t)shm_pub_deadline(h->pub) -
+                                                            (int64_t)id_now_ms(h, false);
         const char *store = store_name(h->store);
         if (h->cur.state == H_HELD)
-                snprintf(buf, sizeof(buf), "STATUS=worker %" PRId32 ", headroom %" PRId64 " ms, %s %s",
-                         h->cur.worker, headroom, store, etcd);
+                snprintf(buf, sizeof(buf),
+                         "STATUS=worker %" PRId32 ", headroom %" PRId64 " ms, %s %s", h->cur.worker,
+                         headroom, store, etcd);
         else if (h->cur.state == H_LOST)
-                snprintf(buf, sizeof(buf), "STATUS=lost worker %" PRId32 ", headroom %" PRId64
-                         " ms, claiming another; %s %s", h->cur.worker, headroom, store, etcd);
+                snprintf(buf, sizeof(buf),
+                         "STATUS=lost worker %" PRId32 ", headroom %" PRId64
+                         " ms, claiming another; %s %s",
+                         h->cur.worker, headroom, store, etcd);
         else
                 snprintf(buf, sizeof(buf), "STATUS=claiming a worker number; %s %s", store, etcd);
         sd_notify(0, buf);
@@ -622,8 +624,7 @@ void holder_update_status(struct holder *h)
 
 /* ---- start and stop ---- */
 
-int holder_start(struct holder *h, sd_event *event, const struct settings *cfg,
-                 struct shm_pub *pub)
+int holder_start(struct holder *h, sd_event *event, const struct settings *cfg, struct shm_pub *pub)
 {
         *h = (struct holder){
                 .cfg = cfg,

@@ -38,15 +38,15 @@ struct holding {
         enum hstate state;
         int64_t lease;
         int32_t worker;
-        char value[320];     /* workers/<n>: host, instance, pid, token */
-        uint64_t start_ms;   /* the claim's first ID time */
-        uint64_t mark;       /* the claim's mark, then the highest acknowledged */
-        uint64_t pending;    /* the mark of the extension in flight */
-        int64_t hwm_modrev;  /* hwm/<n>'s mod revision when scanned; 0 if absent */
-        bool fresh;          /* a clock reset: ID time back to the wall clock */
+        char value[320];    /* workers/<n>: host, instance, pid, token */
+        uint64_t start_ms;  /* the claim's first ID time */
+        uint64_t mark;      /* the claim's mark, then the highest acknowledged */
+        uint64_t pending;   /* the mark of the extension in flight */
+        int64_t hwm_modrev; /* hwm/<n>'s mod revision when scanned; 0 if absent */
+        bool fresh;         /* a clock reset: ID time back to the wall clock */
         bool keepalive_busy, extend_busy;
         uint64_t keepalive_next_ms; /* CLOCK_MONOTONIC ms of the next keepalive */
-        bool raising;        /* its mark read back low: raised before anything else */
+        bool raising;               /* its mark read back low: raised before anything else */
         /* the scan: a sample of SCAN_SAMPLE numbers (sampled > 0), else every
          * number of the range */
         unsigned sampled;
@@ -100,22 +100,22 @@ struct holder {
         sd_event *event;
         struct store *store;
         struct shm_pub *pub;
-        unsigned pub_replaced; /* pub->replaced when last seen */
-        bool etcd_full;        /* etcd refuses writes: its NOSPACE alarm is raised */
+        unsigned pub_replaced;  /* pub->replaced when last seen */
+        bool etcd_full;         /* etcd refuses writes: its NOSPACE alarm is raised */
         enum etcd_err etcd_err; /* etcd refuses us: a setting is wrong (refusal.c) */
         char etcd_err_message[256];
-        bool alarm_busy;       /* an alarm list request is in flight */
+        bool alarm_busy; /* an alarm list request is in flight */
         snowid_layout layout;
         bool layout_ready;
         uint32_t range_from, range_to; /* the numbers claimed in, once the layout is read */
-        char prefix[96]; /* "/snowid/<cluster>/" */
+        char prefix[96];               /* "/snowid/<cluster>/" */
         char host[128];
         char token[17];
         uint64_t ids;
         struct holding cur, next;
         struct clock_state clock; /* offset_ns: ID time minus CLOCK_MONOTONIC, as published */
         unsigned backoff_ms;
-        uint64_t fresh_not_before_ms; /* monotonic ms: throttles fresh-number attempts */
+        uint64_t fresh_not_before_ms;  /* monotonic ms: throttles fresh-number attempts */
         uint64_t claims_not_before_ms; /* monotonic ms: after a new fence */
         sd_event_source *renew_timer, *clock_timer, *retry_timer, *setclock_io, *stop_timer;
         bool ready_sent, stopping, etcd_reachable;

@@ -34,7 +34,7 @@ struct conn {
         struct conn *prev, *next; /* srv->conns, under srv->conns_lock */
         int fd;                   /* a duplicate: never reused while listed */
         bool cut;
-        uint64_t addr;            /* addr_key() */
+        uint64_t addr; /* addr_key() */
         /* CLOCK_MONOTONIC ns by which the request being read must be read
          * whole; 0 while one is being answered.  Relaxed: it guards nothing
          * else; the sweeper acts on a value at most one sweep old. */
@@ -48,13 +48,13 @@ struct http_server {
         struct http_snapshot *snap; /* RCU: rcu_assign_pointer / rcu_dereference */
         _Atomic uint64_t ids_served;
         _Atomic uint64_t by_code[CODES];
-        struct token anonymous;     /* counts requests made without a token file */
+        struct token anonymous; /* counts requests made without a token file */
         struct rate addr_ids, addr_requests;
         struct addr_table *addrs;
         _Atomic uint64_t limited_addr_ids, limited_addr_requests, deadline_cuts, conns_open;
         int64_t read_timeout_ns;
         pthread_mutex_t conns_lock;
-        struct conn conns;          /* list head */
+        struct conn conns; /* list head */
         pthread_t sweeper;
         pthread_cond_t stop_cond;
         bool stopping, sweeper_started;
@@ -94,8 +94,7 @@ static enum MHD_Result reply(struct http_server *srv, struct MHD_Connection *c, 
                              const char *ctype, char *body, size_t len, const char *hname,
                              const char *hvalue)
 {
-        struct MHD_Response *r =
-                MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+        struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
         if (!r) {
                 free(body);
                 return MHD_NO;
@@ -201,8 +200,8 @@ static enum MHD_Result too_many(struct http_server *srv, struct MHD_Connection *
         return reply_json(srv, c, 429, j, "Retry-After", after);
 }
 
-static struct addr_slot *addr_slot(struct http_server *srv, const struct request *q,
-                                   struct rate r, int64_t now)
+static struct addr_slot *addr_slot(struct http_server *srv, const struct request *q, struct rate r,
+                                   int64_t now)
 {
         return r.per_s ? addr_slot_get(srv->addrs, q->conn->addr, now) : NULL;
 }
@@ -359,8 +358,8 @@ static enum MHD_Result take_uuids(struct http_server *srv, struct MHD_Connection
         atomic_fetch_add_explicit(&srv->ids_served, count, memory_order_relaxed);
         atomic_fetch_add_explicit(&q->token->n_ids, count, memory_order_relaxed);
         if (fmt == F_BINARY)
-                return reply(srv, c, 200, "application/octet-stream", (char *)u, count * 16,
-                             NULL, NULL);
+                return reply(srv, c, 200, "application/octet-stream", (char *)u, count * 16, NULL,
+                             NULL);
         enum MHD_Result ret = reply_list(srv, c, q, fmt, count, UUID_TEXT_LEN, put_uuid, u);
         free(u);
         return ret;
@@ -411,8 +410,9 @@ static enum MHD_Result take_ids(struct http_server *srv, struct MHD_Connection *
                 fmt = F_TEXT;
         else if (accept && *accept && !accepts(accept, "application/json") &&
                  !accepts(accept, "*/*") && !accepts(accept, "application/*"))
-                return fail(srv, c, 406, "IDs come as application/json, text/plain or "
-                                         "application/octet-stream");
+                return fail(srv, c, 406,
+                            "IDs come as application/json, text/plain or "
+                            "application/octet-stream");
 
         const char *by;
         int64_t wait;
@@ -463,13 +463,14 @@ static enum MHD_Result decode_id(struct http_server *srv, struct MHD_Connection 
         size_t len = strlen(s);
         bool uuid = uuid_text_like(s, len);
         if (uuid ? uuid_from_text(s, len, u) < 0 : parse_u64_strict(s, len, &id) < 0)
-                return fail(srv, c, 400, uuid ? "a UUID is 8-4-4-4-12 hex digits"
-                                              : "an ID is a decimal number or a UUID");
+                return fail(srv, c, 400,
+                            uuid ? "a UUID is 8-4-4-4-12 hex digits"
+                                 : "an ID is a decimal number or a UUID");
         if (snowid_get_layout(srv->ids, &l) < 0)
                 return fail(srv, c, 503, "no layout published yet");
         if (uuid ? snowid_decode_uuid7(&l, u, &p) < 0 : snowid_decode(&l, id, &p) < 0)
-                return fail(srv, c, 400, uuid ? "not a UUIDv7 of this layout"
-                                              : "not an ID of this layout");
+                return fail(srv, c, 400,
+                            uuid ? "not a UUIDv7 of this layout" : "not an ID of this layout");
         rfc3339(p.unix_ms, when, sizeof(when));
         if (uuid)
                 uuid_to_text(u, idbuf); /* lowercase, as snowidd hands them out */
@@ -501,10 +502,10 @@ static enum MHD_Result status(struct http_server *srv, struct MHD_Connection *c)
         uint32_t from, to;
         settings_worker_range(srv->cfg, s->layout.worker_bits, &from, &to);
         /* the whole space is known only once the layout is */
-        json_t *range = s->layout_ready || srv->cfg->range_given
-                                ? json_pack("{s:I, s:I}", "from", (json_int_t)from, "to",
-                                            (json_int_t)to)
-                                : json_null();
+        json_t *range =
+                s->layout_ready || srv->cfg->range_given
+                        ? json_pack("{s:I, s:I}", "from", (json_int_t)from, "to", (json_int_t)to)
+                        : json_null();
         json_t *j = json_pack(
                 "{s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:s, s:s, s:s, s:I, s:b, s:s, s:I, "
                 "s:s, s:o}",
@@ -513,8 +514,8 @@ static enum MHD_Result status(struct http_server *srv, struct MHD_Connection *c)
                 "worker_bits", (json_int_t)s->layout.worker_bits, "seq_bits",
                 (json_int_t)s->layout.seq_bits, "worker", (json_int_t)s->worker, "generation",
                 (json_int_t)st.generation, "state", state_name(st.state), "lease", s->lease,
-                "deadline", deadline, "headroom_ms", (json_int_t)st.headroom_ms,
-                "etcd_reachable", s->etcd_reachable, "halted", s->halted ? s->halted : "no", "uptime_s",
+                "deadline", deadline, "headroom_ms", (json_int_t)st.headroom_ms, "etcd_reachable",
+                s->etcd_reachable, "halted", s->halted ? s->halted : "no", "uptime_s",
                 (json_int_t)((mono_ms() - s->mono_started_ms) / 1000), "region", srv->cfg->region,
                 "worker_range", range);
         /* how etcd refuses us, if it does: class and its own words */
@@ -528,10 +529,10 @@ static enum MHD_Result status(struct http_server *srv, struct MHD_Connection *c)
                           "why_off", s->tsc.on ? json_null() : json_string(s->tsc.why_off),
                           "last_error_us", (double)s->tsc.last_error_ns / 1000, "max_error_us",
                           (double)s->tsc.max_error_ns / 1000, "trips", (json_int_t)s->tsc.trips));
-        json_object_set_new(j, "etcd_error", s->etcd_error ? json_string(s->etcd_error) : json_null());
-        json_object_set_new(j, "etcd_error_message", s->etcd_error
-                                                           ? json_string(s->etcd_error_message)
-                                                           : json_null());
+        json_object_set_new(j, "etcd_error",
+                            s->etcd_error ? json_string(s->etcd_error) : json_null());
+        json_object_set_new(j, "etcd_error_message",
+                            s->etcd_error ? json_string(s->etcd_error_message) : json_null());
         rcu_read_unlock();
         return reply_json(srv, c, 200, j, NULL, NULL);
 }
@@ -547,18 +548,20 @@ static enum MHD_Result healthz(struct http_server *srv, struct MHD_Connection *c
         bool full = rcu_dereference(srv->snap)->etcd_full;
         const char *refused = rcu_dereference(srv->snap)->etcd_error;
         if (refused) /* the message lives in the snapshot: copied inside the section */
-                snprintf(why, sizeof(why), "%s: etcd refuses snowidd: %.160s (the log says "
+                snprintf(why, sizeof(why),
+                         "%s: etcd refuses snowidd: %.160s (the log says "
                          "what to check)",
                          refused, rcu_dereference(srv->snap)->etcd_error_message);
         rcu_read_unlock();
         if (halted && strcmp(halted, "checking")) {
                 /* a static string: safe past the read-side section */
-                snprintf(why, sizeof(why),
-                         "%s: %s; run `snowid fence` against the cluster (IDs stop at the deadline)",
-                         halted,
-                         !strcmp(halted, "etcd-restored")
-                                 ? "etcd was restored from a snapshot or replaced"
-                                 : "the cluster's layout or fence key is gone");
+                snprintf(
+                        why, sizeof(why),
+                        "%s: %s; run `snowid fence` against the cluster (IDs stop at the deadline)",
+                        halted,
+                        !strcmp(halted, "etcd-restored")
+                                ? "etcd was restored from a snapshot or replaced"
+                                : "the cluster's layout or fence key is gone");
                 return fail(srv, c, 503, why);
         }
         if (full) {
@@ -572,7 +575,8 @@ static enum MHD_Result healthz(struct http_server *srv, struct MHD_Connection *c
         if (refused)
                 return fail(srv, c, 503, why);
         if (st.generation & 1)
-                return fail(srv, c, 503, "no worker number published yet, or a switch is under way");
+                return fail(srv, c, 503,
+                            "no worker number published yet, or a switch is under way");
         if (st.headroom_ms < 1000) {
                 snprintf(why, sizeof(why), "only %" PRId64 " ms of headroom before the deadline",
                          st.headroom_ms);
@@ -594,20 +598,23 @@ static enum MHD_Result metrics(struct http_server *srv, struct MHD_Connection *c
         if (!f)
                 return fail(srv, c, 500, "out of memory");
         snowid_get_status(srv->ids, &st);
-        fprintf(f, "# HELP snowid_http_ids_total IDs served over HTTP.\n"
-                   "# TYPE snowid_http_ids_total counter\nsnowid_http_ids_total %" PRIu64 "\n",
+        fprintf(f,
+                "# HELP snowid_http_ids_total IDs served over HTTP.\n"
+                "# TYPE snowid_http_ids_total counter\nsnowid_http_ids_total %" PRIu64 "\n",
                 atomic_load(&srv->ids_served));
         fprintf(f, "# HELP snowid_http_token_requests_total Requests by bearer token (its name; "
                    "none: no token).\n# TYPE snowid_http_token_requests_total counter\n");
         for (unsigned i = 0; i <= srv->cfg->n_http_tokens; i++) {
-                const struct token *t = i < srv->cfg->n_http_tokens ? &srv->cfg->http_tokens[i] : &srv->anonymous;
+                const struct token *t =
+                        i < srv->cfg->n_http_tokens ? &srv->cfg->http_tokens[i] : &srv->anonymous;
                 fprintf(f, "snowid_http_token_requests_total{token=\"%s\"} %" PRIu64 "\n", t->name,
                         atomic_load_explicit(&t->n_requests, memory_order_relaxed));
         }
         fprintf(f, "# HELP snowid_http_token_ids_total IDs served, by bearer token.\n"
                    "# TYPE snowid_http_token_ids_total counter\n");
         for (unsigned i = 0; i <= srv->cfg->n_http_tokens; i++) {
-                const struct token *t = i < srv->cfg->n_http_tokens ? &srv->cfg->http_tokens[i] : &srv->anonymous;
+                const struct token *t =
+                        i < srv->cfg->n_http_tokens ? &srv->cfg->http_tokens[i] : &srv->anonymous;
                 fprintf(f, "snowid_http_token_ids_total{token=\"%s\"} %" PRIu64 "\n", t->name,
                         atomic_load_explicit(&t->n_ids, memory_order_relaxed));
         }
@@ -617,7 +624,8 @@ static enum MHD_Result metrics(struct http_server *srv, struct MHD_Connection *c
         for (unsigned i = 0; i < srv->cfg->n_http_tokens; i++) {
                 const struct token *t = &srv->cfg->http_tokens[i];
                 fprintf(f,
-                        "snowid_http_limited_total{by=\"token\",token=\"%s\",limit=\"ids\"} %" PRIu64
+                        "snowid_http_limited_total{by=\"token\",token=\"%s\",limit=\"ids\"} "
+                        "%" PRIu64
                         "\nsnowid_http_limited_total{by=\"token\",token=\"%s\",limit=\"requests\"} "
                         "%" PRIu64 "\n",
                         t->name, atomic_load_explicit(&t->limited_ids, memory_order_relaxed),
@@ -641,14 +649,16 @@ static enum MHD_Result metrics(struct http_server *srv, struct MHD_Connection *c
         for (unsigned code = 100; code < CODES; code++) {
                 uint64_t n = atomic_load_explicit(&srv->by_code[code], memory_order_relaxed);
                 if (n)
-                        fprintf(f, "snowid_http_requests_total{code=\"%u\"} %" PRIu64 "\n", code, n);
+                        fprintf(f, "snowid_http_requests_total{code=\"%u\"} %" PRIu64 "\n", code,
+                                n);
         }
         rcu_read_lock();
         const struct http_snapshot *s = rcu_dereference(srv->snap);
         fprintf(f,
                 "# HELP snowid_lease_renewals_total Mark extensions acknowledged by etcd.\n"
                 "# TYPE snowid_lease_renewals_total counter\nsnowid_lease_renewals_total %" PRIu64
-                "\n# HELP snowid_lease_renewal_failures_total Keepalives or extensions that failed.\n"
+                "\n# HELP snowid_lease_renewal_failures_total Keepalives or extensions that "
+                "failed.\n"
                 "# TYPE snowid_lease_renewal_failures_total counter\n"
                 "snowid_lease_renewal_failures_total %" PRIu64 "\n"
                 "# HELP snowid_leases_lost_total Worker numbers lost.\n"
@@ -665,7 +675,8 @@ static enum MHD_Result metrics(struct http_server *srv, struct MHD_Connection *c
                 "the live counter ran ahead of ID time.\n"
                 "# TYPE snowid_backstop_switches_total counter\n"
                 "snowid_backstop_switches_total %" PRIu64 "\n"
-                "# HELP snowid_clock_offset_seconds ID time minus CLOCK_MONOTONIC, less the epoch.\n"
+                "# HELP snowid_clock_offset_seconds ID time minus CLOCK_MONOTONIC, less the "
+                "epoch.\n"
                 "# TYPE snowid_clock_offset_seconds gauge\nsnowid_clock_offset_seconds %.6f\n"
                 "# HELP snowid_etcd_reachable Whether the last etcd request got an answer.\n"
                 "# TYPE snowid_etcd_reachable gauge\nsnowid_etcd_reachable %d\n"
@@ -685,8 +696,9 @@ static enum MHD_Result metrics(struct http_server *srv, struct MHD_Connection *c
                 "error passed tsc-max-error.\n# TYPE snowid_tsc_clock_trips_total counter\n"
                 "snowid_tsc_clock_trips_total %" PRIu64 "\n",
                 s->tsc.on, (double)s->tsc.last_error_ns / 1e9, s->tsc.trips);
-        fprintf(f, "# HELP snowid_cluster_halted Whether the daemon extends nothing on the cluster, "
-                   "and why (run `snowid fence`).\n# TYPE snowid_cluster_halted gauge\n");
+        fprintf(f,
+                "# HELP snowid_cluster_halted Whether the daemon extends nothing on the cluster, "
+                "and why (run `snowid fence`).\n# TYPE snowid_cluster_halted gauge\n");
         static const char *const reasons[] = {"etcd-restored", "layout-lost", "fence-lost"};
         for (size_t i = 0; i < 3; i++)
                 fprintf(f, "snowid_cluster_halted{reason=\"%s\"} %d\n", reasons[i],
@@ -722,19 +734,21 @@ static enum MHD_Result metrics(struct http_server *srv, struct MHD_Connection *c
                 "# HELP snowid_etcd_full_total Times etcd was found full.\n"
                 "# TYPE snowid_etcd_full_total counter\nsnowid_etcd_full_total %" PRIu64 "\n",
                 s->etcd_full, s->holder.etcd_full_seen);
-        static const char *const le[] = {"0.001", "0.002", "0.005", "0.01", "0.05", "0.1", "1",
-                                         "+Inf"};
+        static const char *const le[] = {"0.001", "0.002", "0.005", "0.01",
+                                         "0.05",  "0.1",   "1",     "+Inf"};
         fprintf(f, "# HELP snowid_etcd_request_duration_seconds etcd request latency.\n"
                    "# TYPE snowid_etcd_request_duration_seconds histogram\n");
         for (size_t i = 0; i < 8; i++)
                 fprintf(f, "snowid_etcd_request_duration_seconds_bucket{le=\"%s\"} %" PRIu64 "\n",
                         le[i], s->etcd.latency_le[i]);
-        fprintf(f, "snowid_etcd_request_duration_seconds_sum %.6f\n"
-                   "snowid_etcd_request_duration_seconds_count %" PRIu64 "\n",
+        fprintf(f,
+                "snowid_etcd_request_duration_seconds_sum %.6f\n"
+                "snowid_etcd_request_duration_seconds_count %" PRIu64 "\n",
                 s->etcd.latency_sum_s, s->etcd.latency_le[7]);
         rcu_read_unlock();
-        fprintf(f, "# HELP snowid_headroom_seconds Time left before the published deadline.\n"
-                   "# TYPE snowid_headroom_seconds gauge\nsnowid_headroom_seconds %.3f\n",
+        fprintf(f,
+                "# HELP snowid_headroom_seconds Time left before the published deadline.\n"
+                "# TYPE snowid_headroom_seconds gauge\nsnowid_headroom_seconds %.3f\n",
                 (double)st.headroom_ms / 1000);
         snowid_host_stats hs;
         if (snowid_get_host_stats(srv->ids, &hs) == 0)

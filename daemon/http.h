@@ -21,12 +21,12 @@
 struct http_snapshot {
         snowid_layout layout;
         bool layout_ready;
-        int32_t worker;         /* -1: none */
-        const char *lease;      /* "held", "lost", "claiming" */
+        int32_t worker;    /* -1: none */
+        const char *lease; /* "held", "lost", "claiming" */
         bool etcd_reachable;
-        const char *halted;     /* NULL, or why nothing is extended (holder_halt_name) */
-        bool etcd_full;         /* etcd's NOSPACE alarm: writes refused */
-        const char *etcd_error; /* NULL, or how etcd refuses us: "etcd-auth"... (refusal.c) */
+        const char *halted;           /* NULL, or why nothing is extended (holder_halt_name) */
+        bool etcd_full;               /* etcd's NOSPACE alarm: writes refused */
+        const char *etcd_error;       /* NULL, or how etcd refuses us: "etcd-auth"... (refusal.c) */
         char etcd_error_message[256]; /* in etcd's or TLS's words */
         int64_t offset_ns;
         uint64_t mono_started_ms;

@@ -35,8 +35,8 @@ int log_internal(int level, int error, const char *fmt, ...)
                         struct tm tm;
                         clock_gettime(CLOCK_REALTIME, &ts);
                         localtime_r(&ts.tv_sec, &tm);
-                        fprintf(stderr, "%02d:%02d:%02d.%03ld snowidd: %s\n", tm.tm_hour,
-                                tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, buf);
+                        fprintf(stderr, "%02d:%02d:%02d.%03ld snowidd: %s\n", tm.tm_hour, tm.tm_min,
+                                tm.tm_sec, ts.tv_nsec / 1000000, buf);
                 }
         }
         errno = saved;

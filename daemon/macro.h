@@ -34,11 +34,11 @@ static inline void freep(void *p)
 }
 
 /* FUNCp(TYPE **p): FUNC(*p) unless *p is NULL, for _cleanup_(FUNCp). */
-#define DEFINE_POINTER_CLEANUP(type, func)               \
-        static inline void func##p(type **p)             \
-        {                                                \
-                if (*p)                                  \
-                        func(*p);                        \
+#define DEFINE_POINTER_CLEANUP(type, func)                                                         \
+        static inline void func##p(type **p)                                                       \
+        {                                                                                          \
+                if (*p)                                                                            \
+                        func(*p);                                                                  \
         }
 
 static inline int take_fd(int *fd)

@@ -51,7 +51,8 @@ static void on_holder_change(struct holder *h, void *userdata)
                         .mono_started_ms = app->started_ms,
                         .holder = h->stats,
                         .etcd = *store_stats(h->store),
-                        .handshakes = app->serve ? *serve_stats(app->serve) : (struct serve_stats){0},
+                        .handshakes =
+                                app->serve ? *serve_stats(app->serve) : (struct serve_stats){0},
                 };
                 snprintf(snap->etcd_error_message, sizeof(snap->etcd_error_message), "%s",
                          h->etcd_err_message);
@@ -106,8 +107,8 @@ static int listen_socket(const struct settings *cfg, int *fd)
                 char tmp[SHM_SOCK_PATH_MAX];
                 snprintf(tmp, sizeof(tmp), "%s/.%s.new", cfg->runtime_dir, cfg->instance);
                 if (sd_is_socket_unix(*fd, SOCK_STREAM, 1, tmp, 0) > 0 &&
-                    getsockopt(*fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening &&
-                    lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+                    getsockopt(*fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 &&
+                    listening && lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
                         log_info("Listening on %s (kept across the restart)", path);
                         return 0;
                 }
@@ -206,8 +207,8 @@ int main(int argc, char **argv)
         if (ctl_fd >= 0 && !pub->reused)
                 log_warning("The segment kept across the restart is damaged or far ahead of ID "
                             "time: a new one; clients move to it at their deadline");
-        log_info("Segment %s", pub->reused ? "kept across the restart: clients go on with it"
-                                           : "created");
+        log_info("Segment %s",
+                 pub->reused ? "kept across the restart: clients go on with it" : "created");
         r = listen_socket(&cfg, &listen_fd);
         if (r < 0) {
                 log_error_errno(r, "Cannot listen on %s/%s.sock: %m", cfg.runtime_dir,

@@ -35,11 +35,12 @@ int pg_conninfo_check(const char *conninfo, char *err, size_t errlen)
                 const char *kw = "invalid connection option ";
                 size_t n = msg && !strncmp(msg, kw, strlen(kw)) ? strcspn(msg, "\n") : 0;
                 if (n)
-                        snprintf(err, errlen, "not a libpq connection string or URI: %.*s",
-                                 (int)n, msg);
+                        snprintf(err, errlen, "not a libpq connection string or URI: %.*s", (int)n,
+                                 msg);
                 else
-                        snprintf(err, errlen, "not a libpq connection string or URI (see "
-                                              "libpq's \"Connection Strings\")");
+                        snprintf(err, errlen,
+                                 "not a libpq connection string or URI (see "
+                                 "libpq's \"Connection Strings\")");
                 PQfreemem(msg);
                 return -EINVAL;
         }
@@ -50,9 +51,10 @@ int pg_conninfo_check(const char *conninfo, char *err, size_t errlen)
                         password = true;
         PQconninfoFree(opts);
         if (password) {
-                snprintf(err, errlen, "it carries a password: keep the password in a passfile "
-                                      "(libpq's passfile keyword or PGPASSFILE), not in the "
-                                      "connection string");
+                snprintf(err, errlen,
+                         "it carries a password: keep the password in a passfile "
+                         "(libpq's passfile keyword or PGPASSFILE), not in the "
+                         "connection string");
                 return -EINVAL;
         }
         return 0;
@@ -60,8 +62,8 @@ int pg_conninfo_check(const char *conninfo, char *err, size_t errlen)
 
 int pg_conninfo_files(const char *conninfo, int (*fn)(const char *keyword, const char *path))
 {
-        static const char *const files[] = {"passfile", "sslrootcert", "sslcert", "sslkey",
-                                            "sslcrl", NULL};
+        static const char *const files[] = {"passfile", "sslrootcert", "sslcert",
+                                            "sslkey",   "sslcrl",      NULL};
         PQconninfoOption *opts = PQconninfoParse(conninfo, NULL);
         int r = 0;
         for (PQconninfoOption *o = opts; o && o->keyword && !r; o++) {

@@ -20,10 +20,10 @@
 #include "log.h"
 #include "pg.h"
 
-#define BACKOFF_MIN_MS 100  /* reconnecting: the first wait, doubled up to the last */
+#define BACKOFF_MIN_MS 100 /* reconnecting: the first wait, doubled up to the last */
 #define BACKOFF_MAX_MS 1000
-#define SETUP_MIN_MS 10000  /* a new connection's setup may take this long, at least */
-#define HOLD_MIN_MS 1000    /* after a refusal (auth, TLS...), the first wait */
+#define SETUP_MIN_MS 10000 /* a new connection's setup may take this long, at least */
+#define HOLD_MIN_MS 1000   /* after a refusal (auth, TLS...), the first wait */
 #define HOLD_MAX_MS 30000
 #define ANSWER_MAX (16u << 20) /* an answer larger than this is not one of ours */
 
@@ -73,16 +73,16 @@ struct pg {
         enum conn_state state;
         enum setup_step step;
         sd_event_source *io;
-        sd_event_source *kick;           /* runs dispatch() from the loop */
-        sd_event_source *retry;          /* the next connection attempt */
-        sd_event_source *connect_timer;  /* connecting and setting up take this long at most */
-        uint64_t next_try;               /* CLOCK_MONOTONIC usec: no attempt before */
-        unsigned backoff_ms;             /* 0: the last connection was made */
-        bool query_pending;              /* a query's results are still to come */
-        bool flushing;                   /* libpq holds bytes not yet sent */
-        PGresult *result;                /* what the query in flight got so far */
-        struct request *head, *tail;     /* oldest first */
-        struct request *current;         /* its query is on the connection */
+        sd_event_source *kick;          /* runs dispatch() from the loop */
+        sd_event_source *retry;         /* the next connection attempt */
+        sd_event_source *connect_timer; /* connecting and setting up take this long at most */
+        uint64_t next_try;              /* CLOCK_MONOTONIC usec: no attempt before */
+        unsigned backoff_ms;            /* 0: the last connection was made */
+        bool query_pending;             /* a query's results are still to come */
+        bool flushing;                  /* libpq holds bytes not yet sent */
+        PGresult *result;               /* what the query in flight got so far */
+        struct request *head, *tail;    /* oldest first */
+        struct request *current;        /* its query is on the connection */
         unsigned in_flight;
         struct etcd_stats stats;
         struct etcd_history hist; /* of kv answers */
@@ -386,8 +386,7 @@ static void problem_seen(struct pg *p, enum etcd_err err, const char *message)
 /* A call of the kind the refusal concerned went through. */
 static void problem_cleared(struct pg *p, const struct request *q)
 {
-        if (p->problem.err == ETCD_ERR_NONE ||
-            (p->problem.err == ETCD_ERR_PERMISSION && !q->is_kv))
+        if (p->problem.err == ETCD_ERR_NONE || (p->problem.err == ETCD_ERR_PERMISSION && !q->is_kv))
                 return;
         p->problem = (struct etcd_problem){0};
         p->hold_until = 0;
@@ -844,8 +843,10 @@ static void request_result(struct pg *p, PGresult *res)
                         /* statement_timeout, which is the call's deadline seen
                          * from the server: the same as the deadline here */
                         char why[128];
-                        snprintf(why, sizeof(why), "PostgreSQL did not answer within %u ms "
-                                 "(statement_timeout)", p->cfg->etcd_timeout_ms);
+                        snprintf(why, sizeof(why),
+                                 "PostgreSQL did not answer within %u ms "
+                                 "(statement_timeout)",
+                                 p->cfg->etcd_timeout_ms);
                         conn_broken(p, why);
                         return;
                 }
@@ -1048,8 +1049,7 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
                 return 0;
         }
         /* waiting out a refusal: the refusal is why it failed */
-        enum etcd_err err = held(p, q) || (p->state != C_READY &&
-                                           p->problem.err != ETCD_ERR_NONE &&
+        enum etcd_err err = held(p, q) || (p->state != C_READY && p->problem.err != ETCD_ERR_NONE &&
                                            p->problem.err != ETCD_ERR_PERMISSION)
                                     ? p->problem.err
                                     : ETCD_ERR_NONE;
@@ -1108,8 +1108,7 @@ struct pg *pg_free(struct pg *p)
         return NULL;
 }
 
-int pg_call(struct pg *p, const char *path, json_t *body, etcd_cb cb, void *userdata,
-            uint64_t tag)
+int pg_call(struct pg *p, const char *path, json_t *body, etcd_cb cb, void *userdata, uint64_t tag)
 {
         char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
         json_decref(body);

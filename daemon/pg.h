@@ -25,8 +25,7 @@ int pg_new(sd_event *event, const struct settings *cfg, struct pg **ret);
 struct pg *pg_free(struct pg *p);
 /* As etcd_call(): body is taken over; cb runs exactly once, from the loop
  * (never from inside pg_call), unless the client is freed first. */
-int pg_call(struct pg *p, const char *path, json_t *body, etcd_cb cb, void *userdata,
-            uint64_t tag);
+int pg_call(struct pg *p, const char *path, json_t *body, etcd_cb cb, void *userdata, uint64_t tag);
 unsigned pg_in_flight(const struct pg *p);
 void pg_history_reset(struct pg *p);
 /* host:port or the socket's path; never a password */

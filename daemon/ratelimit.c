@@ -34,9 +34,8 @@ int bucket_take(struct bucket *b, struct rate r, uint64_t n, int64_t now, int64_
                         *ret_wait = cost > NS_PER_S ? base - now : base + cost - now - NS_PER_S;
                         return -1;
                 }
-                if (atomic_compare_exchange_weak_explicit(&b->tat, &cur, base + cost,
-                                                          memory_order_relaxed,
-                                                          memory_order_relaxed))
+                if (atomic_compare_exchange_weak_explicit(
+                            &b->tat, &cur, base + cost, memory_order_relaxed, memory_order_relaxed))
                         return 0;
         }
 }
@@ -122,8 +121,8 @@ static int parse_line(char *line, struct token *t, struct rate def_ids, struct r
         return 0;
 }
 
-int tokens_load(const char *path, struct rate def_ids, struct rate def_requests,
-                struct token **ret, unsigned *ret_n, char *err, size_t errlen)
+int tokens_load(const char *path, struct rate def_ids, struct rate def_requests, struct token **ret,
+                unsigned *ret_n, char *err, size_t errlen)
 {
         FILE *f = fopen(path, "re");
         if (!f) {
@@ -155,8 +154,10 @@ int tokens_load(const char *path, struct rate def_ids, struct rate def_requests,
                         break;
                 for (unsigned i = 0; i < n; i++)
                         if (!strcmp(t[i].name, t[n].name) || !strcmp(t[i].secret, t[n].secret)) {
-                                snprintf(why, sizeof(why), "token '%s' given twice (its name or its "
-                                         "secret)", t[n].name);
+                                snprintf(why, sizeof(why),
+                                         "token '%s' given twice (its name or its "
+                                         "secret)",
+                                         t[n].name);
                                 r = -EINVAL;
                         }
                 n++;

@@ -12,10 +12,10 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#define LIMIT_RATE_MAX 1000000000u   /* per second: one per ns */
+#define LIMIT_RATE_MAX 1000000000u /* per second: one per ns */
 #define LIMIT_NAME_MAX 64
 #define LIMIT_TOKENS_MAX 256
-#define LIMIT_ADDR_SLOTS 4096        /* a power of two */
+#define LIMIT_ADDR_SLOTS 4096 /* a power of two */
 #define LIMIT_ADDR_PROBES 8
 
 /* A rate: so many per second, a second's worth in a burst.  0: no limit. */
@@ -48,8 +48,8 @@ struct token {
  * (N per second, 0 no limit; unset: the defaults), '#' comments and blank
  * lines skipped; a line with the secret alone names it "default".  Names
  * and secrets unique.  0, or -EINVAL with a one-line reason in err. */
-int tokens_load(const char *path, struct rate def_ids, struct rate def_requests,
-                struct token **ret, unsigned *ret_n, char *err, size_t errlen);
+int tokens_load(const char *path, struct rate def_ids, struct rate def_requests, struct token **ret,
+                unsigned *ret_n, char *err, size_t errlen);
 void tokens_free(struct token *t, unsigned n);
 /* The token whose secret is given (constant time in each secret's length),
  * or NULL. */

@@ -25,38 +25,44 @@ static void hint(const struct holder *h, enum etcd_err err, char *buf, size_t si
         switch (err) {
         case ETCD_ERR_AUTH:
                 if (!c->user)
-                        snprintf(buf, size, "etcd has authentication on: set etcd-user and "
-                                            "etcd-password-file");
+                        snprintf(buf, size,
+                                 "etcd has authentication on: set etcd-user and "
+                                 "etcd-password-file");
                 else
-                        snprintf(buf, size, "check etcd-user '%s' and the password in "
-                                            "etcd-password-file %s; the user must exist in etcd, "
-                                            "and etcd's authentication be on",
+                        snprintf(buf, size,
+                                 "check etcd-user '%s' and the password in "
+                                 "etcd-password-file %s; the user must exist in etcd, "
+                                 "and etcd's authentication be on",
                                  c->user, c->password_file);
                 break;
         case ETCD_ERR_PERMISSION:
-                snprintf(buf, size, "etcd user %s needs a role with readwrite on the prefix %s "
-                                    "(etcdctl role grant-permission ROLE readwrite %s --prefix; "
-                                    "etcdctl user grant-role USER ROLE)",
+                snprintf(buf, size,
+                         "etcd user %s needs a role with readwrite on the prefix %s "
+                         "(etcdctl role grant-permission ROLE readwrite %s --prefix; "
+                         "etcdctl user grant-role USER ROLE)",
                          user, h->prefix, h->prefix);
                 break;
         case ETCD_ERR_TLS:
-                snprintf(buf, size, "check etcd-cacert (%s): it must hold the CA that signed "
-                                    "etcd's certificate, and that certificate must name the "
-                                    "host of the etcd URL",
+                snprintf(buf, size,
+                         "check etcd-cacert (%s): it must hold the CA that signed "
+                         "etcd's certificate, and that certificate must name the "
+                         "host of the etcd URL",
                          c->cacert ? c->cacert : "not set: the system's CAs");
                 break;
         default:
                 if (!c->cert) {
-                        snprintf(buf, size, "etcd wants a client certificate (its "
-                                            "--client-cert-auth): set etcd-cert and etcd-key to "
-                                            "one signed by a CA it trusts");
+                        snprintf(buf, size,
+                                 "etcd wants a client certificate (its "
+                                 "--client-cert-auth): set etcd-cert and etcd-key to "
+                                 "one signed by a CA it trusts");
                         break;
                 }
-                snprintf(buf, size, "check etcd-cert (%s) and etcd-key (%s): etcd must trust "
-                                    "the CA that signed them (its --trusted-ca-file); with "
-                                    "etcd's authentication on, its HTTP gateway refuses a client "
-                                    "certificate that has a CommonName: use one without a CN, "
-                                    "and etcd-user",
+                snprintf(buf, size,
+                         "check etcd-cert (%s) and etcd-key (%s): etcd must trust "
+                         "the CA that signed them (its --trusted-ca-file); with "
+                         "etcd's authentication on, its HTTP gateway refuses a client "
+                         "certificate that has a CommonName: use one without a CN, "
+                         "and etcd-user",
                          c->cert, c->key ? c->key : "not set");
                 break;
         }
@@ -72,8 +78,7 @@ void holder_refusal_file(const struct holder *h)
                 unlink(path);
                 return;
         }
-        snprintf(tmp, sizeof(tmp), "%s/.%s.etcd-error.new", h->cfg->runtime_dir,
-                 h->cfg->instance);
+        snprintf(tmp, sizeof(tmp), "%s/.%s.etcd-error.new", h->cfg->runtime_dir, h->cfg->instance);
         int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0)
                 return;

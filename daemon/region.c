@@ -54,12 +54,10 @@ static void record_put(struct holder *h, uint32_t from, uint32_t to, int64_t rev
         range_record_format(value, sizeof(value), from, to);
         json_t *any = txn_cmp(txn_key(p, "ranges/", -1), "MOD", "LESS", NULL, rev + 1);
         json_object_set_new(any, "range_end", txn_key(p, "ranges0", -1));
-        json_t *body = json_pack("{s:[o, o], s:[o]}", "compare", any,
-                                 txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL,
-                                         layout_rev),
-                                 "success",
-                                 txn_put(etcd_b64("%sranges/%s", p, h->cfg->region),
-                                         etcd_b64("%s", value), 0));
+        json_t *body = json_pack(
+                "{s:[o, o], s:[o]}", "compare", any,
+                txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, layout_rev), "success",
+                txn_put(etcd_b64("%sranges/%s", p, h->cfg->region), etcd_b64("%s", value), 0));
         if (store_call(h->store, "/v3/kv/txn", body, on_record, h, 0) < 0)
                 cluster_read_in(h, 1000);
 }
@@ -112,8 +110,8 @@ int region_check(struct holder *h, const struct etcd_reply *r, size_t op, unsign
                                     kv.key, kv.value);
                 if (clash)
                         log_error("Worker range %" PRIu32 "-%" PRIu32 " of region '%s' (this "
-                                  "daemon's: %" PRIu32 "-%" PRIu32 ") overlaps %" PRIu32
-                                  "-%" PRIu32 " recorded by region '%s' at %s: the two would "
+                                  "daemon's: %" PRIu32 "-%" PRIu32 ") overlaps %" PRIu32 "-%" PRIu32
+                                  " recorded by region '%s' at %s: the two would "
                                   "issue the same IDs. Give each region its own numbers "
                                   "(docs/regions.md)",
                                   lo, hi, region, from, to, of, ot, name, kv.key);

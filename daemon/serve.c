@@ -227,8 +227,7 @@ static int on_conn_io(sd_event_source *src, int fd, uint32_t revents, void *user
                  * unread in its socket, the descriptors are still in flight
                  * and the connection stays counted, woken (edge-triggered)
                  * when the peer's socket frees the welcome */
-                if (in_flight(c) &&
-                    sd_event_source_set_io_events(c->io, EPOLLOUT | EPOLLET) >= 0) {
+                if (in_flight(c) && sd_event_source_set_io_events(c->io, EPOLLOUT | EPOLLET) >= 0) {
                         c->draining = true;
                         if (!in_flight(c)) /* freed in between */
                                 conn_free(c);
@@ -277,8 +276,7 @@ static void conn_add(struct serve *s, int fd)
         sd_event_now(s->event, CLOCK_MONOTONIC, &now);
         if (sd_event_add_io(s->event, &c->io, fd, EPOLLIN, on_conn_io, c) < 0 ||
             sd_event_add_time(s->event, &c->timer, CLOCK_MONOTONIC,
-                              now + (uint64_t)SHM_HS_TIMEOUT_MS * 1000, 0, on_conn_timeout,
-                              c) < 0)
+                              now + (uint64_t)SHM_HS_TIMEOUT_MS * 1000, 0, on_conn_timeout, c) < 0)
                 conn_free(c);
 }
 

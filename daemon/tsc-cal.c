@@ -92,7 +92,8 @@ enum tsc_event tsc_cal_step(struct tsc_cal *c, const struct tsc_sample *s, bool 
                                 if (c->trips && s->mono_ns - c->off_until_ns > TSC_FORGIVE_NS)
                                         c->repeats = 0;
                                 int64_t off = TSC_BACKOFF_FIRST_NS;
-                                for (unsigned i = 0; i < c->repeats && off < TSC_BACKOFF_MAX_NS; i++)
+                                for (unsigned i = 0; i < c->repeats && off < TSC_BACKOFF_MAX_NS;
+                                     i++)
                                         off *= 2;
                                 if (off > TSC_BACKOFF_MAX_NS)
                                         off = TSC_BACKOFF_MAX_NS;
@@ -135,8 +136,8 @@ enum tsc_event tsc_cal_step(struct tsc_cal *c, const struct tsc_sample *s, bool 
 
 const char *tsc_event_name(enum tsc_event e)
 {
-        static const char *const names[] = {"none", "on", "off", "trip", "lapsed", "bad-rate",
-                                            "noisy", "early"};
+        static const char *const names[] = {"none",   "on",       "off",   "trip",
+                                            "lapsed", "bad-rate", "noisy", "early"};
         return (unsigned)e < sizeof(names) / sizeof(names[0]) ? names[e] : "?";
 }
 
@@ -196,4 +197,3 @@ int tsc_auto_ok(char *why, size_t len)
         return 0;
 #endif
 }
-

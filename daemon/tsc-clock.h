@@ -31,8 +31,8 @@
 struct shm_pub;
 typedef struct sd_event sd_event;
 
-#define TSC_TICK_NS INT64_C(100000000)        /* one recalibration every 100 ms */
-#define TSC_SPAN_TICKS 3                      /* a line is good for three ticks */
+#define TSC_TICK_NS INT64_C(100000000) /* one recalibration every 100 ms */
+#define TSC_SPAN_TICKS 3               /* a line is good for three ticks */
 #define TSC_BACKOFF_FIRST_NS INT64_C(1000000000)
 #define TSC_BACKOFF_MAX_NS (INT64_C(3600) * 1000000000)
 #define TSC_FORGIVE_NS (INT64_C(600) * 1000000000) /* ten minutes without a trip */
@@ -45,14 +45,14 @@ struct tsc_sample {
 };
 
 enum tsc_event {
-        TSC_EV_NONE,      /* nothing changed in kind: a new line, or still off */
-        TSC_EV_ON,        /* the clock went on */
-        TSC_EV_OFF,       /* turned off: not allowed any more */
-        TSC_EV_TRIP,      /* turned off: its error passed the bound */
-        TSC_EV_LAPSED,    /* the line ran out before this tick (a stall): started again */
-        TSC_EV_BAD_RATE,  /* the TSC did not move with CLOCK_MONOTONIC: off, started again */
-        TSC_EV_NOISY,     /* every reading too wide to trust: the line in force kept */
-        TSC_EV_EARLY,     /* under half a tick since the last reading: the line kept */
+        TSC_EV_NONE,     /* nothing changed in kind: a new line, or still off */
+        TSC_EV_ON,       /* the clock went on */
+        TSC_EV_OFF,      /* turned off: not allowed any more */
+        TSC_EV_TRIP,     /* turned off: its error passed the bound */
+        TSC_EV_LAPSED,   /* the line ran out before this tick (a stall): started again */
+        TSC_EV_BAD_RATE, /* the TSC did not move with CLOCK_MONOTONIC: off, started again */
+        TSC_EV_NOISY,    /* every reading too wide to trust: the line in force kept */
+        TSC_EV_EARLY,    /* under half a tick since the last reading: the line kept */
 };
 
 struct tsc_cal {
@@ -65,7 +65,7 @@ struct tsc_cal {
         struct tsc_line line; /* to publish; span 0: off */
         int64_t off_until_ns; /* CLOCK_MONOTONIC: off until then after a trip */
         int64_t last_trip_ns;
-        unsigned repeats;     /* trips in a row (each doubles the time off) */
+        unsigned repeats; /* trips in a row (each doubles the time off) */
         /* figures */
         int64_t last_error_ns; /* the line minus CLOCK_MONOTONIC at the last tick it was on */
         int64_t max_error_ns_seen;

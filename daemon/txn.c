@@ -46,8 +46,10 @@ json_t *txn_cmp(json_t *key, const char *target, const char *result, json_t *val
 {
         static const struct {
                 const char *target, *field;
-        } fields[] = {{"VALUE", "value"}, {"CREATE", "create_revision"},
-                      {"MOD", "mod_revision"}, {"LEASE", "lease"}};
+        } fields[] = {{"VALUE", "value"},
+                      {"CREATE", "create_revision"},
+                      {"MOD", "mod_revision"},
+                      {"LEASE", "lease"}};
         const char *field = "value";
         for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
                 if (!strcmp(target, fields[i].target))
@@ -157,7 +159,8 @@ int fence_parse(const char *v, size_t len, struct cluster_ident *c)
         int bad = !j ||
                   json_unpack(j, "{s:s, s:I, s:I}", "token", &token, "era", &era, "claims_above",
                               &above) < 0 ||
-                  above < 0 || era < 0 || strlen(token) != 32 || strspn(token, "0123456789abcdef") != 32;
+                  above < 0 || era < 0 || strlen(token) != 32 ||
+                  strspn(token, "0123456789abcdef") != 32;
         if (!bad) {
                 memcpy(c->fence, v, len);
                 c->fence_len = len;

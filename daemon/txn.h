@@ -20,7 +20,7 @@ struct cluster_ident {
         char fence[FENCE_MAX];
         size_t fence_len;
         char token[33];
-        uint64_t era;          /* unix ms when the fence was made; only grows */
+        uint64_t era; /* unix ms when the fence was made; only grows */
         uint64_t claims_above;
         int64_t layout_rev;
 };

@@ -69,7 +69,7 @@ struct store *store_free(struct store *e)
 }
 
 int store_call(struct store *e, const char *path, json_t *body, etcd_cb cb, void *userdata,
-              uint64_t tag)
+               uint64_t tag)
 {
         /* what the real client sends: the body must be JSON it can print */
         char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
@@ -80,8 +80,12 @@ int store_call(struct store *e, const char *path, json_t *body, etcd_cb cb, void
         struct call *c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
-        *c = (struct call){.cb = cb, .userdata = userdata, .tag = tag,
-                           .rev_at_send = e->hist.max_rev, .gen_at_send = e->hist.gen, .is_kv = !strncmp(path, "/v3/kv/", 7)};
+        *c = (struct call){.cb = cb,
+                           .userdata = userdata,
+                           .tag = tag,
+                           .rev_at_send = e->hist.max_rev,
+                           .gen_at_send = e->hist.gen,
+                           .is_kv = !strncmp(path, "/v3/kv/", 7)};
         *e->tail = c;
         e->tail = &c->next;
         e->in_flight++;
@@ -110,7 +114,7 @@ const struct etcd_stats *store_stats(const struct store *e)
 }
 
 void store_on_problem(struct store *e, void (*cb)(void *userdata, const struct etcd_problem *p),
-                     void *userdata)
+                      void *userdata)
 {
         e->problem_cb = cb;
         e->problem_userdata = userdata;
@@ -135,8 +139,8 @@ static void setup(void)
 {
         char inst[64];
         snprintf(inst, sizeof(inst), "fuzz-etcd-%d", (int)getpid());
-        char *argv[] = {"snowidd", "--config", "/dev/null", "--instance", inst, "--log-level",
-                        "err", "--runtime-dir", (char *)fuzz_dir(), NULL};
+        char *argv[] = {"snowidd",     "--config", "/dev/null",     "--instance",       inst,
+                        "--log-level", "err",      "--runtime-dir", (char *)fuzz_dir(), NULL};
         if (settings_load(&cfg, (int)(sizeof(argv) / sizeof(*argv)) - 1, argv) != 0)
                 abort();
         if (shm_pub_open(cfg.runtime_dir, cfg.instance, -1, -1, &pub) < 0)
@@ -162,7 +166,8 @@ static bool answer(struct store *e, const char *part, size_t len)
                 if (len >= 5 && part[0] == '#' && part[4] == '\n') {
                         http = 0;
                         for (int i = 1; i < 4; i++)
-                                http = http * 10 + (part[i] >= '0' && part[i] <= '9' ? part[i] - '0' : 0);
+                                http = http * 10 +
+                                       (part[i] >= '0' && part[i] <= '9' ? part[i] - '0' : 0);
                         part += 5;
                         len -= 5;
                 }
@@ -172,8 +177,8 @@ static bool answer(struct store *e, const char *part, size_t len)
         }
         /* a refusal (auth, roles, a certificate), as the real client reports it */
         if (r.err != ETCD_ERR_NONE && e->problem_cb) {
-                struct etcd_problem p = {.err = r.err, .endpoint = "http://fuzz:2379",
-                                         .in_row = 1, .members = 1};
+                struct etcd_problem p = {
+                        .err = r.err, .endpoint = "http://fuzz:2379", .in_row = 1, .members = 1};
                 snprintf(p.message, sizeof(p.message), "%s", r.error);
                 e->problem_cb(e->problem_userdata, &p);
         }

@@ -191,9 +191,20 @@ static void setup(void)
 {
         char inst[64];
         snprintf(inst, sizeof(inst), "fuzz-hs-%d", (int)getpid());
-        char *argv[] = {"snowidd", "--config", "/dev/null", "--instance", inst, "--log-level",
-                        "err", "--runtime-dir", (char *)fuzz_dir(), "--allow-users", "4242",
-                        "--allow-groups", "4343", NULL};
+        char *argv[] = {"snowidd",
+                        "--config",
+                        "/dev/null",
+                        "--instance",
+                        inst,
+                        "--log-level",
+                        "err",
+                        "--runtime-dir",
+                        (char *)fuzz_dir(),
+                        "--allow-users",
+                        "4242",
+                        "--allow-groups",
+                        "4343",
+                        NULL};
         if (settings_load(&cfg, (int)(sizeof(argv) / sizeof(*argv)) - 1, argv) != 0)
                 abort();
         log_max_level = cfg.log_level;
@@ -213,8 +224,8 @@ static void setup(void)
         /* the clients, the server's ends and what comes with the answers */
         struct rlimit rl;
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 4 * CLIENTS_MAX + 256) {
-                rl.rlim_cur = rl.rlim_max < 4 * CLIENTS_MAX + 256 ? rl.rlim_max
-                                                                   : 4 * CLIENTS_MAX + 256;
+                rl.rlim_cur =
+                        rl.rlim_max < 4 * CLIENTS_MAX + 256 ? rl.rlim_max : 4 * CLIENTS_MAX + 256;
                 setrlimit(RLIMIT_NOFILE, &rl);
         }
         n_groups0 = getgroups((int)(sizeof(groups0) / sizeof(*groups0)), groups0);
@@ -535,7 +546,9 @@ static void read_from(struct client *c, bool final)
                 char buf[CMSG_SPACE(8 * sizeof(int))];
         } u;
         struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
-        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+        struct msghdr m = {.msg_iov = &iov,
+                           .msg_iovlen = 1,
+                           .msg_control = u.buf,
                            .msg_controllen = sizeof(u.buf)};
         int fds[8], nfds = 0;
         bool quiet; /* the server may have dropped anyone: no liveness check */

@@ -64,9 +64,9 @@ static void setup(void)
         char inst[64], listen[32];
         snprintf(inst, sizeof(inst), "fuzz-http-%d", (int)getpid());
         snprintf(listen, sizeof(listen), "127.0.0.1:%u", free_port());
-        char *argv[] = {"snowidd", "--config", "/dev/null", "--instance", inst, "--http",
-                        listen, "--http-threads", "1", "--log-level", "err", "--runtime-dir",
-                        (char *)fuzz_dir(), NULL};
+        char *argv[] = {"snowidd", "--config",      "/dev/null",        "--instance", inst,
+                        "--http",  listen,          "--http-threads",   "1",          "--log-level",
+                        "err",     "--runtime-dir", (char *)fuzz_dir(), NULL};
         if (settings_load(&cfg, (int)(sizeof(argv) / sizeof(*argv)) - 1, argv) != 0)
                 abort();
         /* no handshake server: http_start() maps the publisher's descriptors
@@ -80,8 +80,11 @@ static void setup(void)
         if (shm_pub_switch(pub, &p) < 0 || http_start(&cfg, pub, &srv) < 0)
                 abort();
         struct http_snapshot *snap = http_snapshot_new();
-        *snap = (struct http_snapshot){.layout = cfg.layout, .layout_ready = true, .worker = 5,
-                                       .lease = "held", .etcd_reachable = true,
+        *snap = (struct http_snapshot){.layout = cfg.layout,
+                                       .layout_ready = true,
+                                       .worker = 5,
+                                       .lease = "held",
+                                       .etcd_reachable = true,
                                        .offset_ns = p.offset_ns};
         http_publish(srv, snap);
         port = http_port(srv);
@@ -103,7 +106,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cfg.n_http_tokens = data[0] & 1;
 
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+        struct sockaddr_in a = {.sin_family = AF_INET,
+                                .sin_port = htons((uint16_t)port),
                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
         /* closed with a reset: no TIME_WAIT piling up over many thousand runs,
          * and the server drops a connection still waiting for a body at once */

@@ -58,7 +58,8 @@ extern _Atomic int snowid_tsc_allowed __attribute__((visibility("hidden")));
  * reads the TSC itself on a host whose clocksource is tsc: this thread's
  * clocks then come from the system call; 0 not checked yet (at the thread's
  * first clock read, and again at each open in the thread). */
-extern __thread int snowid_thread_tsc __attribute__((visibility("hidden"), tls_model("initial-exec")));
+extern __thread int snowid_thread_tsc
+        __attribute__((visibility("hidden"), tls_model("initial-exec")));
 int snowid_thread_tsc_check(void) __attribute__((visibility("hidden")));
 
 static inline __attribute__((always_inline)) int thread_tsc(void)
@@ -100,9 +101,11 @@ static inline __attribute__((always_inline)) int64_t clock_ns(const struct shm_c
                 uint64_t span = READ_ONCE(t->span);
                 /* off (span 0): straight to the vDSO, not even the RDTSC */
                 if (span != 0) {
-                        struct tsc_line l = {.base = READ_ONCE(t->base), .span = span,
+                        struct tsc_line l = {.base = READ_ONCE(t->base),
+                                             .span = span,
                                              .mult = READ_ONCE(t->mult),
-                                             .shift = READ_ONCE(t->shift), .ns = READ_ONCE(t->ns)};
+                                             .shift = READ_ONCE(t->shift),
+                                             .ns = READ_ONCE(t->ns)};
                         /* pairs with smp_wmb() in shm_pub_set_tsc(): a field
                          * from a newer line shows up as an odd or newer seq */
                         smp_rmb();

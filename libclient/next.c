@@ -89,7 +89,8 @@ static int wait_step(snowid *s, const struct seg *g, const struct snap *sn, uint
                         count(&st->eagain);
                         return -EAGAIN;
                 }
-                int64_t ahead = last_ms > deadline ? 1000000000 : (int64_t)(last_ms - lead - now) * 1000000;
+                int64_t ahead =
+                        last_ms > deadline ? 1000000000 : (int64_t)(last_ms - lead - now) * 1000000;
                 pause_briefly(ahead);
         }
 }
@@ -113,7 +114,7 @@ static int wait_switch(snowid *s, const struct seg *g, int64_t *until)
  * ret_epoch is a constant at each call: only the UUID forms read the epoch,
  * so snowid_next() compiles to what it was without it. */
 static inline __attribute__((always_inline)) int take(snowid *s, uint64_t n, uint64_t *ret_x,
-                                                     struct snap *ret_sn, uint64_t *ret_epoch)
+                                                      struct snap *ret_sn, uint64_t *ret_epoch)
 {
         int64_t until = 0;
 
@@ -144,8 +145,8 @@ static inline __attribute__((always_inline)) int take(snowid *s, uint64_t n, uin
                 unsigned sb = sn.seq_bits, wb = sn.worker_bits;
                 if (limit > deadline)
                         limit = deadline;
-                if (unlikely(sb > 31 || wb > 31 || sn.worker >> wb ||
-                             deadline >> (63 - wb - sb) || n > (UINT64_C(1) << sb)))
+                if (unlikely(sb > 31 || wb > 31 || sn.worker >> wb || deadline >> (63 - wb - sb) ||
+                             n > (UINT64_C(1) << sb)))
                         return n > (UINT64_C(1) << (sb & 31)) ? -EINVAL : -EPROTO;
 
                 _Atomic uint64_t *line = &g->ctr->line[shm_line_index(sn.gen)].state;

@@ -89,7 +89,8 @@ static int seg_map(int ctl_fd, int ctr_fd, struct seg **ret)
         if (!g)
                 return -ENOMEM;
         void *ctl = mmap(NULL, sizeof(struct shm_ctl), PROT_READ, MAP_SHARED, ctl_fd, 0);
-        void *ctr = mmap(NULL, sizeof(struct shm_ctr), PROT_READ | PROT_WRITE, MAP_SHARED, ctr_fd, 0);
+        void *ctr =
+                mmap(NULL, sizeof(struct shm_ctr), PROT_READ | PROT_WRITE, MAP_SHARED, ctr_fd, 0);
         g->ctl = ctl == MAP_FAILED ? NULL : ctl;
         g->ctr = ctr == MAP_FAILED ? NULL : ctr;
         int r = !g->ctl || !g->ctr ? -errno : 0;
@@ -163,7 +164,9 @@ static int read_welcome(int fd, struct shm_welcome *w, int fds[2], int *nfds)
                         char buf[CMSG_SPACE(4 * sizeof(int))];
                 } u;
                 struct iovec iov = {.iov_base = (char *)w + got, .iov_len = sizeof(*w) - got};
-                struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                struct msghdr m = {.msg_iov = &iov,
+                                   .msg_iovlen = 1,
+                                   .msg_control = u.buf,
                                    .msg_controllen = sizeof(u.buf)};
                 ssize_t n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
                 if (n < 0 && errno == EINTR)
@@ -423,9 +426,9 @@ int snowid_follow(snowid *s, const struct seg *g, int64_t budget_ns)
         /* one thread at a time; a flag left by a thread of the parent
          * process (a fork during a follow) is taken over */
         int me = getpid(), owner = READ_ONCE(s->follower);
-        if (owner == me || !atomic_compare_exchange_strong_explicit(
-                                   &s->follower, &owner, me, memory_order_acquire,
-                                   memory_order_relaxed))
+        if (owner == me ||
+            !atomic_compare_exchange_strong_explicit(&s->follower, &owner, me, memory_order_acquire,
+                                                     memory_order_relaxed))
                 return 0;
         int moved = 0;
         cur = load_acquire(s->seg);
@@ -535,7 +538,8 @@ SNOWID_EXPORT int snowid_get_host_stats(snowid *s, snowid_host_stats *ret)
         uint64_t gen = load_acquire(ctl->gen); /* pairs with shm_pub_switch() */
         unsigned sb = READ_ONCE(ctl->seq_bits) & 31;
         /* the live counter's current ms has not closed yet: count it too */
-        uint64_t open = READ_ONCE(g->ctr->line[shm_line_index(gen)].state) & ((UINT64_C(1) << sb) - 1);
+        uint64_t open =
+                READ_ONCE(g->ctr->line[shm_line_index(gen)].state) & ((UINT64_C(1) << sb) - 1);
         *ret = (snowid_host_stats){
                 .issued = READ_ONCE(st->issued) + (gen & 1 ? 0 : open),
                 .waits_ceiling = READ_ONCE(st->waits_ceiling),

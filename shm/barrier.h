@@ -17,7 +17,7 @@
 #define store_release(x, v) atomic_store_explicit(&(x), (v), memory_order_release)
 #define fetch_add_relaxed(x, v) atomic_fetch_add_explicit(&(x), (v), memory_order_relaxed)
 #define cas_relaxed(x, expp, v)                                                                    \
-        atomic_compare_exchange_strong_explicit(&(x), (expp), (v), memory_order_relaxed,          \
+        atomic_compare_exchange_strong_explicit(&(x), (expp), (v), memory_order_relaxed,           \
                                                 memory_order_relaxed)
 #define smp_rmb() atomic_thread_fence(memory_order_acquire)
 #define smp_wmb() atomic_thread_fence(memory_order_release)

@@ -19,8 +19,8 @@ struct shm_pub {
         int ctr_fd;
         struct shm_ctl *ctl;
         struct shm_ctr *ctr;
-        int reused;        /* a valid segment was handed back (a restart) */
-        unsigned replaced; /* how many times a fresh segment replaced a damaged one */
+        int reused;             /* a valid segment was handed back (a restart) */
+        unsigned replaced;      /* how many times a fresh segment replaced a damaged one */
         uint64_t memo_epoch_ms; /* what the lock file remembers (0: nothing) */
         int64_t memo_offset_ns;
 };
@@ -29,8 +29,8 @@ struct shm_pub {
 struct shm_publication {
         snowid_layout layout;
         uint32_t worker;
-        uint64_t start_ms;  /* the live counter starts at max(its value, start_ms << seq_bits) */
-        uint64_t deadline;  /* ID time ms: a mark that etcd has acknowledged */
+        uint64_t start_ms; /* the live counter starts at max(its value, start_ms << seq_bits) */
+        uint64_t deadline; /* ID time ms: a mark that etcd has acknowledged */
         int64_t offset_ns;
         uint8_t lead_ms;
         /* Keep IDs increasing across the switch: start past the ms that the

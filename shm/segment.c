@@ -37,8 +37,7 @@ int shm_ctl_check(const struct shm_ctl *ctl, size_t mapped_size)
 {
         if (mapped_size < sizeof(*ctl))
                 return -EPROTO;
-        if (ctl->magic != SHM_MAGIC_CTL || ctl->version != SHM_VERSION ||
-            ctl->size != sizeof(*ctl))
+        if (ctl->magic != SHM_MAGIC_CTL || ctl->version != SHM_VERSION || ctl->size != sizeof(*ctl))
                 return -EPROTO;
         return 0;
 }
@@ -47,8 +46,7 @@ int shm_ctr_check(const struct shm_ctr *ctr, size_t mapped_size)
 {
         if (mapped_size < sizeof(*ctr))
                 return -EPROTO;
-        if (ctr->magic != SHM_MAGIC_CTR || ctr->version != SHM_VERSION ||
-            ctr->size != sizeof(*ctr))
+        if (ctr->magic != SHM_MAGIC_CTR || ctr->version != SHM_VERSION || ctr->size != sizeof(*ctr))
                 return -EPROTO;
         return 0;
 }

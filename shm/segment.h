@@ -67,13 +67,13 @@
 #define SHM_LINE_SIZE 64u
 
 enum shm_state {
-        SHM_STATE_STARTING = 0, /* no worker published yet */
-        SHM_STATE_LEASED = 1,   /* holding a lease, deadline being extended */
-        SHM_STATE_NO_LEASE = 2, /* lease lost or etcd unreachable: runs out at deadline */
-        SHM_STATE_RESTORED = 3, /* etcd restored: nothing extended until it is fenced */
+        SHM_STATE_STARTING = 0,    /* no worker published yet */
+        SHM_STATE_LEASED = 1,      /* holding a lease, deadline being extended */
+        SHM_STATE_NO_LEASE = 2,    /* lease lost or etcd unreachable: runs out at deadline */
+        SHM_STATE_RESTORED = 3,    /* etcd restored: nothing extended until it is fenced */
         SHM_STATE_LAYOUT_LOST = 4, /* the cluster's layout or fence key is gone */
-        SHM_STATE_RETIRED = 5,  /* replaced by a new segment: clients fetch it */
-        SHM_STATE_ETCD_FULL = 6, /* etcd refuses writes (NOSPACE): runs out at deadline */
+        SHM_STATE_RETIRED = 5,     /* replaced by a new segment: clients fetch it */
+        SHM_STATE_ETCD_FULL = 6,   /* etcd refuses writes (NOSPACE): runs out at deadline */
 };
 
 /* A heartbeat older than this: the daemon that made the segment is gone, and
@@ -96,18 +96,19 @@ struct shm_ctl {
 
         /* line 1: everything the fast path reads */
         alignas(64) _Atomic uint64_t gen;
-        _Atomic uint64_t deadline;  /* last ID time (ms) a client may use */
-        _Atomic int64_t offset_ns;  /* ID time ns = CLOCK_MONOTONIC ns + offset_ns */
-        _Atomic uint64_t epoch_ms;  /* unix ms of ID time 0 */
+        _Atomic uint64_t deadline; /* last ID time (ms) a client may use */
+        _Atomic int64_t offset_ns; /* ID time ns = CLOCK_MONOTONIC ns + offset_ns */
+        _Atomic uint64_t epoch_ms; /* unix ms of ID time 0 */
         _Atomic uint32_t worker;
         _Atomic uint8_t time_bits;
         _Atomic uint8_t worker_bits;
         _Atomic uint8_t seq_bits;
-        _Atomic uint8_t lead_ms;    /* how far the counter may run ahead of ID time */
+        _Atomic uint8_t lead_ms; /* how far the counter may run ahead of ID time */
         uint8_t reserved1[24];
 
         /* line 2: liveness */
-        alignas(64) _Atomic uint64_t heartbeat_ms; /* CLOCK_MONOTONIC ms of the daemon's last tick */
+        alignas(64) _Atomic uint64_t
+                heartbeat_ms; /* CLOCK_MONOTONIC ms of the daemon's last tick */
         /* the numbers the daemon claims in: [range_from, range_end); end 0:
          * not said (a daemon before worker ranges; the bytes were reserved) */
         _Atomic uint32_t range_from;
@@ -121,7 +122,7 @@ struct shm_ctl {
                 _Atomic uint64_t base;  /* TSC at the line's start */
                 _Atomic uint64_t span;  /* cycles past base the line is good for; 0: off */
                 _Atomic uint64_t mult;
-                _Atomic int64_t ns;     /* CLOCK_MONOTONIC ns at base */
+                _Atomic int64_t ns; /* CLOCK_MONOTONIC ns at base */
         } tsc;
         uint8_t reserved2[8];
 };
@@ -137,7 +138,7 @@ struct shm_stats {
         _Atomic uint64_t waits_switch;              /* calls that waited on an odd generation */
         _Atomic uint64_t eagain;                    /* calls that gave up with -EAGAIN */
         _Atomic uint64_t dropped;                   /* values dropped on a generation change */
-        _Atomic uint64_t issued;  /* values taken, added as each ms of a counter closes */
+        _Atomic uint64_t issued; /* values taken, added as each ms of a counter closes */
         uint8_t pad[16];
 };
 

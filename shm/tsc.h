@@ -63,7 +63,7 @@ static inline uint64_t tsc_read(void)
 /* The line's CLOCK_MONOTONIC ns at tsc: 1 and *ret, or 0 outside the line
  * (off, behind its base, past its span, or a sum that would overflow). */
 static inline __attribute__((always_inline)) int tsc_line_ns(const struct tsc_line *l, uint64_t tsc,
-                                                           int64_t *ret)
+                                                             int64_t *ret)
 {
         /* behind the base wraps to a huge d: one unsigned compare for both ends */
         uint64_t d = tsc - l->base;

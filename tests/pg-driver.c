@@ -30,7 +30,8 @@ const char snowid_postgres_sql[] =
         "    PERFORM pg_sleep((body->>'sleep_ms')::int / 1000.0);\n"
         "  END IF;\n"
         "  IF body ? 'raise' THEN\n"
-        "    RAISE EXCEPTION USING ERRCODE = body->>'raise', MESSAGE = 'raised ' || (body->>'raise');\n"
+        "    RAISE EXCEPTION USING ERRCODE = body->>'raise', MESSAGE = 'raised ' || "
+        "(body->>'raise');\n"
         "  END IF;\n"
         "  IF body ? 'answer' THEN\n"
         "    RETURN body->'answer';\n"
@@ -55,9 +56,8 @@ static void on_reply(void *userdata, const struct etcd_reply *r)
                               "tag", (json_int_t)r->tag, "answered", r->answered, "http",
                               (json_int_t)r->http, "ok", etcd_ok(r), "error", r->error, "err",
                               etcd_err_name(r->err), "nospace", r->nospace, "usec",
-                              (json_int_t)r->usec, "revision", (json_int_t)r->revision,
-                              "in_flight", (json_int_t)pg_in_flight(pg), "kv", r->kv,
-                              "inside_call", in_call);
+                              (json_int_t)r->usec, "revision", (json_int_t)r->revision, "in_flight",
+                              (json_int_t)pg_in_flight(pg), "kv", r->kv, "inside_call", in_call);
         if (r->json)
                 json_object_set(o, "body", r->json);
         char *s = json_dumps(o, JSON_COMPACT);

@@ -158,8 +158,9 @@ int main(int argc, char **argv)
                         gap_log_ms = strtoull(optarg, NULL, 10);
                         break;
                 default:
-                        fprintf(stderr, "usage: snowid-taker -i INSTANCE -o PREFIX [-t THREADS] "
-                                        "[-n PER_THREAD] [-w WAIT_US] [-b BATCH] [-r RATE] [-g GAP_MS]\n");
+                        fprintf(stderr,
+                                "usage: snowid-taker -i INSTANCE -o PREFIX [-t THREADS] "
+                                "[-n PER_THREAD] [-w WAIT_US] [-b BATCH] [-r RATE] [-g GAP_MS]\n");
                         return 2;
                 }
         }

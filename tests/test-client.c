@@ -381,8 +381,8 @@ static void test_switch_skips_lines_ahead(void **state)
         uint64_t id;
         const uint64_t H = 3600 * 1000;
         for (uint32_t i = 0; i < 10; i++) {
-                struct shm_publication p = test_publication(10 + i, T + H, T + H + 1000,
-                                                            (int64_t)H * MS);
+                struct shm_publication p =
+                        test_publication(10 + i, T + H, T + H + 1000, (int64_t)H * MS);
                 assert_int_equal(shm_pub_switch(pub, &p), 0);
                 assert_int_equal(snowid_next(cli, &id), 0);
                 assert_int_equal(parts(id).time_ms, T + H);

@@ -35,16 +35,18 @@ static const struct answer answers[] = {
         {403, JSON_ERR("etcdserver: permission denied", 7), ETCD_ERR_PERMISSION,
          "etcdserver: permission denied"},
         {403, "{}", ETCD_ERR_PERMISSION, "etcd answered an error"},
-        {400, "CommonName of client sending a request against gateway will be ignored and not "
-              "used as expected\n",
+        {400,
+         "CommonName of client sending a request against gateway will be ignored and not "
+         "used as expected\n",
          ETCD_ERR_CERT,
          "CommonName of client sending a request against gateway will be ignored and not used "
          "as expected"},
         /* outages, and errors a retry or a new token mends */
         {401, JSON_ERR("etcdserver: invalid auth token", 16), ETCD_ERR_NONE, NULL},
         {503, JSON_ERR("etcdserver: no leader", 14), ETCD_ERR_NONE, "etcdserver: no leader"},
-        {503, "{\"error\":{\"grpc_code\":14,\"http_code\":503,\"message\":\"etcdserver: no "
-              "leader\",\"http_status\":\"Service Unavailable\"}}",
+        {503,
+         "{\"error\":{\"grpc_code\":14,\"http_code\":503,\"message\":\"etcdserver: no "
+         "leader\",\"http_status\":\"Service Unavailable\"}}",
          ETCD_ERR_NONE, "etcd answered an error"},
         {500, JSON_ERR("context deadline exceeded", 2), ETCD_ERR_NONE, NULL},
         {429, JSON_ERR("etcdserver: mvcc: database space exceeded", 8), ETCD_ERR_NONE, NULL},
@@ -125,8 +127,9 @@ static void test_curl(void **state)
                 {CURLE_SSL_CONNECT_ERROR,
                  "OpenSSL/3.0.19: error:0A00045C:SSL routines::tlsv13 alert certificate required",
                  ETCD_ERR_CERT},
-                {CURLE_SSL_CONNECT_ERROR, "OpenSSL/3.0.19: error:0A000418:SSL routines::tlsv1 "
-                                          "alert unknown ca",
+                {CURLE_SSL_CONNECT_ERROR,
+                 "OpenSSL/3.0.19: error:0A000418:SSL routines::tlsv1 "
+                 "alert unknown ca",
                  ETCD_ERR_CERT},
                 /* a member going away mid-handshake, or never there */
                 {CURLE_SSL_CONNECT_ERROR,
@@ -134,8 +137,7 @@ static void test_curl(void **state)
                  ETCD_ERR_NONE},
                 {CURLE_RECV_ERROR, "Recv failure: Connection reset by peer", ETCD_ERR_NONE},
                 {CURLE_RECV_ERROR, NULL, ETCD_ERR_NONE},
-                {CURLE_COULDNT_CONNECT, "Failed to connect to 127.0.0.1 port 2379",
-                 ETCD_ERR_NONE},
+                {CURLE_COULDNT_CONNECT, "Failed to connect to 127.0.0.1 port 2379", ETCD_ERR_NONE},
                 {CURLE_OPERATION_TIMEDOUT, "Operation timed out after 2000 milliseconds",
                  ETCD_ERR_NONE},
                 {CURLE_GOT_NOTHING, "Empty reply from server", ETCD_ERR_NONE},
@@ -155,7 +157,7 @@ static void test_names(void **state)
         assert_string_equal(etcd_err_name(ETCD_ERR_TLS), "etcd-tls");
         assert_string_equal(etcd_err_name(ETCD_ERR_CERT), "etcd-cert");
         assert_null(etcd_err_name(ETCD_ERR_MAX_));
-        assert_null(etcd_err_name((enum etcd_err)-1));
+        assert_null(etcd_err_name((enum etcd_err) - 1));
 }
 
 int main(void)

@@ -62,12 +62,8 @@ static void test_round_trips(void **state)
 {
         (void)state;
         static const snowid_layout layouts[] = {
-                {UINT64_C(1735689600000), 41, 10, 12},
-                {0, 32, 0, 31},
-                {0, 33, 10, 20},
-                {UINT64_C(1288834974657), 39, 8, 16},
-                {5, 63, 0, 0},
-                {7, 32, 31, 0},
+                {UINT64_C(1735689600000), 41, 10, 12}, {0, 32, 0, 31}, {0, 33, 10, 20},
+                {UINT64_C(1288834974657), 39, 8, 16},  {5, 63, 0, 0},  {7, 32, 31, 0},
         };
         for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
                 const snowid_layout *l = &layouts[i];
@@ -123,10 +119,8 @@ static void test_decode_bounds(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_default),
-                cmocka_unit_test(test_check_bounds),
-                cmocka_unit_test(test_round_trips),
-                cmocka_unit_test(test_encode_bounds),
+                cmocka_unit_test(test_default),       cmocka_unit_test(test_check_bounds),
+                cmocka_unit_test(test_round_trips),   cmocka_unit_test(test_encode_bounds),
                 cmocka_unit_test(test_decode_bounds),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

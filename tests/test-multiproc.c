@@ -25,8 +25,8 @@
 #define BATCH 64
 
 static const char *inst;
-static uint64_t *ids;            /* shared with the children */
-static _Atomic uint32_t *done;   /* children finished */
+static uint64_t *ids;          /* shared with the children */
+static _Atomic uint32_t *done; /* children finished */
 static snowid *handle;
 
 struct worker_arg {

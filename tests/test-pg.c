@@ -20,7 +20,8 @@ static void test_conninfo(void **state)
         static const char *const good[] = {
                 "host=127.0.0.1 port=5432 dbname=snowid user=snowid",
                 "host=/run/postgresql dbname=snowid passfile=/etc/snowid/pgpass",
-                "postgresql://snowid@db.example:5432/snowid?sslmode=verify-full&sslrootcert=/ca.pem",
+                "postgresql://snowid@db.example:5432/snowid?sslmode=verify-full&sslrootcert=/"
+                "ca.pem",
                 "postgresql://[::1]:5432/snowid",
                 "postgres:///snowid?host=/tmp",
                 "dbname=snowid password=", /* empty: none */
@@ -64,10 +65,8 @@ static void test_sqlstate(void **state)
                 long http;
                 bool nospace;
         } cases[] = {
-                {"28P01", ETCD_ERR_AUTH, 401, false},
-                {"28000", ETCD_ERR_AUTH, 401, false},
-                {"42501", ETCD_ERR_PERMISSION, 403, false},
-                {"53100", ETCD_ERR_NONE, 429, true},
+                {"28P01", ETCD_ERR_AUTH, 401, false},       {"28000", ETCD_ERR_AUTH, 401, false},
+                {"42501", ETCD_ERR_PERMISSION, 403, false}, {"53100", ETCD_ERR_NONE, 429, true},
                 {"53200", ETCD_ERR_NONE, 500, false}, /* out of memory: transient */
                 {"40001", ETCD_ERR_NONE, 500, false}, /* serialization failure */
                 {"42883", ETCD_ERR_NONE, 500, false}, /* snowid.call() missing */
@@ -122,8 +121,7 @@ static void test_connect_err(void **state)
                  ETCD_ERR_TLS},
                 {"server does not support SSL, but SSL was required\n", ETCD_ERR_TLS},
                 {"FATAL:  connection requires a valid client certificate\n", ETCD_ERR_CERT},
-                {"FATAL:  certificate authentication failed for user \"snowid\"\n",
-                 ETCD_ERR_CERT},
+                {"FATAL:  certificate authentication failed for user \"snowid\"\n", ETCD_ERR_CERT},
                 {"SSL error: sslv3 alert certificate required\n", ETCD_ERR_CERT},
                 {"SSL error: tlsv1 alert unknown ca\n", ETCD_ERR_CERT},
                 {"could not load private key file \"/k.pem\": No such file\n", ETCD_ERR_CERT},
@@ -202,8 +200,8 @@ static void test_answers(void **state)
                 pg_answer_parse(&r, cases[i].text, strlen(cases[i].text));
                 if (!r.answered || r.http != cases[i].http || etcd_ok(&r) != cases[i].ok ||
                     r.err != cases[i].err || r.nospace != cases[i].nospace)
-                        fail_msg("'%s': answered %d http %ld ok %d err %d nospace %d", cases[i].text,
-                                 r.answered, r.http, etcd_ok(&r), r.err, r.nospace);
+                        fail_msg("'%s': answered %d http %ld ok %d err %d nospace %d",
+                                 cases[i].text, r.answered, r.http, etcd_ok(&r), r.err, r.nospace);
                 if (!cases[i].ok)
                         assert_non_null(r.error);
                 if (cases[i].error)
@@ -243,10 +241,8 @@ static void test_embedded_sql(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_conninfo),
-                cmocka_unit_test(test_sqlstate),
-                cmocka_unit_test(test_connect_err),
-                cmocka_unit_test(test_answers),
+                cmocka_unit_test(test_conninfo),     cmocka_unit_test(test_sqlstate),
+                cmocka_unit_test(test_connect_err),  cmocka_unit_test(test_answers),
                 cmocka_unit_test(test_embedded_sql),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,9 +20,8 @@ static void test_good_forms(void **state)
                 const char *v;
                 uint32_t from, to;
         } good[] = {
-                {"0-1023", 0, 1023}, {"5-6", 5, 6},   {"7-7", 7, 7},
-                {"0-0", 0, 0},       {"512-1023", 512, 1023},
-                {"0-2147483647", 0, 2147483647},
+                {"0-1023", 0, 1023}, {"5-6", 5, 6},           {"7-7", 7, 7},
+                {"0-0", 0, 0},       {"512-1023", 512, 1023}, {"0-2147483647", 0, 2147483647},
         };
         (void)state;
         for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
@@ -39,14 +38,29 @@ static void test_bad_forms(void **state)
                 const char *v;
                 int err;
         } bad[] = {
-                {"5", -EINVAL},          {"6-5", -ERANGE},     {"-1-3", -EINVAL},
-                {"", -EINVAL},           {"-", -EINVAL},       {"5-", -EINVAL},
-                {"-5", -EINVAL},         {"a-b", -EINVAL},     {"1-2x", -EINVAL},
-                {"1 - 2", -EINVAL},      {" 1-2", -EINVAL},    {"1-2 ", -EINVAL},
-                {"+1-2", -EINVAL},       {"1-+2", -EINVAL},    {"01-2", -EINVAL},
-                {"1-02", -EINVAL},       {"1--2", -EINVAL},    {"1-2-3", -EINVAL},
-                {"0x1-0x2", -EINVAL},    {"1.5-2", -EINVAL},   {"0-2147483648", -ERANGE},
-                {"0-99999999999999999999", -ERANGE},           {"4294967296-4294967297", -ERANGE},
+                {"5", -EINVAL},
+                {"6-5", -ERANGE},
+                {"-1-3", -EINVAL},
+                {"", -EINVAL},
+                {"-", -EINVAL},
+                {"5-", -EINVAL},
+                {"-5", -EINVAL},
+                {"a-b", -EINVAL},
+                {"1-2x", -EINVAL},
+                {"1 - 2", -EINVAL},
+                {" 1-2", -EINVAL},
+                {"1-2 ", -EINVAL},
+                {"+1-2", -EINVAL},
+                {"1-+2", -EINVAL},
+                {"01-2", -EINVAL},
+                {"1-02", -EINVAL},
+                {"1--2", -EINVAL},
+                {"1-2-3", -EINVAL},
+                {"0x1-0x2", -EINVAL},
+                {"1.5-2", -EINVAL},
+                {"0-2147483648", -ERANGE},
+                {"0-99999999999999999999", -ERANGE},
+                {"4294967296-4294967297", -ERANGE},
         };
         (void)state;
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -105,8 +119,15 @@ static void test_records(void **state)
         assert_int_equal(from, 0);
         assert_int_equal(to, 9);
         static const char *const bad[] = {
-                "", "{", "[]", "{\"from\":1}", "{\"from\":5,\"to\":4}", "{\"from\":-1,\"to\":4}",
-                "{\"from\":\"1\",\"to\":4}", "{\"from\":0,\"to\":2147483648}", "0-9",
+                "",
+                "{",
+                "[]",
+                "{\"from\":1}",
+                "{\"from\":5,\"to\":4}",
+                "{\"from\":-1,\"to\":4}",
+                "{\"from\":\"1\",\"to\":4}",
+                "{\"from\":0,\"to\":2147483648}",
+                "0-9",
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 from = to = 42;

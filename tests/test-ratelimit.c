@@ -200,9 +200,8 @@ static void test_tokens(void **state)
         char err[256];
         const char *p = write_file("# a comment\n\n  ci   s3cret-ci ids=500 requests=20\n"
                                    "batch s3cret-batch\n");
-        assert_int_equal(tokens_load(p, (struct rate){7}, (struct rate){8}, &t, &n, err,
-                                     sizeof(err)),
-                         0);
+        assert_int_equal(
+                tokens_load(p, (struct rate){7}, (struct rate){8}, &t, &n, err, sizeof(err)), 0);
         assert_int_equal(n, 2);
         assert_string_equal(t[0].name, "ci");
         assert_int_equal(t[0].ids.per_s, 500);
@@ -219,9 +218,8 @@ static void test_tokens(void **state)
 
         /* the older form: the secret alone */
         p = write_file("just-a-secret\n");
-        assert_int_equal(tokens_load(p, (struct rate){0}, (struct rate){0}, &t, &n, err,
-                                     sizeof(err)),
-                         0);
+        assert_int_equal(
+                tokens_load(p, (struct rate){0}, (struct rate){0}, &t, &n, err, sizeof(err)), 0);
         assert_int_equal(n, 1);
         assert_string_equal(t[0].name, "default");
         assert_string_equal(t[0].secret, "just-a-secret");
@@ -249,8 +247,8 @@ static void test_tokens(void **state)
                         fail_msg("'%s': %s", bad[i].text, err);
         }
         unlink(p);
-        assert_int_equal(tokens_load("/nonexistent/tokens", (struct rate){0}, (struct rate){0},
-                                     &t, &n, err, sizeof(err)),
+        assert_int_equal(tokens_load("/nonexistent/tokens", (struct rate){0}, (struct rate){0}, &t,
+                                     &n, err, sizeof(err)),
                          -EINVAL);
         assert_non_null(strstr(err, "cannot read"));
 }
@@ -258,12 +256,9 @@ static void test_tokens(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_bucket),
-                cmocka_unit_test(test_bucket_large_charge),
-                cmocka_unit_test(test_bucket_threads),
-                cmocka_unit_test(test_addr_key),
-                cmocka_unit_test(test_addr_table),
-                cmocka_unit_test(test_tokens),
+                cmocka_unit_test(test_bucket),         cmocka_unit_test(test_bucket_large_charge),
+                cmocka_unit_test(test_bucket_threads), cmocka_unit_test(test_addr_key),
+                cmocka_unit_test(test_addr_table),     cmocka_unit_test(test_tokens),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

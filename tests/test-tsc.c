@@ -103,8 +103,8 @@ static void test_line_edges(void **state)
 {
         (void)state;
         int64_t ns = -1;
-        struct tsc_line l = {.base = 1000, .span = 100, .mult = UINT64_C(1) << 32, .shift = 32,
-                             .ns = 5000};
+        struct tsc_line l = {
+                .base = 1000, .span = 100, .mult = UINT64_C(1) << 32, .shift = 32, .ns = 5000};
         assert_true(tsc_line_ns(&l, 1000, &ns));
         assert_int_equal(ns, 5000);
         assert_true(tsc_line_ns(&l, 1099, &ns));
@@ -115,19 +115,19 @@ static void test_line_edges(void **state)
         l.span = 0; /* off */
         assert_false(tsc_line_ns(&l, 1000, &ns));
         /* overflow: never a negative or wrapped time */
-        l = (struct tsc_line){.base = 0, .span = UINT64_MAX, .mult = UINT64_MAX, .shift = 32,
-                              .ns = 0};
+        l = (struct tsc_line){
+                .base = 0, .span = UINT64_MAX, .mult = UINT64_MAX, .shift = 32, .ns = 0};
         assert_false(tsc_line_ns(&l, UINT64_MAX - 1, &ns));
-        l = (struct tsc_line){.base = 0, .span = 10, .mult = UINT64_C(1) << 32, .shift = 32,
-                              .ns = INT64_MAX - 3};
+        l = (struct tsc_line){
+                .base = 0, .span = 10, .mult = UINT64_C(1) << 32, .shift = 32, .ns = INT64_MAX - 3};
         assert_true(tsc_line_ns(&l, 3, &ns));
         assert_int_equal(ns, INT64_MAX);
         assert_false(tsc_line_ns(&l, 4, &ns));
         l.ns = -1; /* a negative time is no CLOCK_MONOTONIC */
         assert_false(tsc_line_ns(&l, 0, &ns));
         /* the product just under and just over what 63 bits keep */
-        l = (struct tsc_line){.base = 0, .span = UINT64_MAX, .mult = UINT64_MAX, .shift = 32,
-                              .ns = 0};
+        l = (struct tsc_line){
+                .base = 0, .span = UINT64_MAX, .mult = UINT64_MAX, .shift = 32, .ns = 0};
         assert_true(tsc_line_ns(&l, UINT64_C(1) << 31, &ns));
         assert_false(tsc_line_ns(&l, UINT64_C(1) << 32, &ns));
         /* any other shift is not a line this library reads */
@@ -236,7 +236,7 @@ static void test_fallbacks(void **state)
 #define MAX_IDS 400000
 
 struct shared {
-        _Atomic int phase;          /* set by the parent; -1: stop */
+        _Atomic int phase; /* set by the parent; -1: stop */
         _Atomic uint64_t tries[PROCS][4];
         _Atomic uint64_t eagain[PROCS][4];
         _Atomic uint64_t n[PROCS];
@@ -370,10 +370,12 @@ static void test_far_ahead(void **state)
         /* phase 2: far ahead, past the deadline: -EAGAIN, and the counter
          * stays where it was (no one pushes it past the deadline) */
         shm_pub_set_tsc(pub, &ahead60);
-        uint64_t line_before = READ_ONCE(pub->ctr->line[shm_line_index(READ_ONCE(pub->ctl->gen))].state);
+        uint64_t line_before =
+                READ_ONCE(pub->ctr->line[shm_line_index(READ_ONCE(pub->ctl->gen))].state);
         atomic_store(&sh->phase, 2);
         wait_tries(2, 50);
-        uint64_t line_after = READ_ONCE(pub->ctr->line[shm_line_index(READ_ONCE(pub->ctl->gen))].state);
+        uint64_t line_after =
+                READ_ONCE(pub->ctr->line[shm_line_index(READ_ONCE(pub->ctl->gen))].state);
         assert_true(line_after == line_before);
         uint64_t *all;
         size_t total = stop_children(pids, &all);
@@ -383,8 +385,8 @@ static void test_far_ahead(void **state)
         uint64_t real_ms = (uint64_t)((shm_monotonic_ns() + offset) / MS);
         for (size_t i = 0; i < total; i++) {
                 uint64_t ms = id_ms(all[i]);
-                assert_true(ms <= deadline);          /* never past what the mark covers */
-                assert_true(ms + 10000 >= real_ms);   /* and from this test's worker */
+                assert_true(ms <= deadline);        /* never past what the mark covers */
+                assert_true(ms + 10000 >= real_ms); /* and from this test's worker */
         }
         /* the IDs of phase 0 came from the line, 3 s ahead */
         assert_true(id_ms(all[total - 1]) >= now_ms + 2500);
@@ -502,9 +504,9 @@ static void test_tracking(void **state)
 
 struct scenario {
         const char *name;
-        double mono_ppm;  /* CLOCK_MONOTONIC's rate change from 5 s to 15 s (a slew) */
+        double mono_ppm;      /* CLOCK_MONOTONIC's rate change from 5 s to 15 s (a slew) */
         double tsc_ghz_after; /* the TSC's rate from 5 s on (a migration); 0: unchanged */
-        int expect_trips; /* the bound must trip this many times */
+        int expect_trips;     /* the bound must trip this many times */
 };
 
 static void simulate(const struct scenario *sc)
@@ -525,8 +527,8 @@ static void simulate(const struct scenario *sc)
                 mono_ns += (double)(MS / 10) * mrate;
                 tsc += (double)(MS / 10) * trate;
                 if (t >= next_tick) {
-                        struct tsc_sample smp = {.tsc = (uint64_t)tsc, .mono_ns = (int64_t)mono_ns,
-                                                 .width = 60};
+                        struct tsc_sample smp = {
+                                .tsc = (uint64_t)tsc, .mono_ns = (int64_t)mono_ns, .width = 60};
                         tsc_cal_step(&c, &smp, true);
                         /* the daemon's timer: 100 ms, late by up to 5 ms */
                         jitter = jitter * 1103515245 + 12345;
@@ -632,12 +634,9 @@ static void test_backoff(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_line_edges),
-                cmocka_unit_test(test_fallbacks),
-                cmocka_unit_test(test_far_ahead),
-                cmocka_unit_test(test_recalibrating),
-                cmocka_unit_test(test_tracking),
-                cmocka_unit_test(test_rate_changes),
+                cmocka_unit_test(test_line_edges), cmocka_unit_test(test_fallbacks),
+                cmocka_unit_test(test_far_ahead),  cmocka_unit_test(test_recalibrating),
+                cmocka_unit_test(test_tracking),   cmocka_unit_test(test_rate_changes),
                 cmocka_unit_test(test_backoff),
         };
         return cmocka_run_group_tests(tests, setup, teardown);

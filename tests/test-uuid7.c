@@ -97,11 +97,11 @@ static void test_bits(void **state)
         assert_int_equal(snowid_next_uuid7(cli, v), 0);
         for (int i = 0; i < 2; i++) {
                 const uint8_t *x = i ? v : u;
-                assert_int_equal(x[6] >> 4, 7);    /* version */
-                assert_int_equal(x[8] >> 6, 2);    /* variant 10 */
+                assert_int_equal(x[6] >> 4, 7);                          /* version */
+                assert_int_equal(x[8] >> 6, 2);                          /* variant 10 */
                 assert_int_equal(be(x, 6), SNOWID_EPOCH_DEFAULT_MS + T); /* unix_ts_ms */
-                assert_int_equal(be(x + 6, 2) & 0xfff, i);                /* rand_a: sequence */
-                assert_int_equal(be(x + 8, 8) >> 52 & 0x3ff, 5);          /* worker, after var */
+                assert_int_equal(be(x + 6, 2) & 0xfff, i);               /* rand_a: sequence */
+                assert_int_equal(be(x + 8, 8) >> 52 & 0x3ff, 5);         /* worker, after var */
         }
         /* the random bits are not all the same */
         assert_true((be(u + 8, 8) & ((UINT64_C(1) << 52) - 1)) !=
@@ -271,7 +271,7 @@ static void test_decode_refuses(void **state)
         assert_int_equal(p.worker, 77);
         snowid_layout narrow = layout;
         narrow.seq_bits = 6, narrow.worker_bits = 16; /* 41/16/6 */
-        u[7] = 0xff; /* a sequence above 63 */
+        u[7] = 0xff;                                  /* a sequence above 63 */
         assert_int_equal(snowid_decode_uuid7(&narrow, u, &p), -ERANGE);
         assert_int_equal(snowid_decode_uuid7(NULL, u, &p), -EINVAL);
         assert_int_equal(snowid_decode_uuid7(&layout, NULL, &p), -EINVAL);

@@ -6,9 +6,10 @@
  * snowid_next() takes one value from the segment's shared counter with one
  * atomic operation and no system call.  Only when it must wait (and has a
  * budget to wait) and its segment is retired or its daemon gone, it asks
- * snowidd's socket for a newer segment, within that budget.  Every function returns 0 or a negative errno value and leaves
- * its out-parameters untouched on failure.  A handle may be shared between
- * threads and survives fork().  The library never prints.
+ * snowidd's socket for a newer segment, within that budget.  Every function
+ * returns 0 or a negative errno value and leaves its out-parameters untouched
+ * on failure.  A handle may be shared between threads and survives fork().
+ * The library never prints.
  */
 #ifndef SNOWID_H
 #define SNOWID_H
@@ -30,15 +31,15 @@ typedef struct snowid snowid;
 
 /* How an ID is cut: time_bits + worker_bits + seq_bits == 63, time_bits >= 32. */
 typedef struct snowid_layout {
-        uint64_t epoch_ms; /* unix ms of ID time 0; default 1735689600000 (2025-01-01Z) */
+        uint64_t epoch_ms;    /* unix ms of ID time 0; default 1735689600000 (2025-01-01Z) */
         unsigned time_bits;   /* default 41 */
         unsigned worker_bits; /* default 10 */
         unsigned seq_bits;    /* default 12 */
 } snowid_layout;
 
 typedef struct snowid_parts {
-        uint64_t time_ms;  /* ms since the layout's epoch */
-        uint64_t unix_ms;  /* epoch_ms + time_ms */
+        uint64_t time_ms; /* ms since the layout's epoch */
+        uint64_t unix_ms; /* epoch_ms + time_ms */
         uint32_t worker;
         uint32_t sequence;
 } snowid_parts;
@@ -65,12 +66,12 @@ typedef struct snowid_host_stats {
 
 typedef struct snowid_status {
         uint32_t worker;
-        int state;             /* enum snowid_state */
-        uint64_t generation;   /* odd while snowidd is switching */
-        uint64_t deadline_ms;  /* last ID time (ms since epoch) that may be used */
+        int state;            /* enum snowid_state */
+        uint64_t generation;  /* odd while snowidd is switching */
+        uint64_t deadline_ms; /* last ID time (ms since epoch) that may be used */
         uint64_t deadline_unix_ms;
-        int64_t headroom_ms;   /* deadline minus ID time now; negative once passed */
-        int64_t offset_ns;     /* ID time minus CLOCK_MONOTONIC */
+        int64_t headroom_ms; /* deadline minus ID time now; negative once passed */
+        int64_t offset_ns;   /* ID time minus CLOCK_MONOTONIC */
         int32_t daemon_pid;
 } snowid_status;
 

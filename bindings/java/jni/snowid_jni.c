@@ -323,8 +323,9 @@ static jint JNICALL j_host_stats(JNIEnv *env, jobject self_obj, jlong p, jlongAr
         r = snowid_get_host_stats(s, &hs);
         leave(sl);
         if (r == 0) {
-                jlong v[6] = {(jlong)hs.issued,        (jlong)hs.waits_ceiling, (jlong)hs.waits_deadline,
-                              (jlong)hs.waits_switch, (jlong)hs.eagain,        (jlong)hs.dropped};
+                jlong v[6] = {(jlong)hs.issued,         (jlong)hs.waits_ceiling,
+                              (jlong)hs.waits_deadline, (jlong)hs.waits_switch,
+                              (jlong)hs.eagain,         (jlong)hs.dropped};
                 (*env)->SetLongArrayRegion(env, out, 0, 6, v);
         }
         return r;
@@ -389,7 +390,10 @@ static jstring JNICALL j_strerror(JNIEnv *env, jclass cls, jint e)
         return (*env)->NewStringUTF(env, strerror_r(e, buf, sizeof(buf)));
 }
 
-#define M(name, sig, fn) {(char *)(name), (char *)(sig), (void *)(fn)}
+#define M(name, sig, fn)                                                                           \
+        {                                                                                          \
+                (char *)(name), (char *)(sig), (void *)(fn)                                        \
+        }
 
 static const JNINativeMethod methods[] = {
         M("open0", "(Ljava/lang/String;[J)I", j_open),

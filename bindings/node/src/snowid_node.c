@@ -60,7 +60,10 @@ static napi_value make_error(napi_env env, int err, const char *syscall, const c
                 snprintf(code, sizeof(code), "%s", name);
         else
                 snprintf(code, sizeof(code), "E%d", err);
-        snprintf(msg, sizeof(msg), "%s: %s, %s", code, detail ? detail : desc ? desc : "unknown error",
+        snprintf(msg, sizeof(msg), "%s: %s, %s", code,
+                 detail ? detail
+                 : desc ? desc
+                        : "unknown error",
                  syscall);
         napi_create_string_utf8(env, code, NAPI_AUTO_LENGTH, &c);
         napi_create_string_utf8(env, msg, NAPI_AUTO_LENGTH, &m);
@@ -147,15 +150,16 @@ static int get_u64(napi_env env, napi_value v, const char *what, int strings, ui
                 int ok = len > 0 && len <= 20;
                 for (size_t i = 0; ok && i < len; i++) {
                         unsigned d = (unsigned)(buf[i] - '0');
-                        if (d > 9 || __builtin_mul_overflow(x, 10, &x) || __builtin_add_overflow(x, d, &x))
+                        if (d > 9 || __builtin_mul_overflow(x, 10, &x) ||
+                            __builtin_add_overflow(x, d, &x))
                                 ok = 0;
                 }
                 if (ok) {
                         *ret = x;
                         return 0;
                 }
-                snprintf(msg, sizeof(msg), "%s must be a decimal string of an unsigned 64-bit integer",
-                         what);
+                snprintf(msg, sizeof(msg),
+                         "%s must be a decimal string of an unsigned 64-bit integer", what);
                 napi_throw_type_error(env, "ERR_INVALID_ARG_VALUE", msg);
                 return -1;
         }
@@ -259,8 +263,8 @@ static void function_finalize(napi_env env, void *data, void *hint)
 }
 
 /* The handle a method was made for, open.  NULL: an exception is pending. */
-static struct handle *self_handle(napi_env env, napi_callback_info info, size_t *argc, napi_value *argv,
-                                  const char *syscall)
+static struct handle *self_handle(napi_env env, napi_callback_info info, size_t *argc,
+                                  napi_value *argv, const char *syscall)
 {
         struct handle *h;
 
@@ -336,14 +340,16 @@ static napi_value m_next_batch(napi_env env, napi_callback_info info)
         if (!h)
                 return NULL;
         if (argc < 1)
-                return throw_type(env, "ERR_INVALID_ARG_TYPE", "nextBatch needs a count or a BigUint64Array");
+                return throw_type(env, "ERR_INVALID_ARG_TYPE",
+                                  "nextBatch needs a count or a BigUint64Array");
         napi_is_typedarray(env, argv[0], &is_ta);
         if (is_ta) {
                 napi_typedarray_type tt;
                 size_t off;
                 napi_get_typedarray_info(env, argv[0], &tt, &n, &data, &ab, &off);
                 if (tt != napi_biguint64_array)
-                        return throw_type(env, "ERR_INVALID_ARG_TYPE", "the array must be a BigUint64Array");
+                        return throw_type(env, "ERR_INVALID_ARG_TYPE",
+                                          "the array must be a BigUint64Array");
                 if (check_batch(env, h, n, "snowid_next_batch") < 0)
                         return NULL;
                 arr = argv[0];
@@ -422,7 +428,7 @@ static napi_value m_layout(napi_env env, napi_callback_info info)
 
 static const char *state_name(int state)
 {
-        static const char *names[] = {"starting", "leased", "no_lease", "restored",
+        static const char *names[] = {"starting",    "leased",  "no_lease", "restored",
                                       "layout_lost", "retired", "etcd_full"};
         return state >= 0 && state < 7 ? names[state] : "unknown";
 }
@@ -560,7 +566,9 @@ static void job_execute(napi_env env, void *data)
 {
         struct job *j = data;
         uint64_t budget_us = __atomic_load_n(&j->h->async_wait_us, __ATOMIC_RELAXED);
-        int64_t until = budget_us > (uint64_t)INT64_MAX / 1000 ? INT64_MAX : mono_ns() + (int64_t)budget_us * 1000;
+        int64_t until = budget_us > (uint64_t)INT64_MAX / 1000
+                                ? INT64_MAX
+                                : mono_ns() + (int64_t)budget_us * 1000;
         (void)env;
         /* each call waits up to the handle's budget; with none, pause between */
         while ((j->r = take(j)) == -EAGAIN && mono_ns() < until) {
@@ -583,8 +591,9 @@ static void job_complete(napi_env env, napi_status status, void *data)
                 napi_create_error(env, NULL, m, &v);
                 napi_reject_deferred(env, j->deferred, v);
         } else if (j->r < 0) {
-                napi_reject_deferred(env, j->deferred,
-                                     make_error(env, -j->r, j->n ? "snowid_next_batch" : "snowid_next", NULL));
+                napi_reject_deferred(
+                        env, j->deferred,
+                        make_error(env, -j->r, j->n ? "snowid_next_batch" : "snowid_next", NULL));
         } else if (j->n) {
                 void *data2;
                 napi_value ab;
@@ -618,7 +627,8 @@ static napi_value start_async(napi_env env, napi_callback_info info, int batch)
         if (batch) {
                 uint64_t x;
                 if (argc < 1)
-                        return throw_type(env, "ERR_INVALID_ARG_TYPE", "nextBatchAsync needs a count");
+                        return throw_type(env, "ERR_INVALID_ARG_TYPE",
+                                          "nextBatchAsync needs a count");
                 if (get_u64(env, argv[0], "count", 0, &x) < 0)
                         return NULL;
                 n = (size_t)x;
@@ -804,7 +814,8 @@ static napi_value f_open(napi_env env, napi_callback_info info)
                         props[i].attributes = napi_configurable;
                         continue;
                 }
-                if (napi_create_function(env, methods[i].name, NAPI_AUTO_LENGTH, methods[i].fn, h, &fn) != napi_ok ||
+                if (napi_create_function(env, methods[i].name, NAPI_AUTO_LENGTH, methods[i].fn, h,
+                                         &fn) != napi_ok ||
                     napi_add_finalizer(env, fn, h, function_finalize, NULL, NULL) != napi_ok) {
                         handle_release(h);
                         return NULL;

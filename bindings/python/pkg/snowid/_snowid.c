@@ -44,14 +44,13 @@
 #define STACK_IDS 256
 
 typedef struct {
-        PyObject_HEAD
-        snowid *s;             /* NULL once closed */
-        uint64_t max_wait_us;  /* the budget the caller set */
-        uint64_t rest_us;      /* the handle's budget with the GIL held */
-        unsigned waiters;      /* calls waiting without the GIL */
-        int closing;           /* close() came while calls were waiting */
+        PyObject_HEAD snowid *s; /* NULL once closed */
+        uint64_t max_wait_us;    /* the budget the caller set */
+        uint64_t rest_us;        /* the handle's budget with the GIL held */
+        unsigned waiters;        /* calls waiting without the GIL */
+        int closing;             /* close() came while calls were waiting */
         unsigned long fork_gen;
-        PyObject *instance;    /* str or None */
+        PyObject *instance; /* str or None */
 } SnowIdObject;
 
 /* bumped in a child after fork(): waiters of the parent's threads are gone */
@@ -60,10 +59,10 @@ static unsigned long fork_gen;
 static PyTypeObject SnowIdType;
 static PyTypeObject PartsType, LayoutType, StatusType, HostStatsType;
 
-static PyObject *errorcode;   /* errno.errorcode */
-static PyObject *uuid_type;   /* uuid.UUID */
+static PyObject *errorcode;    /* errno.errorcode */
+static PyObject *uuid_type;    /* uuid.UUID */
 static PyObject *safe_unknown; /* uuid.SafeUUID.unknown */
-static PyObject *array_type;  /* array.array */
+static PyObject *array_type;   /* array.array */
 static PyObject *str_int, *str_is_safe;
 
 /* Raises OSError(errno, "what: ENAME (strerror)"): OSError picks the
@@ -135,10 +134,9 @@ static int wait_call(SnowIdObject *self, op_fn op, void *arg)
                 snowid_set_max_wait(self->s, self->max_wait_us - self->rest_us);
         snowid *s = self->s;
         int r;
-        Py_BEGIN_ALLOW_THREADS
-        r = op(s, arg);
-        Py_END_ALLOW_THREADS
-        if (--self->waiters == 0) {
+        Py_BEGIN_ALLOW_THREADS r = op(s, arg);
+        Py_END_ALLOW_THREADS if (--self->waiters == 0)
+        {
                 if (self->closing) {
                         self->s = snowid_close(self->s);
                         self->closing = 0;
@@ -171,9 +169,9 @@ static PyStructSequence_Field parts_fields[] = {
         {"sequence", "the sequence within the ms"},
         {NULL, NULL},
 };
-static PyStructSequence_Desc parts_desc = {"snowid.Parts",
-                                           "The parts of an ID: (time_ms, unix_ms, worker, sequence).",
-                                           parts_fields, 4};
+static PyStructSequence_Desc parts_desc = {
+        "snowid.Parts", "The parts of an ID: (time_ms, unix_ms, worker, sequence).", parts_fields,
+        4};
 
 static PyStructSequence_Field layout_fields[] = {
         {"epoch_ms", "unix ms of ID time 0"},
@@ -197,8 +195,8 @@ static PyStructSequence_Field status_fields[] = {
         {"daemon_pid", "snowidd's pid"},
         {NULL, NULL},
 };
-static PyStructSequence_Desc status_desc = {"snowid.Status", "The segment's state.",
-                                            status_fields, 8};
+static PyStructSequence_Desc status_desc = {"snowid.Status", "The segment's state.", status_fields,
+                                            8};
 
 static PyStructSequence_Field host_stats_fields[] = {
         {"issued", "counter values taken"},
@@ -414,11 +412,8 @@ static PyObject *SnowId_new(PyTypeObject *type, PyObject *args, PyObject *kw)
                 return NULL;
         snowid *s = NULL;
         int r;
-        Py_BEGIN_ALLOW_THREADS
-        r = snowid_open(name, &s);
-        Py_END_ALLOW_THREADS
-        if (r < 0)
-                return raise_errno(r, "snowid_open");
+        Py_BEGIN_ALLOW_THREADS r = snowid_open(name, &s);
+        Py_END_ALLOW_THREADS if (r < 0) return raise_errno(r, "snowid_open");
         uint64_t rest = usec < FAST_WAIT_US ? usec : FAST_WAIT_US;
         snowid_set_max_wait(s, rest);
         SnowIdObject *self = (SnowIdObject *)type->tp_alloc(type, 0);
