@@ -12,6 +12,7 @@ packages=(
     libpq-dev
     scdoc   # the man pages (man/*.scd)
     etcd-server etcd-client faketime libfaketime curl jq systemd iproute2 procps spin time
+    util-linux   # chrt: the model check runs beside the tests at idle priority
 )
 if [ "${1:-}" = --test ] || [ "${1:-}" = --postgres ]; then
     packages+=(postgresql-15 postgresql-client-15)
@@ -21,6 +22,9 @@ if [ "${1:-}" = --test ]; then
     packages+=(systemd-container)   # systemd-nspawn: tests/systemd/test-unit.sh
     packages+=(prometheus)          # promtool: contrib/prometheus's rules, /metrics checked
     packages+=(groff-base)          # troff: the man-pages test renders every page
+    packages+=(clang-format)        # scripts/format.sh --check
+    # tests/package/test-deb.sh: the packages built, linted and installed
+    packages+=(dpkg-dev debhelper lintian fakeroot)
     # the clients in other languages: each folder lists its Debian packages,
     # one a line; "PKG unless PATH": not needed where PATH exists (a Node.js
     # installed from elsewhere, with its own headers)

@@ -21,7 +21,7 @@
 # debhelper, lintian, systemd-container, etcd, and debian/control's
 # Build-Depends).  Starts its own etcd on 127.0.0.1 (free ports), which the
 # container shares.  Takes about a minute and a half (a full build, lintian, a
-# boot), so it is not part of scripts/test.sh.  Prints "ok - ..." / "not ok -
+# boot); scripts/test.sh runs it.  Prints "ok - ..." / "not ok -
 # ..." per check and ends with "N passed, N failed"; exit 0 if all pass.
 # SNOWID_KEEP=1 keeps the build directory (the .debs, the logs) of a failed
 # run.
