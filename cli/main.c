@@ -462,7 +462,7 @@ static int cmd_status(int argc, char **argv)
                         printf("Usage: snowid status [--instance NAME] [--json]\n\n"
                                "Shows the segment that snowidd publishes: worker, generation, "
                                "lease state,\ndeadline and its headroom, layout, daemon pid, the "
-                               "worker range it\nclaims in.\n");
+                               "worker range it\nclaims in, and the clock clients read.\n");
                         return 0;
                 case 'i':
                         instance = optarg;
@@ -477,7 +477,7 @@ static int cmd_status(int argc, char **argv)
         if (optind < argc)
                 return usage_error("unexpected argument '%s'", argv[optind]);
         snowid *s;
-        snowid_status st;
+        snowid_status st = SNOWID_STATUS_INIT;
         snowid_layout l;
         int r = snowid_open(instance, &s);
         if (r < 0) {
@@ -508,9 +508,10 @@ static int cmd_status(int argc, char **argv)
                 printf("{\"worker\":%" PRIu32 ",\"generation\":%" PRIu64 ",\"state\":\"%s\","
                        "\"deadline\":\"%s\",\"headroom_ms\":%" PRId64 ",\"daemon_pid\":%" PRId32
                        ",\"layout\":{\"epoch_ms\":%" PRIu64 ",\"time_bits\":%u,\"worker_bits\":%u,"
-                       "\"seq_bits\":%u},\"worker_range\":%s,\"etcd_error\":",
+                       "\"seq_bits\":%u},\"worker_range\":%s,\"tsc_clock\":%s,\"etcd_error\":",
                        st.worker, st.generation, state_name(st.state), deadline, st.headroom_ms,
-                       st.daemon_pid, l.epoch_ms, l.time_bits, l.worker_bits, l.seq_bits, range);
+                       st.daemon_pid, l.epoch_ms, l.time_bits, l.worker_bits, l.seq_bits, range,
+                       st.tsc_clock ? "true" : "false");
                 if (refused) {
                         print_json_string(cls);
                         printf(",\"etcd_error_message\":");
@@ -524,10 +525,11 @@ static int cmd_status(int argc, char **argv)
         printf("worker:      %" PRIu32 "\ngeneration:  %" PRIu64 "%s\nstate:       %s\n"
                "deadline:    %s (headroom %" PRId64 " ms)\ndaemon pid:  %" PRId32 "\n"
                "layout:      epoch %" PRIu64 " ms, %u/%u/%u bits\n"
-               "range:       %s\n",
+               "range:       %s\nclock:       %s\n",
                st.worker, st.generation, st.generation & 1 ? " (switching)" : "",
                state_name(st.state), deadline, st.headroom_ms, st.daemon_pid, l.epoch_ms,
-               l.time_bits, l.worker_bits, l.seq_bits, range);
+               l.time_bits, l.worker_bits, l.seq_bits, range,
+               st.tsc_clock ? "TSC (published by snowidd)" : "vDSO");
         if (refused)
                 printf("etcd error:  %s: %s\n", cls, msg);
         return 0;

@@ -492,7 +492,7 @@ static const char *state_name(int state)
 
 static enum MHD_Result status(struct http_server *srv, struct MHD_Connection *c)
 {
-        snowid_status st;
+        snowid_status st = SNOWID_STATUS_INIT;
         char deadline[48];
         if (snowid_get_status(srv->ids, &st) < 0)
                 return fail(srv, c, 500, "cannot read the segment");
@@ -539,7 +539,7 @@ static enum MHD_Result status(struct http_server *srv, struct MHD_Connection *c)
 
 static enum MHD_Result healthz(struct http_server *srv, struct MHD_Connection *c)
 {
-        snowid_status st;
+        snowid_status st = SNOWID_STATUS_INIT;
         char why[256];
         if (snowid_get_status(srv->ids, &st) < 0)
                 return fail(srv, c, 503, "cannot read the segment");
@@ -594,7 +594,7 @@ static enum MHD_Result metrics(struct http_server *srv, struct MHD_Connection *c
         char *buf = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&buf, &len);
-        snowid_status st;
+        snowid_status st = SNOWID_STATUS_INIT;
         if (!f)
                 return fail(srv, c, 500, "out of memory");
         snowid_get_status(srv->ids, &st);
@@ -750,7 +750,7 @@ static enum MHD_Result metrics(struct http_server *srv, struct MHD_Connection *c
                 "# HELP snowid_headroom_seconds Time left before the published deadline.\n"
                 "# TYPE snowid_headroom_seconds gauge\nsnowid_headroom_seconds %.3f\n",
                 (double)st.headroom_ms / 1000);
-        snowid_host_stats hs;
+        snowid_host_stats hs = SNOWID_HOST_STATS_INIT;
         if (snowid_get_host_stats(srv->ids, &hs) == 0)
                 fprintf(f,
                         "# HELP snowid_host_ids_issued_total Counter values taken on this host "

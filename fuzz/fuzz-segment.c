@@ -167,9 +167,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                 abort(); /* a UUID its own layout cannot read */
                 }
         }
-        snowid_status st;
+        snowid_status st = SNOWID_STATUS_INIT;
         snowid_get_status(s, &st);
-        snowid_host_stats hs;
+        snowid_host_stats hs = SNOWID_HOST_STATS_INIT;
         snowid_get_host_stats(s, &hs);
         snowid_close(s);
         return 0;

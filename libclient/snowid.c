@@ -528,7 +528,22 @@ SNOWID_EXPORT int snowid_get_layout(snowid *s, snowid_layout *ret)
         return 0;
 }
 
-SNOWID_EXPORT int snowid_get_host_stats(snowid *s, snowid_host_stats *ret)
+/* Copies the first of the caller's ret_size bytes of a filled struct and
+ * sets its size field (its first member) to what was copied; -EINVAL if the
+ * caller's struct cannot hold even its size and one field. */
+static int fill_sized(void *ret, const void *full, size_t full_size, size_t first_end)
+{
+        size_t want;
+        memcpy(&want, ret, sizeof(want));
+        if (want < first_end)
+                return -EINVAL;
+        size_t n = want < full_size ? want : full_size;
+        memcpy(ret, full, n);
+        memcpy(ret, &n, sizeof(n));
+        return 0;
+}
+
+static int host_stats(snowid *s, snowid_host_stats *ret)
 {
         if (!s || !ret)
                 return -EINVAL;
@@ -541,6 +556,7 @@ SNOWID_EXPORT int snowid_get_host_stats(snowid *s, snowid_host_stats *ret)
         uint64_t open =
                 READ_ONCE(g->ctr->line[shm_line_index(gen)].state) & ((UINT64_C(1) << sb) - 1);
         *ret = (snowid_host_stats){
+                .size = sizeof(*ret),
                 .issued = READ_ONCE(st->issued) + (gen & 1 ? 0 : open),
                 .waits_ceiling = READ_ONCE(st->waits_ceiling),
                 .waits_deadline = READ_ONCE(st->waits_deadline),
@@ -548,6 +564,37 @@ SNOWID_EXPORT int snowid_get_host_stats(snowid *s, snowid_host_stats *ret)
                 .eagain = READ_ONCE(st->eagain),
                 .dropped = READ_ONCE(st->dropped),
         };
+        return 0;
+}
+
+/* SNOWID_1.2 and later: the caller says how large its struct is */
+__attribute__((symver("snowid_get_host_stats@@SNOWID_1.2"))) SNOWID_EXPORT int
+snowid_get_host_stats_v1_2(snowid *s, snowid_host_stats *ret)
+{
+        snowid_host_stats hs;
+        if (!ret)
+                return -EINVAL;
+        int r = host_stats(s, &hs);
+        return r < 0 ? r
+                     : fill_sized(ret, &hs, sizeof(hs), offsetof(snowid_host_stats, issued) + 8);
+}
+
+/* SNOWID_1.0: the struct as it was then, without size */
+struct snowid_host_stats_v1_0 {
+        uint64_t issued, waits_ceiling, waits_deadline, waits_switch, eagain, dropped;
+};
+
+__attribute__((symver("snowid_get_host_stats@SNOWID_1.0"))) SNOWID_EXPORT int
+snowid_get_host_stats_v1_0(snowid *s, struct snowid_host_stats_v1_0 *ret)
+{
+        snowid_host_stats hs;
+        if (!ret)
+                return -EINVAL;
+        int r = host_stats(s, &hs);
+        if (r < 0)
+                return r;
+        *ret = (struct snowid_host_stats_v1_0){hs.issued,       hs.waits_ceiling, hs.waits_deadline,
+                                               hs.waits_switch, hs.eagain,        hs.dropped};
         return 0;
 }
 
@@ -564,18 +611,22 @@ SNOWID_EXPORT int snowid_get_worker_range(snowid *s, uint32_t *ret_from, uint32_
         return 0;
 }
 
-SNOWID_EXPORT int snowid_get_status(snowid *s, snowid_status *ret)
+static int status(snowid *s, snowid_status *ret)
 {
         if (!s || !ret)
                 return -EINVAL;
         const struct shm_ctl *ctl = load_acquire(s->seg)->ctl; /* pairs with snowid_follow() */
         snowid_status st = {
+                .size = sizeof(st),
                 .worker = READ_ONCE(ctl->worker),
                 .state = (int)READ_ONCE(ctl->state),
                 .generation = load_acquire(ctl->gen), /* pairs with shm_pub_switch() */
                 .deadline_ms = READ_ONCE(ctl->deadline),
                 .offset_ns = READ_ONCE(ctl->offset_ns),
                 .daemon_pid = READ_ONCE(ctl->pid),
+                /* a line is published: span != 0 (tsc.h); whether it is
+                 * current is each client's check, at each read */
+                .tsc_clock = READ_ONCE(ctl->tsc.span) != 0,
         };
         st.deadline_unix_ms = READ_ONCE(ctl->epoch_ms) + st.deadline_ms;
         /* saturating: a damaged deadline is far from now either way */
@@ -585,5 +636,47 @@ SNOWID_EXPORT int snowid_get_status(snowid *s, snowid_status *ret)
         if (st.generation & 1)
                 st.headroom_ms = 0;
         *ret = st;
+        return 0;
+}
+
+/* SNOWID_1.2 and later: the caller says how large its struct is */
+__attribute__((symver("snowid_get_status@@SNOWID_1.2"))) SNOWID_EXPORT int
+snowid_get_status_v1_2(snowid *s, snowid_status *ret)
+{
+        snowid_status st;
+        if (!ret)
+                return -EINVAL;
+        int r = status(s, &st);
+        return r < 0 ? r : fill_sized(ret, &st, sizeof(st), offsetof(snowid_status, worker) + 4);
+}
+
+/* SNOWID_1.0: the struct as it was then, without size and tsc_clock */
+struct snowid_status_v1_0 {
+        uint32_t worker;
+        int state;
+        uint64_t generation, deadline_ms, deadline_unix_ms;
+        int64_t headroom_ms, offset_ns;
+        int32_t daemon_pid;
+};
+
+__attribute__((symver("snowid_get_status@SNOWID_1.0"))) SNOWID_EXPORT int
+snowid_get_status_v1_0(snowid *s, struct snowid_status_v1_0 *ret)
+{
+        snowid_status st;
+        if (!ret)
+                return -EINVAL;
+        int r = status(s, &st);
+        if (r < 0)
+                return r;
+        *ret = (struct snowid_status_v1_0){
+                .worker = st.worker,
+                .state = st.state,
+                .generation = st.generation,
+                .deadline_ms = st.deadline_ms,
+                .deadline_unix_ms = st.deadline_unix_ms,
+                .headroom_ms = st.headroom_ms,
+                .offset_ns = st.offset_ns,
+                .daemon_pid = st.daemon_pid,
+        };
         return 0;
 }

@@ -429,7 +429,7 @@ static void test_odd_generation(void **state)
 {
         (void)state;
         uint64_t id = 3;
-        snowid_status st;
+        snowid_status st = SNOWID_STATUS_INIT;
         snowid_set_max_wait(cli, 0);
         /* a publisher killed in the middle of a switch */
         WRITE_ONCE(pub->ctl->gen, READ_ONCE(pub->ctl->gen) + 1);
@@ -465,7 +465,7 @@ static void test_damaged_control(void **state)
 static void test_status(void **state)
 {
         (void)state;
-        snowid_status st;
+        snowid_status st = SNOWID_STATUS_INIT;
         atomic_store(&fake_ns, (int64_t)(T + 250) * MS);
         assert_int_equal(snowid_get_status(cli, &st), 0);
         assert_int_equal(st.worker, 5);
@@ -480,6 +480,95 @@ static void test_status(void **state)
         assert_int_equal(st.state, SNOWID_STATE_NO_LEASE);
 }
 
+/* SNOWID_1.0's functions, without size (reached by their internal names in
+ * this static build; the shared library exports them as @SNOWID_1.0) */
+struct status_v1_0 {
+        uint32_t worker;
+        int state;
+        uint64_t generation, deadline_ms, deadline_unix_ms;
+        int64_t headroom_ms, offset_ns;
+        int32_t daemon_pid;
+};
+int snowid_get_status_v1_0(snowid *s, struct status_v1_0 *ret);
+int snowid_get_host_stats_v1_0(snowid *s, uint64_t ret[6]);
+
+/* The structs that carry their size: the library fills what fits in both
+ * its struct and the caller's, says how much, and never writes past it */
+static void test_status_sizes(void **state)
+{
+        (void)state;
+        snowid_status full = SNOWID_STATUS_INIT;
+        atomic_store(&fake_ns, (int64_t)(T + 250) * MS);
+        assert_int_equal(snowid_get_status(cli, &full), 0);
+        assert_int_equal(full.size, sizeof(snowid_status));
+        assert_true(SNOWID_HAS_FIELD(&full, tsc_clock));
+        assert_int_equal(full.tsc_clock, 0);
+        WRITE_ONCE(pub->ctl->tsc.span, 1000);
+        assert_int_equal(snowid_get_status(cli, &full), 0);
+        assert_int_equal(full.tsc_clock, 1);
+        WRITE_ONCE(pub->ctl->tsc.span, 0);
+
+        /* a caller built before tsc_clock: the field stays as it was */
+        snowid_status older;
+        memset(&older, 0x5a, sizeof(older));
+        older.size = offsetof(snowid_status, tsc_clock);
+        assert_int_equal(snowid_get_status(cli, &older), 0);
+        assert_int_equal(older.size, offsetof(snowid_status, tsc_clock));
+        assert_false(SNOWID_HAS_FIELD(&older, tsc_clock));
+        assert_int_equal(older.worker, 5);
+        assert_int_equal(older.daemon_pid, getpid());
+        assert_int_equal(older.tsc_clock, 0x5a5a5a5a);
+
+        /* a caller built against a newer header: its tail stays as it was */
+        struct {
+                snowid_status st;
+                unsigned char more[16];
+        } newer;
+        memset(&newer, 0x5a, sizeof(newer));
+        newer.st.size = sizeof(newer);
+        assert_int_equal(snowid_get_status(cli, &newer.st), 0);
+        assert_int_equal(newer.st.size, sizeof(snowid_status));
+        assert_int_equal(newer.st.deadline_ms, full.deadline_ms);
+        for (size_t i = 0; i < sizeof(newer.more); i++)
+                assert_int_equal(newer.more[i], 0x5a);
+
+        /* too small to hold one field, or not set: refused, nothing written */
+        snowid_status bad;
+        memset(&bad, 0x5a, sizeof(bad));
+        bad.size = sizeof(size_t);
+        assert_int_equal(snowid_get_status(cli, &bad), -EINVAL);
+        assert_int_equal(bad.worker, 0x5a5a5a5a);
+        snowid_host_stats hs = {0};
+        assert_int_equal(snowid_get_host_stats(cli, &hs), -EINVAL);
+        assert_int_equal(hs.issued, 0);
+        hs.size = sizeof(hs);
+        assert_int_equal(snowid_get_host_stats(cli, &hs), 0);
+        assert_int_equal(hs.size, sizeof(hs));
+
+        /* SNOWID_1.0's versions fill the struct of then, no more */
+        struct {
+                struct status_v1_0 st;
+                unsigned char more[16];
+        } v1;
+        memset(&v1, 0x5a, sizeof(v1));
+        assert_int_equal(snowid_get_status_v1_0(cli, &v1.st), 0);
+        assert_int_equal(v1.st.worker, full.worker);
+        assert_int_equal(v1.st.generation, full.generation);
+        assert_int_equal(v1.st.deadline_unix_ms, full.deadline_unix_ms);
+        assert_int_equal(v1.st.daemon_pid, getpid());
+        for (size_t i = 0; i < sizeof(v1.more); i++)
+                assert_int_equal(v1.more[i], 0x5a);
+        struct {
+                uint64_t hs[6];
+                unsigned char more[16];
+        } h1;
+        memset(&h1, 0x5a, sizeof(h1));
+        assert_int_equal(snowid_get_host_stats_v1_0(cli, h1.hs), 0);
+        assert_int_equal(h1.hs[0], hs.issued);
+        for (size_t i = 0; i < sizeof(h1.more); i++)
+                assert_int_equal(h1.more[i], 0x5a);
+}
+
 /* host stats' issued: every value taken, whatever mix of calls took them,
  * counted once each (a whole ms taken by one batch too) */
 static void test_issued_counts_every_value(void **state)
@@ -487,7 +576,7 @@ static void test_issued_counts_every_value(void **state)
         (void)state;
         static uint64_t big[4096];
         uint64_t id, taken = 0;
-        snowid_host_stats hs;
+        snowid_host_stats hs = SNOWID_HOST_STATS_INIT;
         /* a whole ms at once, at a fresh ms (the compare-and-swap path) */
         assert_int_equal(snowid_next_batch(cli, big, 4096), 0);
         taken += 4096;
@@ -533,6 +622,7 @@ int main(void)
                 T_(test_odd_generation),
                 T_(test_damaged_control),
                 T_(test_status),
+                T_(test_status_sizes),
                 T_(test_issued_counts_every_value),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

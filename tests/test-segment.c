@@ -458,7 +458,7 @@ static void test_follows_replacement(void **state)
         assert_int_equal(p->replaced, 1);
         assert_int_not_equal(p->ctl->nonce, nonce);
         assert_int_equal(snowid_next(s, &b), 0);
-        snowid_status st;
+        snowid_status st = SNOWID_STATUS_INIT;
         assert_int_equal(snowid_get_status(s, &st), 0);
         assert_int_equal(st.worker, 4);
         assert_int_not_equal(a, b);

@@ -54,8 +54,22 @@ enum snowid_state {
         SNOWID_STATE_ETCD_FULL = 6,   /* etcd's store is full: nothing extended */
 };
 
+/*
+ * The two structs below grow at their end as libsnowid learns more to say.
+ * Before the call, set size to sizeof the struct (the _INIT macros do); the
+ * library fills the fields that fit in both its struct and the caller's, and
+ * sets size to the bytes it filled.  So a program built against an older
+ * header gets what it knows of, and one built against a newer header than the
+ * library it runs with can tell, with SNOWID_HAS_FIELD(), which fields came
+ * back.  (The versions of SNOWID_1.0, without size, stay for programs built
+ * against them.)
+ */
+#define SNOWID_HAS_FIELD(ptr, field)                                                               \
+        (offsetof(__typeof__(*(ptr)), field) + sizeof((ptr)->field) <= (ptr)->size)
+
 /* Host-wide counts, kept by libsnowid on its slow paths (all processes). */
 typedef struct snowid_host_stats {
+        size_t size;             /* in: sizeof(snowid_host_stats); out: bytes filled */
         uint64_t issued;         /* counter values taken (IDs, and the few dropped at a switch) */
         uint64_t waits_ceiling;  /* calls that waited for the clock */
         uint64_t waits_deadline; /* calls that waited for the deadline */
@@ -65,6 +79,7 @@ typedef struct snowid_host_stats {
 } snowid_host_stats;
 
 typedef struct snowid_status {
+        size_t size; /* in: sizeof(snowid_status); out: bytes filled */
         uint32_t worker;
         int state;            /* enum snowid_state */
         uint64_t generation;  /* odd while snowidd is switching */
@@ -73,7 +88,19 @@ typedef struct snowid_status {
         int64_t headroom_ms; /* deadline minus ID time now; negative once passed */
         int64_t offset_ns;   /* ID time minus CLOCK_MONOTONIC */
         int32_t daemon_pid;
+        int32_t tsc_clock; /* 1: snowidd publishes the TSC clock (clients may read it) */
 } snowid_status;
+
+/* initialisers with size set (every field named, for -Wextra in C++) */
+/* clang-format off */
+#ifdef __cplusplus
+#define SNOWID_HOST_STATS_INIT {sizeof(snowid_host_stats), 0, 0, 0, 0, 0, 0}
+#define SNOWID_STATUS_INIT {sizeof(snowid_status), 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#else
+#define SNOWID_HOST_STATS_INIT {.size = sizeof(snowid_host_stats)}
+#define SNOWID_STATUS_INIT {.size = sizeof(snowid_status)}
+#endif
+/* clang-format on */
 
 #define SNOWID_EPOCH_DEFAULT_MS UINT64_C(1735689600000)
 #define SNOWID_MAX_WAIT_DEFAULT_USEC UINT64_C(100000)

@@ -8,8 +8,8 @@ import os
 import json
 import signal
 
-from harness import (BUILD, EPOCH_MS, Daemon, Etcd, Taker, check_unique_and_increasing, decode,
-                     free_port, http_get, log, metric, run, take, wait_for)
+from harness import (BUILD, EPOCH_MS, Daemon, Etcd, Taker, check_unique_and_increasing, cli,
+                     cli_status, decode, free_port, http_get, log, metric, run, take, wait_for)
 
 
 def faketime_lib():
@@ -116,6 +116,8 @@ def test_tsc_clock(h):
     wait_for(lambda: (tsc_status(port) or {}).get("on"), 10, "the TSC clock to go on")
     assert metric(port, "snowid_tsc_clock_on") == 1.0
     assert "The TSC clock is on" in d.log_text()
+    assert cli_status(h.instance)["clock"] == "TSC (published by snowidd)"
+    assert json.loads(cli("status", "--json", "--instance", h.instance).stdout)["tsc_clock"] is True
 
     c = Taker(h, name="tsc", threads=2)
     wait_for(lambda: c.last_id(0) is not None and c.last_id(1) is not None, 10, "IDs")
@@ -159,6 +161,7 @@ def test_tsc_clock(h):
     st = tsc_status(port)
     assert not st["on"] and st["why_off"] == "tsc-clock = off", st
     assert metric(port, "snowid_tsc_clock_on") == 0.0
+    assert cli_status(h.instance)["clock"] == "vDSO"
     take(h.instance, 10)
     d.stop()
 

@@ -289,7 +289,7 @@ static jint JNICALL j_layout(JNIEnv *env, jobject self_obj, jlong p, jlongArray 
 static jint JNICALL j_status(JNIEnv *env, jobject self_obj, jlong p, jlongArray out)
 {
         (void)self_obj;
-        snowid_status st;
+        snowid_status st = SNOWID_STATUS_INIT;
         struct slot *sl;
         int r = 0;
         snowid *s = enter((struct jh *)(uintptr_t)p, &sl, &r);
@@ -314,7 +314,7 @@ static jint JNICALL j_status(JNIEnv *env, jobject self_obj, jlong p, jlongArray 
 static jint JNICALL j_host_stats(JNIEnv *env, jobject self_obj, jlong p, jlongArray out)
 {
         (void)self_obj;
-        snowid_host_stats hs;
+        snowid_host_stats hs = SNOWID_HOST_STATS_INIT;
         struct slot *sl;
         int r = 0;
         snowid *s = enter((struct jh *)(uintptr_t)p, &sl, &r);

@@ -435,7 +435,7 @@ static const char *state_name(int state)
 
 static napi_value m_status(napi_env env, napi_callback_info info)
 {
-        snowid_status st;
+        snowid_status st = SNOWID_STATUS_INIT;
         napi_value o, v;
         struct handle *h = self_handle(env, info, NULL, NULL, "snowid_get_status");
         if (!h)
@@ -460,7 +460,7 @@ static napi_value m_status(napi_env env, napi_callback_info info)
 
 static napi_value m_host_stats(napi_env env, napi_callback_info info)
 {
-        snowid_host_stats hs;
+        snowid_host_stats hs = SNOWID_HOST_STATS_INIT;
         napi_value o;
         struct handle *h = self_handle(env, info, NULL, NULL, "snowid_get_host_stats");
         if (!h)

@@ -680,7 +680,7 @@ static PyObject *SnowId_decode_uuid7(SnowIdObject *self, PyObject *o)
 static PyObject *SnowId_status(SnowIdObject *self, PyObject *unused)
 {
         (void)unused;
-        snowid_status st;
+        snowid_status st = SNOWID_STATUS_INIT;
         int r = self->closing ? -EBADF : snowid_get_status(self->s, &st);
         if (r < 0)
                 return call_error(self, r, "snowid_get_status");
@@ -700,7 +700,7 @@ static PyObject *SnowId_status(SnowIdObject *self, PyObject *unused)
 static PyObject *SnowId_host_stats(SnowIdObject *self, PyObject *unused)
 {
         (void)unused;
-        snowid_host_stats hs;
+        snowid_host_stats hs = SNOWID_HOST_STATS_INIT;
         int r = self->closing ? -EBADF : snowid_get_host_stats(self->s, &hs);
         if (r < 0)
                 return call_error(self, r, "snowid_get_host_stats");
