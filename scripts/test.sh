@@ -63,19 +63,42 @@ add_counts() { # add_counts LOG: adds the "N passed, N failed" line a runner end
 # is CPU alone (minutes of it) and needs nothing the other tests start, so it
 # runs beside them at idle priority (SCHED_IDLE: it gets a CPU only when no
 # test wants one, so the tests' timings are not disturbed), read at the end
-idle=(chrt --idle 0)
-"${idle[@]}" true 2>/dev/null || idle=(nice -n 19)
-"${idle[@]}" bash model/check.sh >logs/model-check.log 2>&1 &
+to_idle() { # to_idle PID: the process (and what it starts from now on) at idle priority
+    chrt --idle -p 0 "$1" >/dev/null 2>&1 || renice -n 19 -p "$1" >/dev/null
+}
+(to_idle "$BASHPID"; exec bash model/check.sh) >logs/model-check.log 2>&1 &
 model_pid=$!
 
 one clang-format bash scripts/format.sh --check
 
+# the sanitizer and fuzzer builds compile beside the plain tests, likewise
+# at idle priority (those tests mostly wait); their runs below find them built
+asan_opts=(-Db_sanitize=address,undefined -Db_lundef=false -Dbindings=disabled)
+tsan_opts=(-Db_sanitize=thread -Db_lundef=false -Dc_args=-Wno-tsan -Dbindings=disabled)
+fuzz_setup() {
+    [ -d build-fuzz ] || CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=false \
+        -Dbindings=disabled -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+}
+(
+    to_idle "$BASHPID"
+    for d in build-asan build-tsan; do
+        opts=("${asan_opts[@]}")
+        [ "$d" = build-tsan ] && opts=("${tsan_opts[@]}")
+        { [ -d "$d" ] || meson setup "$d" "${opts[@]}" >/dev/null 2>&1; } &&
+            meson compile -C "$d" >/dev/null 2>&1
+    done
+    fuzz_setup 2>/dev/null && meson compile -C build-fuzz >/dev/null 2>&1
+) &
+prebuild_pid=$!
+
 export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
 run_suite build -Dbindings=enabled
+# a failed or unfinished build is redone (and its errors shown) below
+wait "$prebuild_pid"
 # the PostgreSQL runs of the tests shared with etcd, and the SQL-only test,
 # add no C code to what the sanitizers see; the long waits run once, plainly
 TEST_ARGS=(--no-suite store-shared --no-suite sql --no-suite long)
-ASAN_OPTIONS=detect_leaks=1 run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbindings=disabled
+ASAN_OPTIONS=detect_leaks=1 run_suite build-asan "${asan_opts[@]}"
 TEST_ARGS=()
 
 # ThreadSanitizer: the multi-thread and multi-process clients, and the daemon
@@ -84,7 +107,7 @@ TEST_ARGS=()
 # come from it either way; the fence orderings are what model/ checks.
 TEST_ARGS=(client multiproc tsc ratelimit etcd-daemon etcd-http etcd-http-limits)
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
-    run_suite build-tsan -Db_sanitize=thread -Db_lundef=false -Dc_args=-Wno-tsan -Dbindings=disabled
+    run_suite build-tsan "${tsan_opts[@]}"
 TEST_ARGS=()
 
 # libFuzzer (clang, ASan + UBSan): each target from the seed corpus in fuzz/
@@ -107,9 +130,7 @@ fuzz_one() { # fuzz_one TARGET
     fi
 }
 echo "== build-fuzz: -Dfuzz=true -Db_sanitize=address,undefined (clang)"
-if { [ -d build-fuzz ] || CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=false -Dbindings=disabled \
-        -Db_sanitize=address,undefined -Db_lundef=false >/dev/null; } &&
-    meson compile -C build-fuzz >logs/build-fuzz.compile.log 2>&1; then
+if fuzz_setup && meson compile -C build-fuzz >logs/build-fuzz.compile.log 2>&1; then
     for t in http etcd config segment handshake; do
         ASAN_OPTIONS=detect_leaks=1 one "fuzz-$t" fuzz_one "$t"
     done
