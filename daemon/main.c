@@ -162,6 +162,19 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
+/* SIGHUP: the settings are read once, at start; a reload would have to
+ * re-check them against the lease and segment in force, and a restart
+ * (which clients do not notice) does that already */
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+        (void)s;
+        (void)si;
+        (void)userdata;
+        log_notice("Got SIGHUP: settings are read only at start; going on unchanged (restart "
+                   "snowidd to apply new settings: clients do not notice)");
+        return 0;
+}
+
 DEFINE_POINTER_CLEANUP(struct shm_pub, shm_pub_close)
 
 int main(int argc, char **argv)
@@ -223,6 +236,7 @@ int main(int argc, char **argv)
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
         sigprocmask(SIG_BLOCK, &mask, NULL);
         signal(SIGPIPE, SIG_IGN);
 
@@ -255,6 +269,8 @@ int main(int argc, char **argv)
                 r = sd_event_add_signal(event, NULL, SIGTERM, on_signal, &holder);
         if (r >= 0)
                 r = sd_event_add_signal(event, NULL, SIGINT, on_signal, &holder);
+        if (r >= 0)
+                r = sd_event_add_signal(event, NULL, SIGHUP, on_sighup, NULL);
         if (r < 0) {
                 log_error_errno(r, "Cannot start: %m");
                 r = EXIT_FAILURE;

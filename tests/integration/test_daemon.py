@@ -43,6 +43,12 @@ def test_claims_and_serves(h):
     wait_for(lambda: f"worker {n}," in d.status(), 5, "STATUS with the worker")
     # the mark keeps moving ahead while the daemon holds the number
     wait_for(lambda: int(etcd.get(f"/snowid/default/hwm/{n}")[0]) > mark, 5, "a renewal")
+    # SIGHUP (a reload some scripts send): logged, and nothing else changes
+    d.signal(signal.SIGHUP)
+    wait_for(lambda: "Got SIGHUP" in d.log_text(), 5, "the SIGHUP logged")
+    assert d.proc.poll() is None, "snowidd exited on SIGHUP"
+    assert held_numbers(etcd).keys() == {n}
+    assert set(take(h.instance, 1000)).isdisjoint(ids)
     # SIGTERM: the lease is revoked, the mark stays, the segment keeps
     # serving the clients that hold it
     c = Taker(h)
