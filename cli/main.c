@@ -33,13 +33,18 @@ static int usage_error(const char *fmt, const char *arg)
         return 2;
 }
 
+/* decimal, leading zeros and all (etcd's keys and values pad IDs with
+ * them), or hexadecimal after 0x */
 static int parse_u64(const char *s, uint64_t max, uint64_t *ret)
 {
         char *end;
         if (!s || !*s || *s == '-' || *s == '+')
                 return -EINVAL;
+        int base = s[0] == '0' && (s[1] == 'x' || s[1] == 'X') ? 16 : 10;
+        if (base == 16 && (!s[2] || s[2] == '-' || s[2] == '+'))
+                return -EINVAL;
         errno = 0;
-        unsigned long long v = strtoull(s, &end, 0);
+        unsigned long long v = strtoull(s, &end, base);
         if (errno || *end || v > max)
                 return -EINVAL;
         *ret = v;

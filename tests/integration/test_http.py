@@ -340,6 +340,14 @@ def test_uuid7(h):
     assert r.returncode == 0 and lines[0]["id"] == got[7] and lines[0]["worker"] == w, r.stdout
     assert lines[0]["unix_ms"] == ms and lines[0]["sequence"] == seq
     assert lines[1]["id"] == str(1 << 22 | 5) and lines[1]["unix_ms"] == EPOCH_MS + 1
+    # leading zeros (the store pads IDs with them) are decimal, 0x is hex
+    same = [str(1 << 22 | 5), "000" + str(1 << 22 | 5), hex(1 << 22 | 5)]
+    r = cli("decode", "--instance", h.instance, "--json", *same)
+    assert r.returncode == 0, r.stderr
+    assert [json.loads(x)["sequence"] for x in r.stdout.splitlines()] == [5, 5, 5], r.stdout
+    for bad in ("0x", "0x-5", "12a", "+1", "0b101"):
+        r = cli("decode", "--instance", h.instance, bad)
+        assert r.returncode == 1 and r.stdout == "", (bad, r.stdout, r.stderr)
     r = cli("decode", "--instance", h.instance, str(uuid.uuid4()))
     assert r.returncode == 1 and "UUIDv7" in r.stderr, r.stderr
     r = cli("next", "--url", base, "--uuid7", "-n", "3")
