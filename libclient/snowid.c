@@ -568,8 +568,8 @@ static int host_stats(snowid *s, snowid_host_stats *ret)
 }
 
 /* SNOWID_1.2 and later: the caller says how large its struct is */
-__attribute__((symver("snowid_get_host_stats@@SNOWID_1.2"))) SNOWID_EXPORT int
-snowid_get_host_stats_v1_2(snowid *s, snowid_host_stats *ret)
+__asm__(".symver snowid_get_host_stats_v1_2, snowid_get_host_stats@@SNOWID_1.2");
+SNOWID_EXPORT int snowid_get_host_stats_v1_2(snowid *s, snowid_host_stats *ret)
 {
         snowid_host_stats hs;
         if (!ret)
@@ -584,8 +584,8 @@ struct snowid_host_stats_v1_0 {
         uint64_t issued, waits_ceiling, waits_deadline, waits_switch, eagain, dropped;
 };
 
-__attribute__((symver("snowid_get_host_stats@SNOWID_1.0"))) SNOWID_EXPORT int
-snowid_get_host_stats_v1_0(snowid *s, struct snowid_host_stats_v1_0 *ret)
+__asm__(".symver snowid_get_host_stats_v1_0, snowid_get_host_stats@SNOWID_1.0");
+SNOWID_EXPORT int snowid_get_host_stats_v1_0(snowid *s, struct snowid_host_stats_v1_0 *ret)
 {
         snowid_host_stats hs;
         if (!ret)
@@ -640,8 +640,8 @@ static int status(snowid *s, snowid_status *ret)
 }
 
 /* SNOWID_1.2 and later: the caller says how large its struct is */
-__attribute__((symver("snowid_get_status@@SNOWID_1.2"))) SNOWID_EXPORT int
-snowid_get_status_v1_2(snowid *s, snowid_status *ret)
+__asm__(".symver snowid_get_status_v1_2, snowid_get_status@@SNOWID_1.2");
+SNOWID_EXPORT int snowid_get_status_v1_2(snowid *s, snowid_status *ret)
 {
         snowid_status st;
         if (!ret)
@@ -659,8 +659,8 @@ struct snowid_status_v1_0 {
         int32_t daemon_pid;
 };
 
-__attribute__((symver("snowid_get_status@SNOWID_1.0"))) SNOWID_EXPORT int
-snowid_get_status_v1_0(snowid *s, struct snowid_status_v1_0 *ret)
+__asm__(".symver snowid_get_status_v1_0, snowid_get_status@SNOWID_1.0");
+SNOWID_EXPORT int snowid_get_status_v1_0(snowid *s, struct snowid_status_v1_0 *ret)
 {
         snowid_status st;
         if (!ret)

@@ -12,10 +12,8 @@
 
 #include <cmocka.h>
 
-#include <dirent.h>
-#include <sys/stat.h>
-
 #include "publish.h"
+#include "rundir.h"
 #include "server.h"
 
 static inline const char *test_instance(const char *what)
@@ -25,32 +23,13 @@ static inline const char *test_instance(const char *what)
         return name;
 }
 
-/* A runtime directory of this process's own, $SNOWID_RUNTIME_DIR for its
- * clients; emptied and removed at exit. */
-static char test_dir_path[64];
-
-static inline void test_dir_remove(void)
-{
-        DIR *d = opendir(test_dir_path);
-        if (!d)
-                return;
-        for (struct dirent *e; (e = readdir(d));)
-                if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-                        unlinkat(dirfd(d), e->d_name, 0);
-        closedir(d);
-        rmdir(test_dir_path);
-}
-
+/* A runtime directory of this process's own (rundir.h), $SNOWID_RUNTIME_DIR
+ * for its clients. */
 static inline const char *test_dir(void)
 {
-        if (!test_dir_path[0]) {
-                snprintf(test_dir_path, sizeof(test_dir_path), "/tmp/snowid-t-XXXXXX");
-                if (!mkdtemp(test_dir_path) || chmod(test_dir_path, 0755) < 0)
-                        abort();
-                setenv("SNOWID_RUNTIME_DIR", test_dir_path, 1);
-                atexit(test_dir_remove);
-        }
-        return test_dir_path;
+        const char *dir = rundir("/tmp/snowid-t-XXXXXX");
+        setenv("SNOWID_RUNTIME_DIR", dir, 1);
+        return dir;
 }
 
 /* A publisher on instance, with a handshake server for its clients. */
