@@ -24,23 +24,18 @@
 # boot); scripts/test.sh runs it.  Prints "ok - ..." / "not ok -
 # ..." per check and ends with "N passed, N failed"; exit 0 if all pass.
 # SNOWID_KEEP=1 keeps the build directory (the .debs, the logs) of a failed
-# run.
+# run.  The checks, the etcd and the container come from tests/lib/nspawn.sh,
+# shared with tests/systemd/test-unit.sh.
 set -uo pipefail
 
 SRC=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
 CT_DEBS=/snowid-debs               # where the .debs appear inside the container
 t_start=$SECONDS
-passed=0 failed=0
+# log, ok, notok, check, give_up; etcd_*; nspawn_*, ct, prop, cleanup
+# shellcheck source=tests/lib/nspawn.sh
+. "$(dirname "$0")/../lib/nspawn.sh"
 
-log() { echo "# [$(date +%T)] $*"; }
-ok() { echo "ok - $*"; passed=$((passed + 1)); }
-notok() { echo "not ok - $*"; failed=$((failed + 1)); }
-check() { # check DESCRIPTION CONDITION-COMMAND...
-    local what="$1"; shift
-    if "$@"; then ok "$what"; else notok "$what"; fi
-}
 finish() { echo "$passed passed, $failed failed"; }
-give_up() { notok "$*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || { echo "# needs root (apt-get, systemd-nspawn)"; finish; exit 1; }
 [ -f "$SRC/debian/control" ] || { echo "# no $SRC/debian/control"; finish; exit 1; }
@@ -48,51 +43,19 @@ give_up() { notok "$*"; exit 1; }
 tmp=$(mktemp -d /tmp/snowid-deb.XXXXXX)
 name="snowid-deb$$-$RANDOM"        # the container's name (and hostname)
 cluster="deb-$$-$RANDOM"           # keys under /snowid/<cluster>/ in the test's etcd
-nspawn_pid='' leader='' etcd_pid=''
 
-# A command inside the container, as root, with a clean environment, in every
-# namespace of the container's PID 1.
-ct() {
-    nsenter --target "$leader" --all -- /usr/bin/env -i \
-        PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
-        DEBIAN_FRONTEND=noninteractive SYSTEMD_COLORS=0 SYSTEMD_PAGER= "$@"
+# called by boot_failed (after the console's last lines)
+on_boot_failure() { give_up "the container booted: $*"; }
+# called by cleanup: the container still up, then the last words
+cleanup_inside() {
+    if [ "$failed" -gt 0 ] && ct_up; then
+        echo "# ---- journalctl -u snowidd (inside)"
+        ct journalctl -u snowidd.service --no-pager 2>&1 | tail -40 | sed 's/^/# /'
+    fi
 }
-
-cleanup() {
-    local rc=$?
-    set +e
-    trap - EXIT INT TERM HUP
-    if [ -n "$nspawn_pid" ] && kill -0 "$nspawn_pid" 2>/dev/null; then
-        if [ "$failed" -gt 0 ] && [ -n "$leader" ]; then
-            echo "# ---- journalctl -u snowidd (inside)"
-            ct journalctl -u snowidd.service --no-pager 2>&1 | tail -40 | sed 's/^/# /'
-        fi
-        # SIGTERM to nspawn halts the container's systemd cleanly
-        kill -TERM "$nspawn_pid"
-        for _ in $(seq 150); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.1; done
-        if kill -0 "$nspawn_pid" 2>/dev/null; then
-            echo "# the container did not halt within 15 s: killing it"
-            [ -n "$leader" ] && kill -KILL "$leader"
-            kill -KILL "$nspawn_pid"
-        fi
-        wait "$nspawn_pid" 2>/dev/null
-    fi
-    if [ -n "$etcd_pid" ] && kill -0 "$etcd_pid" 2>/dev/null; then
-        kill -TERM "$etcd_pid"
-        for _ in $(seq 50); do kill -0 "$etcd_pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$etcd_pid" 2>/dev/null
-        wait "$etcd_pid" 2>/dev/null
-    fi
-    rmdir "/run/systemd/nspawn/propagate/$name" 2>/dev/null
-    if [ "$failed" -gt 0 ] && [ -n "${SNOWID_KEEP:-}" ]; then
-        echo "# files kept in $tmp"
-    else
-        rm -rf "$tmp"
-    fi
+cleanup_done() {
     echo "# $((SECONDS - t_start)) s"
     finish
-    [ "$rc" -eq 0 ] && [ "$failed" -gt 0 ] && rc=1
-    exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
@@ -182,75 +145,19 @@ check "lintian $(basename "$changes"): exit $lintian_rc, $errors errors, $warnin
     test "$lintian_rc" = 0 -a "$errors" = 0
 
 # ---- etcd on loopback, started while the container boots
-read -r etcd_port peer_port http_port < <(python3 -c '
-import socket
-ss = [socket.socket() for _ in range(3)]
-for s in ss:
-    s.bind(("127.0.0.1", 0))
-print(*(s.getsockname()[1] for s in ss))')
-etcd_url="http://127.0.0.1:$etcd_port"
-etcd --name m0 --data-dir "$tmp/etcd" \
-    --listen-client-urls "$etcd_url" --advertise-client-urls "$etcd_url" \
-    --listen-peer-urls "http://127.0.0.1:$peer_port" \
-    --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
-    --initial-cluster "m0=http://127.0.0.1:$peer_port" --initial-cluster-state new \
-    --initial-cluster-token "$name" --log-level error >"$tmp/etcd.log" 2>&1 &
-etcd_pid=$!
+etcd_start
 
 # ---- boot this machine's root in a container.  The root is an overlay: the
 # host's whole tree (with its dpkg database and /etc) as the read-only lower
 # layer, a tmpfs taking every write, so apt-get installs there and the host
-# keeps nothing.  (systemd-nspawn's own --volatile=overlay refuses the host's
-# root directory.)  Both mounts live in a mount namespace of their own,
-# which goes when systemd-nspawn exits.  basic.target: none of the host's
-# own services (etcd, postgresql...) start in a container that shares the
-# host's network.
-wrap=()
-if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null; then
-    wrap=(systemd-run --scope --quiet --collect --unit="$name" -p Delegate=yes --)
-fi
-mkdir "$tmp/debs" "$tmp/overlay"
+# keeps nothing.
+mkdir "$tmp/debs"
 cp "${debs[@]}" "$tmp/debs/"
-log "booting container $name"
-"${wrap[@]}" unshare --mount --propagation private -- sh -c '
-    set -e
-    ovl="$1"; shift
-    mount -t tmpfs -o mode=0755 snowid-deb-upper "$ovl"
-    mkdir "$ovl/upper" "$ovl/work" "$ovl/root"
-    mount -t overlay -o "lowerdir=/,upperdir=$ovl/upper,workdir=$ovl/work" snowid-deb-root "$ovl/root"
-    exec systemd-nspawn -D "$ovl/root" "$@"' sh "$tmp/overlay" \
-    --register=no --keep-unit -b --machine="$name" --console=read-only \
-    --bind-ro="$tmp/debs:$CT_DEBS" \
-    -- systemd.firstboot=off systemd.unit=basic.target \
-    >"$tmp/console.log" 2>&1 </dev/null &
-nspawn_pid=$!
-boot_failed() {
-    tail -30 "$tmp/console.log" | sed 's/^/# /'
-    give_up "the container booted: $*"
-}
-for _ in $(seq 300); do
-    kill -0 "$nspawn_pid" 2>/dev/null || boot_failed "systemd-nspawn exited"
-    for c in $(pgrep -P "$nspawn_pid"); do
-        if [ "$(cat "/proc/$c/comm" 2>/dev/null)" = systemd ] &&
-            [ "$(readlink "/proc/$c/ns/pid")" != "$(readlink /proc/self/ns/pid)" ]; then
-            leader=$c
-        fi
-    done
-    [ -n "$leader" ] && break
-    sleep 0.1
-done
-[ -n "$leader" ] || boot_failed "no systemd in the container after 30 s"
-state=
-deadline=$((SECONDS + 60))
-while [ $SECONDS -lt $deadline ]; do
-    kill -0 "$nspawn_pid" 2>/dev/null || boot_failed "the container stopped while booting"
-    state=$(ct timeout 30 systemctl is-system-running --wait 2>/dev/null)
-    case "$state" in running | degraded) break ;; esac
-    sleep 0.2
-done
-case "$state" in
-running | degraded) ok "the container booted: $state (pid 1 is host pid $leader)" ;;
-*) boot_failed "state '${state:-unknown}'" ;;
+nspawn_boot overlay --bind-ro="$tmp/debs:$CT_DEBS"
+nspawn_wait_boot
+case "$ct_state" in
+running | degraded) ok "the container booted: $ct_state (pid 1 is host pid $leader)" ;;
+*) boot_failed "state '${ct_state:-unknown}'" ;;
 esac
 ct systemctl --failed --no-legend --plain --no-pager | sed 's/^/# failed unit in the container: /'
 
@@ -277,7 +184,6 @@ check "snowidd's postinst made user and group snowid ($(ct id snowid 2>&1))" \
 conffiles=$(ct dpkg-query -W -f='${Conffiles}' snowidd)
 check "/etc/snowid/snowidd.conf is a conffile of snowidd" \
     grep -q '^ */etc/snowid/snowidd.conf ' <<<"$conffiles"
-prop() { ct systemctl show snowidd.service -p "$1" --value; }
 fragment=$(prop FragmentPath) execstart=$(prop ExecStart) enabled=$(prop UnitFileState)
 check "systemd knows the unit from $fragment, not enabled ($enabled)" \
     test "$fragment" = /lib/systemd/system/snowidd.service -a "$enabled" = disabled
@@ -291,12 +197,7 @@ ct sed -i -e "s|^etcd = .*|etcd = $etcd_url|" -e "s|^cluster = .*|cluster = $clu
     -e "s|^http = .*|http = 127.0.0.1:$http_port|" /etc/snowid/snowidd.conf
 out=$(ct /usr/sbin/snowidd --check-config 2>&1)
 check "snowidd --check-config accepts the edited /etc/snowid/snowidd.conf: $out" test $? = 0
-for _ in $(seq 300); do
-    curl -sf "$etcd_url/health" 2>/dev/null | grep -q '"health":"true"' && break
-    kill -0 "$etcd_pid" 2>/dev/null || break
-    sleep 0.1
-done
-curl -sf "$etcd_url/health" 2>/dev/null | grep -q '"health":"true"' ||
+etcd_wait_healthy ||
     { tail -20 "$tmp/etcd.log" | sed 's/^/# /'; give_up "etcd on $etcd_url is healthy"; }
 if out=$(ct timeout 60 systemctl enable --now snowidd.service 2>&1); then
     ok "systemctl enable --now snowidd"

@@ -16,7 +16,9 @@
 # setpriv (util-linux).  Starts its own etcd on 127.0.0.1 (free ports); the
 # container shares the host's network.  Prints "ok - ..." / "not ok - ..."
 # per check; exit 0 if all pass, 1 if one fails, 77 if this machine cannot
-# boot a container.  SNOWID_KEEP=1 keeps the files of a failed run.
+# boot a container.  SNOWID_KEEP=1 keeps the files of a failed run.  The
+# checks, the etcd and the container come from tests/lib/nspawn.sh, shared
+# with tests/package/test-deb.sh.
 set -uo pipefail
 
 SRC=$(cd "${2:-$(dirname "$0")/../..}" && pwd)
@@ -27,8 +29,10 @@ MEMBER=snowid-member              # in group snowid: may take IDs
 OUTSIDER=snowid-outsider          # not in it: refused
 
 t_start=$SECONDS
+# log, ok, notok, check, give_up; etcd_*; nspawn_*, ct, prop, cleanup
+# shellcheck source=tests/lib/nspawn.sh
+. "$(dirname "$0")/../lib/nspawn.sh"
 skip() { echo "# SKIP: $*"; exit 77; }
-log() { echo "# [$(date +%T)] $*"; }
 
 [ "$(id -u)" = 0 ] || skip "needs root (systemd-nspawn boots the machine's own root)"
 for tool in systemd-nspawn nsenter setpriv etcd curl python3; do
@@ -46,24 +50,10 @@ name="snowid-t$$-$RANDOM"         # the machine's name (and its hostname)
 cluster="nspawn-$$-$RANDOM"       # keys under /snowid/<cluster>/ in the test's etcd
 tmp=$(mktemp -d /tmp/snowid-nspawn.XXXXXX)
 mkdir -m 1777 "$tmp/share"
-failures=0
-nspawn_pid='' leader='' etcd_pid='' taker_ns_pid='' opener_ns_pid='' bg_pid=''
+taker_ns_pid='' opener_ns_pid='' bg_pid=''
 
-ok() { echo "ok - $*"; }
-notok() { echo "not ok - $*"; failures=$((failures + 1)); }
-check() { # check DESCRIPTION CONDITION-COMMAND...
-    local what="$1"; shift
-    if "$@"; then ok "$what"; else notok "$what"; fi
-}
 mono_ms() { python3 -c 'import time; print(int(time.monotonic() * 1000))'; }
 
-# A command inside the container, as root, with a clean environment: every
-# namespace of the container's PID 1 (nsenter forks into its PID namespace).
-ct() {
-    nsenter --target "$leader" --all -- /usr/bin/env -i \
-        PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
-        SYSTEMD_COLORS=0 SYSTEMD_PAGER= SYSTEMD_LOG_COLOR=0 "$@"
-}
 # The same as USER (its own groups from the container's /etc/group), no PAM.
 as_user() {
     local u="$1"; shift
@@ -77,130 +67,45 @@ as_user_bg() {
         setpriv --reuid="$u" --regid="$g" --init-groups -- "$@" &
     bg_pid=$!
 }
-prop() { ct systemctl show snowidd.service -p "$1" --value; }
 journal() { ct journalctl -u snowidd.service --no-pager -o short-monotonic "$@"; }
 
-cleanup() {
-    local rc=$?
-    set +e
-    trap - EXIT INT TERM HUP
+# called by boot_failed (after the console's last lines)
+on_boot_failure() { skip "systemd cannot boot in a container here: $*"; }
+# called by cleanup, the container still up: the clients, then the journal
+cleanup_inside() {
     for p in "$taker_ns_pid" "$opener_ns_pid"; do
         if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
             disown "$p" 2>/dev/null
             kill -KILL $(pgrep -P "$p") "$p" 2>/dev/null
         fi
     done
-    if [ -n "$nspawn_pid" ] && kill -0 "$nspawn_pid" 2>/dev/null; then
-        if [ "$failures" -gt 0 ] && [ -n "$leader" ]; then
-            echo "# ---- journalctl -u snowidd (inside)"
-            journal 2>&1 | tail -80 | sed 's/^/# /'
-        fi
-        # nspawn turns SIGTERM into SIGRTMIN+3 for the container's systemd: a clean halt
-        kill -TERM "$nspawn_pid" 2>/dev/null
-        for _ in $(seq 150); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.1; done
-        if kill -0 "$nspawn_pid" 2>/dev/null; then
-            echo "# the container did not halt within 15 s: killing it"
-            # the container's PID 1 first: that ends its whole PID namespace
-            [ -n "$leader" ] && kill -KILL "$leader" 2>/dev/null
-            kill -KILL "$nspawn_pid" 2>/dev/null
-        fi
-        wait "$nspawn_pid" 2>/dev/null
+    if [ "$failed" -gt 0 ] && ct_up; then
+        echo "# ---- journalctl -u snowidd (inside)"
+        journal 2>&1 | tail -80 | sed 's/^/# /'
     fi
-    if [ -n "$etcd_pid" ] && kill -0 "$etcd_pid" 2>/dev/null; then
-        kill -TERM "$etcd_pid"
-        for _ in $(seq 50); do kill -0 "$etcd_pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$etcd_pid" 2>/dev/null
-        wait "$etcd_pid" 2>/dev/null
-    fi
-    # nspawn leaves this behind when /run is not a tmpfs (a host without systemd)
-    rmdir "/run/systemd/nspawn/propagate/$name" 2>/dev/null
-    if { [ "$failures" -gt 0 ] || [ "$rc" -ne 0 ]; } && [ -n "${SNOWID_KEEP:-}" ]; then
-        echo "# files kept in $tmp"
-    else
-        rm -rf "$tmp"
-    fi
-    exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
 # ---- etcd on loopback, started while the container boots
-read -r etcd_port peer_port http_port < <(python3 -c '
-import socket
-ss = [socket.socket() for _ in range(3)]
-for s in ss:
-    s.bind(("127.0.0.1", 0))
-print(*(s.getsockname()[1] for s in ss))')
-etcd_url="http://127.0.0.1:$etcd_port"
-etcd --name m0 --data-dir "$tmp/etcd" \
-    --listen-client-urls "$etcd_url" --advertise-client-urls "$etcd_url" \
-    --listen-peer-urls "http://127.0.0.1:$peer_port" \
-    --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
-    --initial-cluster "m0=http://127.0.0.1:$peer_port" --initial-cluster-state new \
-    --initial-cluster-token "$name" --log-level error >"$tmp/etcd.log" 2>&1 &
-etcd_pid=$!
+etcd_start
 
 # ---- boot
 # --volatile=yes: / is a fresh tmpfs with the host's /usr read-only, so /etc
 # starts empty (a first boot: systemd fills in machine-id, presets and the
 # base users from /usr/lib/sysusers.d); /usr/local/sbin is the host's, so the
-# unit's ExecStart is pointed at the bound-in build.  basic.target: none of
-# the host's installed services (etcd, postgresql, nginx...) start in a
-# container that shares the host's network.  On a host run by systemd, a
-# scope with Delegate=yes gives the container's systemd a cgroup of its own
-# (--keep-unit then uses that scope).
-wrap=()
-if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null; then
-    wrap=(systemd-run --scope --quiet --collect --unit="$name" -p Delegate=yes --)
-fi
-log "booting container $name"
-"${wrap[@]}" systemd-nspawn -D / --volatile=yes --register=no --keep-unit -b \
-    --machine="$name" --console=read-only \
-    --bind-ro="$BUILD:$CT_BUILD" --bind="$tmp/share:$CT_SHARE" \
-    -- systemd.firstboot=off systemd.unit=basic.target \
-    >"$tmp/console.log" 2>&1 </dev/null &
-nspawn_pid=$!
-boot_failed() {
-    echo "# ---- systemd-nspawn's output"
-    tail -30 "$tmp/console.log" | sed 's/^/# /'
-    skip "systemd cannot boot in a container here: $*"
-}
-# the container's PID 1: nspawn's child once it has become systemd
-for _ in $(seq 300); do
-    kill -0 "$nspawn_pid" 2>/dev/null || boot_failed "systemd-nspawn exited"
-    for c in $(pgrep -P "$nspawn_pid"); do
-        if [ "$(cat "/proc/$c/comm" 2>/dev/null)" = systemd ] &&
-            [ "$(readlink "/proc/$c/ns/pid")" != "$(readlink /proc/self/ns/pid)" ]; then
-            leader=$c
-        fi
-    done
-    [ -n "$leader" ] && break
-    sleep 0.1
-done
-[ -n "$leader" ] || boot_failed "no systemd in the container after 30 s"
-# is-system-running --wait fails until PID 1 listens on its private socket
-state=
-deadline=$((SECONDS + 60))
-while [ $SECONDS -lt $deadline ]; do
-    kill -0 "$nspawn_pid" 2>/dev/null || boot_failed "the container stopped while booting"
-    state=$(ct timeout 30 systemctl is-system-running --wait 2>/dev/null)
-    case "$state" in running | degraded) break ;; esac
-    sleep 0.2
-done
-case "$state" in
+# unit's ExecStart is pointed at the bound-in build.
+nspawn_boot volatile --bind-ro="$BUILD:$CT_BUILD" --bind="$tmp/share:$CT_SHARE"
+nspawn_wait_boot
+case "$ct_state" in
 running) ok "the container booted (pid 1 is host pid $leader, $((SECONDS - t_start)) s)" ;;
 degraded)
     ok "the container booted, degraded (pid 1 is host pid $leader, $((SECONDS - t_start)) s)"
     ct systemctl --failed --no-legend --plain --no-pager | sed 's/^/# failed unit: /' ;;
-*) boot_failed "the boot did not finish: state '${state:-unknown}'" ;;
+*) boot_failed "the boot did not finish: state '${ct_state:-unknown}'" ;;
 esac
 
-for _ in $(seq 300); do
-    curl -sf "$etcd_url/health" 2>/dev/null | grep -q '"health":"true"' && break
-    kill -0 "$etcd_pid" 2>/dev/null || break
-    sleep 0.1
-done
-if ! curl -sf "$etcd_url/health" 2>/dev/null | grep -q '"health":"true"'; then
+if ! etcd_wait_healthy; then
     notok "etcd on $etcd_url is healthy"
     tail -20 "$tmp/etcd.log" | sed 's/^/# /'
     exit 1
@@ -419,5 +324,5 @@ check "systemctl stop snowidd: exit $stop_rc in $stop_ms ms, $active, Result=$re
 bad=$(journal -o cat 2>&1 | grep -E 'SIGSYS|status=31/SYS|code=killed|code=dumped|[Ww]atchdog timeout|Failed with result|State .* timed out')
 check "the journal of the whole run shows no failure${bad:+: $bad}" test -z "$bad"
 
-echo "# $((SECONDS - t_start)) s; $failures failed"
-[ "$failures" -eq 0 ]
+echo "# $((SECONDS - t_start)) s; $failed failed"
+[ "$failed" -eq 0 ]
