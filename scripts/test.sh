@@ -131,8 +131,20 @@ fuzz_one() { # fuzz_one TARGET
 }
 echo "== build-fuzz: -Dfuzz=true -Db_sanitize=address,undefined (clang)"
 if fuzz_setup && meson compile -C build-fuzz >logs/build-fuzz.compile.log 2>&1; then
-    for t in http etcd config segment handshake; do
-        ASAN_OPTIONS=detect_leaks=1 one "fuzz-$t" fuzz_one "$t"
+    # two at a time (each is one process, busy for FUZZ_SECONDS)
+    targets=(http etcd config segment handshake)
+    for ((i = 0; i < ${#targets[@]}; i += 2)); do
+        pids=()
+        for t in "${targets[@]:i:2}"; do
+            (ASAN_OPTIONS=detect_leaks=1 fuzz_one "$t" >"logs/fuzz-$t.out" 2>&1) &
+            pids+=($!)
+        done
+        for j in "${!pids[@]}"; do
+            wait "${pids[j]}"
+            rc=$?
+            t=${targets[i + j]}
+            one "fuzz-$t" bash -c 'cat "$1"; exit "$2"' _ "logs/fuzz-$t.out" "$rc"
+        done
     done
 else
     cat logs/build-fuzz.compile.log
