@@ -197,9 +197,15 @@ func TestFakeDaemonFollow(t *testing.T) {
 	defer c.Close()
 	st, err := c.Status()
 	if err != nil || st.Worker != fakeWorker1 || st.DaemonPID != fakeDaemonPid || st.Generation != 2 ||
-		st.HeadroomMs < fakeDeadlineAhed-5000 {
+		st.HeadroomMs < fakeDeadlineAhed-5000 || st.TSCClock {
 		t.Fatalf("status %+v %v", st, err)
 	}
+	// a TSC line published: Status says so (this client keeps Go's clock)
+	atomic.StoreUint64(&s1.ctl.tscSpan, 1<<20)
+	if st, err = c.Status(); err != nil || !st.TSCClock {
+		t.Fatalf("status with a TSC line %+v %v", st, err)
+	}
+	atomic.StoreUint64(&s1.ctl.tscSpan, 0)
 	var last uint64
 	for i := 0; i < 10000; i++ {
 		id, err := c.Next()

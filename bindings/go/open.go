@@ -676,6 +676,7 @@ type Status struct {
 	HeadroomMs     int64 // deadline minus ID time now; negative once passed
 	OffsetNs       int64 // ID time minus CLOCK_MONOTONIC
 	DaemonPID      int32
+	TSCClock       bool // snowidd publishes the TSC clock (libsnowid's clients may read it)
 }
 
 // Status is snowid_get_status().
@@ -695,6 +696,7 @@ func (c *Client) Status() (Status, error) {
 		DeadlineMs: atomic.LoadUint64(&ctl.deadline),
 		OffsetNs:   atomic.LoadInt64(&ctl.offsetNs),
 		DaemonPID:  atomic.LoadInt32(&ctl.pid),
+		TSCClock:   atomic.LoadUint64(&ctl.tscSpan) != 0,
 	}
 	st.DeadlineUnixMs = atomic.LoadUint64(&ctl.epochMs) + st.DeadlineMs
 	// saturating: a damaged deadline is far from now either way

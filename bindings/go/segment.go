@@ -67,7 +67,13 @@ type shmCtl struct {
 	heartbeatMs uint64 // CLOCK_MONOTONIC ms of the daemon's last tick
 	rangeFrom   uint32
 	rangeEnd    uint32
-	_           [48]byte
+	// the TSC clock's line (struct shm_tsc): this client keeps Go's own
+	// clock and reads only tscSpan, for Status (0: no line published)
+	_       [8]byte // seq, shift
+	_       uint64  // base
+	tscSpan uint64
+	_       [16]byte // mult, ns
+	_       [8]byte
 }
 
 // shmLine is struct shm_line: one counter per cache line.

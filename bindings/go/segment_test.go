@@ -40,6 +40,7 @@ func goLayout() map[string]uint64 {
 		"shm_ctl.heartbeat_ms":     uint64(unsafe.Offsetof(ctl.heartbeatMs)),
 		"shm_ctl.range_from":       uint64(unsafe.Offsetof(ctl.rangeFrom)),
 		"shm_ctl.range_end":        uint64(unsafe.Offsetof(ctl.rangeEnd)),
+		"shm_ctl.tsc.span":         uint64(unsafe.Offsetof(ctl.tscSpan)),
 		"shm_line.sizeof":          uint64(unsafe.Sizeof(line)),
 		"shm_line.state":           uint64(unsafe.Offsetof(line.state)),
 		"shm_stats.sizeof":         uint64(unsafe.Sizeof(st)),

@@ -37,6 +37,8 @@ export interface Status {
     /** ID time minus CLOCK_MONOTONIC */
     offsetNs: bigint;
     daemonPid: number;
+    /** true while snowidd publishes the TSC clock */
+    tscClock: boolean;
 }
 
 /** Host-wide counts (all processes). */

@@ -34,6 +34,7 @@ int main(void)
         F(shm_ctl, heartbeat_ms);
         F(shm_ctl, range_from);
         F(shm_ctl, range_end);
+        F(shm_ctl, tsc.span);
         S(shm_line);
         F(shm_line, state);
         S(shm_stats);

@@ -298,15 +298,16 @@ static jint JNICALL j_status(JNIEnv *env, jobject self_obj, jlong p, jlongArray 
         r = snowid_get_status(s, &st);
         leave(sl);
         if (r == 0) {
-                jlong v[8] = {st.worker,
+                jlong v[9] = {st.worker,
                               st.state,
                               (jlong)st.generation,
                               (jlong)st.deadline_ms,
                               (jlong)st.deadline_unix_ms,
                               st.headroom_ms,
                               st.offset_ns,
-                              st.daemon_pid};
-                (*env)->SetLongArrayRegion(env, out, 0, 8, v);
+                              st.daemon_pid,
+                              st.tsc_clock};
+                (*env)->SetLongArrayRegion(env, out, 0, 9, v);
         }
         return r;
 }

@@ -455,6 +455,8 @@ static napi_value m_status(napi_env env, napi_callback_info info)
         napi_create_bigint_int64(env, st.offset_ns, &v);
         set(env, o, "offsetNs", v);
         set(env, o, "daemonPid", num(env, st.daemon_pid));
+        napi_get_boolean(env, st.tsc_clock != 0, &v);
+        set(env, o, "tscClock", v);
         return o;
 }
 

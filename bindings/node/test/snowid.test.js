@@ -139,6 +139,7 @@ test('status() and hostStats()', () => {
     assert.equal(st.generation % 2, 0);
     assert.ok(st.daemonPid > 0);
     assert.equal(typeof st.offsetNs, 'bigint');
+    assert.equal(typeof st.tscClock, 'boolean');
     const h0 = s.hostStats();
     for (const k of ['issued', 'waitsCeiling', 'waitsDeadline', 'waitsSwitch', 'eagain', 'dropped'])
         assert.equal(typeof h0[k], 'bigint', k);

@@ -176,6 +176,7 @@ def test_status(s):
     assert st.headroom_ms > 0
     assert st.daemon_pid > 0 and st.daemon_pid != os.getpid()
     assert st.deadline_unix_ms == st.deadline_ms + s.layout.epoch_ms
+    assert isinstance(st.tsc_clock, bool)
 
 
 def test_host_stats(s):

@@ -193,10 +193,11 @@ static PyStructSequence_Field status_fields[] = {
         {"headroom_ms", "deadline minus ID time now; negative once passed"},
         {"offset_ns", "ID time minus CLOCK_MONOTONIC"},
         {"daemon_pid", "snowidd's pid"},
+        {"tsc_clock", "True while snowidd publishes the TSC clock"},
         {NULL, NULL},
 };
 static PyStructSequence_Desc status_desc = {"snowid.Status", "The segment's state.", status_fields,
-                                            8};
+                                            9};
 
 static PyStructSequence_Field host_stats_fields[] = {
         {"issued", "counter values taken"},
@@ -684,7 +685,7 @@ static PyObject *SnowId_status(SnowIdObject *self, PyObject *unused)
         int r = self->closing ? -EBADF : snowid_get_status(self->s, &st);
         if (r < 0)
                 return call_error(self, r, "snowid_get_status");
-        PyObject *v[8] = {
+        PyObject *v[9] = {
                 PyLong_FromUnsignedLong(st.worker),
                 PyLong_FromLong(st.state),
                 PyLong_FromUnsignedLongLong(st.generation),
@@ -693,8 +694,9 @@ static PyObject *SnowId_status(SnowIdObject *self, PyObject *unused)
                 PyLong_FromLongLong(st.headroom_ms),
                 PyLong_FromLongLong(st.offset_ns),
                 PyLong_FromLong(st.daemon_pid),
+                PyBool_FromLong(st.tsc_clock),
         };
-        return make_struct(&StatusType, v, 8);
+        return make_struct(&StatusType, v, 9);
 }
 
 static PyObject *SnowId_host_stats(SnowIdObject *self, PyObject *unused)

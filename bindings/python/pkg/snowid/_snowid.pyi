@@ -27,6 +27,7 @@ class Status(NamedTuple):
     headroom_ms: int
     offset_ns: int
     daemon_pid: int
+    tsc_clock: bool
 
 class HostStats(NamedTuple):
     issued: int

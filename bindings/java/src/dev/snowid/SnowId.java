@@ -144,12 +144,12 @@ public final class SnowId implements AutoCloseable {
 
     /** The segment's status: worker, state, deadline, headroom. */
     public Status status() throws SnowIdException {
-        long[] v = new long[8];
+        long[] v = new long[9];
         int r = status0(h, v);
         if (r < 0)
             throw new SnowIdException(-r, "status");
         return new Status((int) v[0], Status.State.of((int) v[1]), (int) v[1],
-                v[2], v[3], v[4], v[5], v[6], (int) v[7]);
+                v[2], v[3], v[4], v[5], v[6], (int) v[7], v[8] != 0);
     }
 
     /** Host-wide counts kept by libsnowid on its slow paths. */

@@ -7,10 +7,11 @@ package dev.snowid;
  * (odd while snowidd is switching), the deadline (the last ID time that may
  * be used, in ms since the layout's epoch and in unix ms), the headroom
  * (deadline minus ID time now; negative once passed), the offset of ID time
- * from CLOCK_MONOTONIC and the daemon's pid.
+ * from CLOCK_MONOTONIC, the daemon's pid, and whether the daemon publishes
+ * the TSC clock.
  */
 public record Status(int worker, State state, int stateCode, long generation, long deadlineMs,
-        long deadlineUnixMs, long headroomMs, long offsetNs, int daemonPid) {
+        long deadlineUnixMs, long headroomMs, long offsetNs, int daemonPid, boolean tscClock) {
     /** enum snowid_state. */
     public enum State {
         STARTING, LEASED, NO_LEASE, RESTORED, LAYOUT_LOST, RETIRED, ETCD_FULL, UNKNOWN;
