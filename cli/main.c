@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* snowid: take IDs, decode an ID, show the daemon's state. */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -38,10 +39,11 @@ static int usage_error(const char *fmt, const char *arg)
 static int parse_u64(const char *s, uint64_t max, uint64_t *ret)
 {
         char *end;
-        if (!s || !*s || *s == '-' || *s == '+')
+        /* digits only: strtoull would also take spaces and a sign */
+        if (!s || !isdigit((unsigned char)s[0]))
                 return -EINVAL;
         int base = s[0] == '0' && (s[1] == 'x' || s[1] == 'X') ? 16 : 10;
-        if (base == 16 && (!s[2] || s[2] == '-' || s[2] == '+'))
+        if (base == 16 && !isxdigit((unsigned char)s[2]))
                 return -EINVAL;
         errno = 0;
         unsigned long long v = strtoull(s, &end, base);

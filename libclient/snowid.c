@@ -528,6 +528,25 @@ SNOWID_EXPORT int snowid_get_layout(snowid *s, snowid_layout *ret)
         return 0;
 }
 
+/* The status calls' versions (libsnowid.map).  The shared library has two
+ * of each: name@@SNOWID_1.2, the sized struct that programs link to now, and
+ * name@SNOWID_1.0, the struct of then, for programs built against it.  GCC
+ * sets them with its symver attribute (which LTO keeps), clang with .symver
+ * directives.  The static library (SNOWID_STATIC) has no versions, so that
+ * it links into shared objects too: the sized calls under their own names. */
+#ifdef SNOWID_STATIC
+#define SIZED(name) name
+#define SYMVER(versioned)
+#else
+#define SIZED(name) name##_v1_2
+#if __has_attribute(symver)
+#define SYMVER(versioned) __attribute__((symver(versioned)))
+#else
+#define SYMVER(versioned)
+#define SYMVER_ASM 1
+#endif
+#endif
+
 /* Copies the first of the caller's ret_size bytes of a filled struct and
  * sets its size field (its first member) to what was copied; -EINVAL if the
  * caller's struct cannot hold even its size and one field. */
@@ -568,8 +587,11 @@ static int host_stats(snowid *s, snowid_host_stats *ret)
 }
 
 /* SNOWID_1.2 and later: the caller says how large its struct is */
+#ifdef SYMVER_ASM
 __asm__(".symver snowid_get_host_stats_v1_2, snowid_get_host_stats@@SNOWID_1.2");
-SNOWID_EXPORT int snowid_get_host_stats_v1_2(snowid *s, snowid_host_stats *ret)
+#endif
+SYMVER("snowid_get_host_stats@@SNOWID_1.2")
+SNOWID_EXPORT int SIZED(snowid_get_host_stats)(snowid *s, snowid_host_stats *ret)
 {
         snowid_host_stats hs;
         if (!ret)
@@ -579,12 +601,16 @@ SNOWID_EXPORT int snowid_get_host_stats_v1_2(snowid *s, snowid_host_stats *ret)
                      : fill_sized(ret, &hs, sizeof(hs), offsetof(snowid_host_stats, issued) + 8);
 }
 
+#ifndef SNOWID_STATIC
 /* SNOWID_1.0: the struct as it was then, without size */
 struct snowid_host_stats_v1_0 {
         uint64_t issued, waits_ceiling, waits_deadline, waits_switch, eagain, dropped;
 };
 
+#ifdef SYMVER_ASM
 __asm__(".symver snowid_get_host_stats_v1_0, snowid_get_host_stats@SNOWID_1.0");
+#endif
+SYMVER("snowid_get_host_stats@SNOWID_1.0")
 SNOWID_EXPORT int snowid_get_host_stats_v1_0(snowid *s, struct snowid_host_stats_v1_0 *ret)
 {
         snowid_host_stats hs;
@@ -597,6 +623,7 @@ SNOWID_EXPORT int snowid_get_host_stats_v1_0(snowid *s, struct snowid_host_stats
                                                hs.waits_switch, hs.eagain,        hs.dropped};
         return 0;
 }
+#endif
 
 SNOWID_EXPORT int snowid_get_worker_range(snowid *s, uint32_t *ret_from, uint32_t *ret_to)
 {
@@ -640,8 +667,11 @@ static int status(snowid *s, snowid_status *ret)
 }
 
 /* SNOWID_1.2 and later: the caller says how large its struct is */
+#ifdef SYMVER_ASM
 __asm__(".symver snowid_get_status_v1_2, snowid_get_status@@SNOWID_1.2");
-SNOWID_EXPORT int snowid_get_status_v1_2(snowid *s, snowid_status *ret)
+#endif
+SYMVER("snowid_get_status@@SNOWID_1.2")
+SNOWID_EXPORT int SIZED(snowid_get_status)(snowid *s, snowid_status *ret)
 {
         snowid_status st;
         if (!ret)
@@ -650,6 +680,7 @@ SNOWID_EXPORT int snowid_get_status_v1_2(snowid *s, snowid_status *ret)
         return r < 0 ? r : fill_sized(ret, &st, sizeof(st), offsetof(snowid_status, worker) + 4);
 }
 
+#ifndef SNOWID_STATIC
 /* SNOWID_1.0: the struct as it was then, without size and tsc_clock */
 struct snowid_status_v1_0 {
         uint32_t worker;
@@ -659,7 +690,10 @@ struct snowid_status_v1_0 {
         int32_t daemon_pid;
 };
 
+#ifdef SYMVER_ASM
 __asm__(".symver snowid_get_status_v1_0, snowid_get_status@SNOWID_1.0");
+#endif
+SYMVER("snowid_get_status@SNOWID_1.0")
 SNOWID_EXPORT int snowid_get_status_v1_0(snowid *s, struct snowid_status_v1_0 *ret)
 {
         snowid_status st;
@@ -680,3 +714,4 @@ SNOWID_EXPORT int snowid_get_status_v1_0(snowid *s, struct snowid_status_v1_0 *r
         };
         return 0;
 }
+#endif

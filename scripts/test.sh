@@ -36,9 +36,10 @@ one() { # one NAME COMMAND...: a test outside meson
 run_suite() { # run_suite BUILDDIR [meson options...]
     local dir="$1"; shift
     echo "== $dir: $*"
-    if [ -d "$dir" ]; then
+    if configured "$dir"; then
         meson setup --reconfigure "$dir" "$@" >/dev/null || { failed=$((failed + 1)); return; }
     else
+        rm -rf "$dir"
         meson setup "$dir" "$@" >/dev/null || { failed=$((failed + 1)); return; }
     fi
     if ! meson compile -C "$dir" >"logs/$dir.compile.log" 2>&1; then
@@ -52,12 +53,16 @@ run_suite() { # run_suite BUILDDIR [meson options...]
 }
 
 TEST_ARGS=()
-add_counts() { # add_counts LOG: adds the "N passed, N failed" line a runner ended LOG with
+add_counts() { # add_counts LOG RC: adds the "N passed, N failed" line a runner
+    # ended LOG with; a runner that exited non-zero with no failure counted
+    # (stopped early, or no such line) counts as one failure more
     local p f
     read -r p f < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$1" | tail -1)
+    [ "$2" -ne 0 ] && [ "${f:-0}" -eq 0 ] && f=1
     passed=$((passed + ${p:-0}))
     failed=$((failed + ${f:-1}))
 }
+configured() { [ -f "$1/meson-private/coredata.dat" ]; } # configured BUILDDIR
 
 # the protocol model: spin, exhaustively, and the mutants it must reject.  It
 # is CPU alone (minutes of it) and needs nothing the other tests start, so it
@@ -68,6 +73,13 @@ to_idle() { # to_idle PID: the process (and what it starts from now on) at idle 
 }
 (to_idle "$BASHPID"; exec bash model/check.sh) >logs/model-check.log 2>&1 &
 model_pid=$!
+# the jobs in the background end with this script, however it ends
+kill_tree() { # kill_tree PID: the process and everything it started
+    local c
+    for c in $(pgrep -P "$1"); do kill_tree "$c"; done
+    kill "$1" 2>/dev/null
+}
+trap 'for j in $(jobs -p); do kill_tree "$j"; done' EXIT
 
 one clang-format bash scripts/format.sh --check
 
@@ -76,15 +88,17 @@ one clang-format bash scripts/format.sh --check
 asan_opts=(-Db_sanitize=address,undefined -Db_lundef=false -Dbindings=disabled)
 tsan_opts=(-Db_sanitize=thread -Db_lundef=false -Dc_args=-Wno-tsan -Dbindings=disabled)
 fuzz_setup() {
-    [ -d build-fuzz ] || CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=false \
-        -Dbindings=disabled -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+    configured build-fuzz && return
+    rm -rf build-fuzz
+    CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=false -Dbindings=disabled \
+        -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 }
 (
     to_idle "$BASHPID"
     for d in build-asan build-tsan; do
         opts=("${asan_opts[@]}")
         [ "$d" = build-tsan ] && opts=("${tsan_opts[@]}")
-        { [ -d "$d" ] || meson setup "$d" "${opts[@]}" >/dev/null 2>&1; } &&
+        { configured "$d" || { rm -rf "$d" && meson setup "$d" "${opts[@]}" >/dev/null 2>&1; }; } &&
             meson compile -C "$d" >/dev/null 2>&1
     done
     fuzz_setup 2>/dev/null && meson compile -C build-fuzz >/dev/null 2>&1
@@ -158,15 +172,18 @@ one chaos /usr/bin/python3 tests/chaos/chaos.py --build build --duration "${CHAO
 
 # the Debian packages: built, linted, installed in a container, an ID taken
 echo "== tests/package/test-deb.sh"
-bash tests/package/test-deb.sh >logs/package.log 2>&1
+# (its own cleanup runs on the timeout's SIGTERM)
+timeout -k 30 900 bash tests/package/test-deb.sh >logs/package.log 2>&1
+package_rc=$?
 grep -E "^(not ok|ok) " logs/package.log | grep -c "^ok" | sed 's/$/ package checks passed/'
 grep -E "^not ok" logs/package.log && tail -40 logs/package.log
-add_counts logs/package.log
+add_counts logs/package.log "$package_rc"
 
 echo "== model/check.sh (started at the beginning)"
 wait "$model_pid"
+model_rc=$?
 cat logs/model-check.log
-add_counts logs/model-check.log
+add_counts logs/model-check.log "$model_rc"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -27,9 +27,9 @@ static inline const char *test_instance(const char *what)
  * for its clients. */
 static inline const char *test_dir(void)
 {
-        const char *dir = rundir("/tmp/snowid-t-XXXXXX");
-        setenv("SNOWID_RUNTIME_DIR", dir, 1);
-        return dir;
+        if (!rundir_path[0])
+                setenv("SNOWID_RUNTIME_DIR", rundir("/tmp/snowid-t-XXXXXX"), 1);
+        return rundir_path;
 }
 
 /* A publisher on instance, with a handshake server for its clients. */

@@ -217,7 +217,9 @@ nspawn_halt() {
 cleanup() {
     local rc=$?
     set +e
-    trap - EXIT INT TERM HUP
+    # a second Ctrl-C must not cut the cleanup short
+    trap - EXIT
+    trap '' INT TERM HUP
     if declare -F cleanup_inside >/dev/null; then cleanup_inside; fi
     nspawn_halt
     etcd_stop
@@ -225,6 +227,11 @@ cleanup() {
         echo "# files kept in $tmp"
     else
         rm -rf "$tmp"
+    fi
+    # stopped early (an error of the script itself, a signal) with every
+    # check passed so far: that is a failure too (77 is a skip)
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ "$failed" -eq 0 ]; then
+        notok "the script stopped early (exit $rc)"
     fi
     if declare -F cleanup_done >/dev/null; then cleanup_done; fi
     [ "$rc" -eq 0 ] && [ "$failed" -gt 0 ] && rc=1

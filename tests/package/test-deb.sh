@@ -50,7 +50,7 @@ on_boot_failure() { give_up "the container booted: $*"; }
 cleanup_inside() {
     if [ "$failed" -gt 0 ] && ct_up; then
         echo "# ---- journalctl -u snowidd (inside)"
-        ct journalctl -u snowidd.service --no-pager 2>&1 | tail -40 | sed 's/^/# /'
+        ct timeout 30 journalctl -u snowidd.service --no-pager 2>&1 | tail -40 | sed 's/^/# /'
     fi
 }
 cleanup_done() {
@@ -233,23 +233,27 @@ int main(void)
 {
         snowid *s;
         uint64_t id;
+        snowid_status st = SNOWID_STATUS_INIT;
         int r = snowid_open(NULL, &s);
-        if (r < 0 || (r = snowid_next(s, &id)) < 0) {
+        if (r < 0 || (r = snowid_next(s, &id)) < 0 || (r = snowid_get_status(s, &st)) < 0) {
                 fprintf(stderr, "take: %d\n", r);
                 return 1;
         }
-        printf("%" PRIu64 "\n", id);
+        printf("%" PRIu64 " %" PRIu32 "\n", id, st.worker);
         snowid_close(s);
         return 0;
 }
 EOF
 if out=$(ct sh -c 'cd "$1" && cc -Wall -Werror -o take take.c $(pkg-config --cflags --libs snowid) 2>&1 &&
-        ./take' sh "$udir" 2>&1) && [[ "$out" =~ ^[0-9]+$ ]]; then
+        ./take' sh "$udir" 2>&1) && [[ "$out" =~ ^[0-9]+\ [0-9]+$ ]]; then
+    read -r out out_worker <<<"$out"
     lib=$(ct ldd "$udir/take" | sed -n 's/.*libsnowid.so.1 => \([^ ]*\).*/\1/p')
     owner=$(ct dpkg-query -S "$(ct realpath "$lib")" 2>&1 | cut -d: -f1)
     ok "a program built with pkg-config snowid ($(ct pkg-config --modversion snowid)) took ID $out"
     check "it runs with $lib, from package ${owner:-?}" test "$owner" = libsnowid1
     check "its ID follows the command's ($out > $id)" test "$out" -gt "$id"
+    check "its snowid_get_status (SNOWID_1.2) says worker $out_worker, as snowid status does" \
+        test "$out_worker" = "${worker:-?}"
 else
     notok "a program built against libsnowid-dev with pkg-config took an ID: $out"
 fi

@@ -67,7 +67,7 @@ as_user_bg() {
         setpriv --reuid="$u" --regid="$g" --init-groups -- "$@" &
     bg_pid=$!
 }
-journal() { ct journalctl -u snowidd.service --no-pager -o short-monotonic "$@"; }
+journal() { ct timeout 30 journalctl -u snowidd.service --no-pager -o short-monotonic "$@"; }
 
 # called by boot_failed (after the console's last lines)
 on_boot_failure() { skip "systemd cannot boot in a container here: $*"; }

@@ -44,11 +44,12 @@
 #define STACK_IDS 256
 
 typedef struct {
-        PyObject_HEAD snowid *s; /* NULL once closed */
-        uint64_t max_wait_us;    /* the budget the caller set */
-        uint64_t rest_us;        /* the handle's budget with the GIL held */
-        unsigned waiters;        /* calls waiting without the GIL */
-        int closing;             /* close() came while calls were waiting */
+        PyObject_HEAD
+        snowid *s;            /* NULL once closed */
+        uint64_t max_wait_us; /* the budget the caller set */
+        uint64_t rest_us;     /* the handle's budget with the GIL held */
+        unsigned waiters;     /* calls waiting without the GIL */
+        int closing;          /* close() came while calls were waiting */
         unsigned long fork_gen;
         PyObject *instance; /* str or None */
 } SnowIdObject;
@@ -134,9 +135,10 @@ static int wait_call(SnowIdObject *self, op_fn op, void *arg)
                 snowid_set_max_wait(self->s, self->max_wait_us - self->rest_us);
         snowid *s = self->s;
         int r;
-        Py_BEGIN_ALLOW_THREADS r = op(s, arg);
-        Py_END_ALLOW_THREADS if (--self->waiters == 0)
-        {
+        Py_BEGIN_ALLOW_THREADS
+        r = op(s, arg);
+        Py_END_ALLOW_THREADS
+        if (--self->waiters == 0) {
                 if (self->closing) {
                         self->s = snowid_close(self->s);
                         self->closing = 0;
@@ -413,8 +415,11 @@ static PyObject *SnowId_new(PyTypeObject *type, PyObject *args, PyObject *kw)
                 return NULL;
         snowid *s = NULL;
         int r;
-        Py_BEGIN_ALLOW_THREADS r = snowid_open(name, &s);
-        Py_END_ALLOW_THREADS if (r < 0) return raise_errno(r, "snowid_open");
+        Py_BEGIN_ALLOW_THREADS
+        r = snowid_open(name, &s);
+        Py_END_ALLOW_THREADS
+        if (r < 0)
+                return raise_errno(r, "snowid_open");
         uint64_t rest = usec < FAST_WAIT_US ? usec : FAST_WAIT_US;
         snowid_set_max_wait(s, rest);
         SnowIdObject *self = (SnowIdObject *)type->tp_alloc(type, 0);
