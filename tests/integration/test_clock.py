@@ -122,8 +122,17 @@ def test_tsc_clock(h):
     c = Taker(h, name="tsc", threads=2)
     wait_for(lambda: c.last_id(0) is not None and c.last_id(1) is not None, 10, "IDs")
     skew = []
+    def read_against_wall():
+        """An ID's ms against the wall clock read just before and just after
+        the command took it: 0 inside that bracket, else how far outside (a
+        slow start of the command, as under a sanitizer, widens the bracket
+        and does not count)"""
+        before = time.time() * 1000
+        ms = id_unix_ms(take(h.instance, 1)[0])
+        after = time.time() * 1000
+        skew.append(ms - before if ms < before else ms - after if ms > after else 0.0)
     def near_wall():
-        skew.append(id_unix_ms(take(h.instance, 1)[0]) - time.time() * 1000)
+        read_against_wall()
         return len(skew) >= 20
     wait_for(near_wall, 20, "20 IDs read against the wall clock")
     # the daemon stopped: the line runs out after 3 ticks and the taker's
@@ -138,14 +147,17 @@ def test_tsc_clock(h):
              "the daemon to see its line ran out")
     wait_for(lambda: (tsc_status(port) or {}).get("on"), 10, "the TSC clock on again")
     r = c.stop()
-    log(f"tsc clock on: {r}; ID time minus the wall clock {min(skew):.1f}..{max(skew):.1f} ms; "
+    log(f"tsc clock on: {r}; ID time outside the wall clock's bracket by "
+        f"{min(skew):.1f}..{max(skew):.1f} ms; "
         f"status {tsc_status(port)}")
     assert r["eagain"] == 0 and r["other_errors"] == 0, r
     assert r["max_gap_ms"] < 250, f"a client stalled {r['max_gap_ms']} ms"
     check_unique_and_increasing(c.ids())
-    skew.append(id_unix_ms(take(h.instance, 1)[0]) - time.time() * 1000)
-    # an ID's ms is the clock's, read within a few ms of the wall clock here
-    assert all(-50 < s < 50 for s in skew), skew
+    read_against_wall()
+    # an ID's ms is the clock's: inside the bracket, but for the ms it is
+    # rounded down to, the lead the counter may run ahead, and the daemon's
+    # offset from a wall clock that NTP may slew
+    assert all(-20 < s < 20 for s in skew), skew
     st = tsc_status(port)
     # a trip is the clock working as it should on a busy machine; without
     # one, every check of the line was within the bound
