@@ -547,9 +547,13 @@ SNOWID_EXPORT int snowid_get_layout(snowid *s, snowid_layout *ret)
 #endif
 #endif
 
-/* Copies the first of the caller's ret_size bytes of a filled struct and
- * sets its size field (its first member) to what was copied; -EINVAL if the
- * caller's struct cannot hold even its size and one field. */
+/* The bytes of type up to the end of field: the least a caller's struct may
+ * have, its size and first field. */
+#define FIELD_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+
+/* Copies as much of a filled struct as the caller's holds (its size field,
+ * the first member, says how much) and sets that size field to what was
+ * copied; -EINVAL if the caller's struct ends before first_end. */
 static int fill_sized(void *ret, const void *full, size_t full_size, size_t first_end)
 {
         size_t want;
@@ -564,7 +568,7 @@ static int fill_sized(void *ret, const void *full, size_t full_size, size_t firs
 
 static int host_stats(snowid *s, snowid_host_stats *ret)
 {
-        if (!s || !ret)
+        if (!s)
                 return -EINVAL;
         const struct seg *g = load_acquire(s->seg); /* pairs with snowid_follow() */
         const struct shm_stats *st = &g->ctr->stats;
@@ -597,8 +601,7 @@ SNOWID_EXPORT int SIZED(snowid_get_host_stats)(snowid *s, snowid_host_stats *ret
         if (!ret)
                 return -EINVAL;
         int r = host_stats(s, &hs);
-        return r < 0 ? r
-                     : fill_sized(ret, &hs, sizeof(hs), offsetof(snowid_host_stats, issued) + 8);
+        return r < 0 ? r : fill_sized(ret, &hs, sizeof(hs), FIELD_END(snowid_host_stats, issued));
 }
 
 #ifndef SNOWID_STATIC
@@ -640,7 +643,7 @@ SNOWID_EXPORT int snowid_get_worker_range(snowid *s, uint32_t *ret_from, uint32_
 
 static int status(snowid *s, snowid_status *ret)
 {
-        if (!s || !ret)
+        if (!s)
                 return -EINVAL;
         const struct shm_ctl *ctl = load_acquire(s->seg)->ctl; /* pairs with snowid_follow() */
         snowid_status st = {
@@ -677,7 +680,7 @@ SNOWID_EXPORT int SIZED(snowid_get_status)(snowid *s, snowid_status *ret)
         if (!ret)
                 return -EINVAL;
         int r = status(s, &st);
-        return r < 0 ? r : fill_sized(ret, &st, sizeof(st), offsetof(snowid_status, worker) + 4);
+        return r < 0 ? r : fill_sized(ret, &st, sizeof(st), FIELD_END(snowid_status, worker));
 }
 
 #ifndef SNOWID_STATIC

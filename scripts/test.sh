@@ -33,15 +33,21 @@ one() { # one NAME COMMAND...: a test outside meson
     if "$@"; then passed=$((passed + 1)); else echo "FAILED: $name"; failed=$((failed + 1)); fi
 }
 
+configured() { [ -f "$1/meson-private/coredata.dat" ]; } # configured BUILDDIR
+setup() { # setup BUILDDIR [meson options...]: configured afresh, or reconfigured
+    # (a directory meson cannot read, e.g. from a failed setup, is remade)
+    local dir="$1"; shift
+    if configured "$dir"; then
+        meson setup --reconfigure "$dir" "$@" >/dev/null
+    else
+        rm -rf "$dir" && meson setup "$dir" "$@" >/dev/null
+    fi
+}
+
 run_suite() { # run_suite BUILDDIR [meson options...]
     local dir="$1"; shift
     echo "== $dir: $*"
-    if configured "$dir"; then
-        meson setup --reconfigure "$dir" "$@" >/dev/null || { failed=$((failed + 1)); return; }
-    else
-        rm -rf "$dir"
-        meson setup "$dir" "$@" >/dev/null || { failed=$((failed + 1)); return; }
-    fi
+    setup "$dir" "$@" || { failed=$((failed + 1)); return; }
     if ! meson compile -C "$dir" >"logs/$dir.compile.log" 2>&1; then
         cat "logs/$dir.compile.log"
         failed=$((failed + 1))
@@ -62,7 +68,6 @@ add_counts() { # add_counts LOG RC: adds the "N passed, N failed" line a runner
     passed=$((passed + ${p:-0}))
     failed=$((failed + ${f:-1}))
 }
-configured() { [ -f "$1/meson-private/coredata.dat" ]; } # configured BUILDDIR
 
 # the protocol model: spin, exhaustively, and the mutants it must reject.  It
 # is CPU alone (minutes of it) and needs nothing the other tests start, so it
@@ -87,22 +92,14 @@ one clang-format bash scripts/format.sh --check
 # at idle priority (those tests mostly wait); their runs below find them built
 asan_opts=(-Db_sanitize=address,undefined -Db_lundef=false -Dbindings=disabled)
 tsan_opts=(-Db_sanitize=thread -Db_lundef=false -Dc_args=-Wno-tsan -Dbindings=disabled)
-fuzz_setup() {
-    configured build-fuzz && return
-    rm -rf build-fuzz
-    CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=false -Dbindings=disabled \
-        -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
-}
+fuzz_opts=(-Dfuzz=true -Dtests=false -Dbindings=disabled -Db_sanitize=address,undefined
+    -Db_lundef=false)
 (
     to_idle "$BASHPID"
-    for d in build-asan build-tsan; do
-        opts=("${asan_opts[@]}")
-        [ "$d" = build-tsan ] && opts=("${tsan_opts[@]}")
-        { configured "$d" || { rm -rf "$d" && meson setup "$d" "${opts[@]}" >/dev/null 2>&1; }; } &&
-            meson compile -C "$d" >/dev/null 2>&1
-    done
-    fuzz_setup 2>/dev/null && meson compile -C build-fuzz >/dev/null 2>&1
-) &
+    setup build-asan "${asan_opts[@]}" && meson compile -C build-asan
+    setup build-tsan "${tsan_opts[@]}" && meson compile -C build-tsan
+    CC=clang setup build-fuzz "${fuzz_opts[@]}" && meson compile -C build-fuzz
+) >/dev/null 2>&1 &
 prebuild_pid=$!
 
 export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
@@ -144,7 +141,7 @@ fuzz_one() { # fuzz_one TARGET
     fi
 }
 echo "== build-fuzz: -Dfuzz=true -Db_sanitize=address,undefined (clang)"
-if fuzz_setup && meson compile -C build-fuzz >logs/build-fuzz.compile.log 2>&1; then
+if CC=clang setup build-fuzz "${fuzz_opts[@]}" && meson compile -C build-fuzz >logs/build-fuzz.compile.log 2>&1; then
     # two at a time (each is one process, busy for FUZZ_SECONDS)
     targets=(http etcd config segment handshake)
     for ((i = 0; i < ${#targets[@]}; i += 2)); do
