@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/sockios.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -348,6 +349,38 @@ int serve_start(sd_event *event, const struct settings *cfg, struct shm_pub *pub
         }
         *ret = s;
         return 0;
+}
+
+void serve_drain(struct serve *s, int timeout_ms)
+{
+        struct pollfd pfd[SERVE_CONN_MAX];
+        struct conn *cs[SERVE_CONN_MAX];
+        /* the connections still queued stay on the listening socket, which
+         * outlives this process in systemd's fd store: the next snowidd
+         * accepts them */
+        sd_event_source_set_enabled(s->listen_src, SD_EVENT_OFF);
+        int64_t end = monotonic_now_ns() + (int64_t)timeout_ms * 1000000;
+        while (s->pending.n > 0) {
+                int64_t left = end - monotonic_now_ns();
+                if (left <= 0)
+                        break;
+                nfds_t n = 0;
+                for (struct conn *c = s->pending.head; c && n < SERVE_CONN_MAX; c = c->next) {
+                        pfd[n] = (struct pollfd){.fd = c->fd, .events = POLLIN};
+                        cs[n++] = c;
+                }
+                int r = poll(pfd, n, (int)((left + 999999) / 1000000));
+                if (r < 0 && errno != EINTR)
+                        break;
+                /* on_conn_io() frees or answers only the connection it is
+                 * given (an answer's sweep frees held ones, never pending) */
+                for (nfds_t i = 0; r > 0 && i < n; i++)
+                        if (pfd[i].revents)
+                                on_conn_io(NULL, pfd[i].fd, (uint32_t)pfd[i].revents, cs[i]);
+        }
+        if (s->pending.n > 0)
+                log_info("Stopping with %u handshake(s) that sent no hello within %d ms",
+                         s->pending.n, timeout_ms);
 }
 
 struct serve *serve_free(struct serve *s)

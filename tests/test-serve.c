@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+/* The handshake's server side at exit (daemon/serve.c): a client whose
+ * connection was accepted just before snowidd stops is still answered, and
+ * one still queued on the listening socket is left to the next snowidd. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <systemd/sd-event.h>
+
+#include "config.h"
+#include "handshake.h"
+#include "helpers.h"
+#include "log.h"
+#include "serve.h"
+
+static struct settings cfg;
+static struct shm_pub *pub;
+static struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+static int setup(void **state)
+{
+        (void)state;
+        char uid[16];
+        snprintf(uid, sizeof(uid), "%u", (unsigned)getuid());
+        char *argv[] = {"snowidd",       "--config",    "/dev/null",  "--instance",
+                        (char *)test_instance("serve"), "--log-level", "err",
+                        "--runtime-dir", (char *)test_dir(),          "--allow-users",
+                        uid,             NULL};
+        if (settings_load(&cfg, (int)(sizeof(argv) / sizeof(*argv)) - 1, argv) != 0)
+                return -1;
+        log_max_level = cfg.log_level;
+        if (shm_pub_open(cfg.runtime_dir, cfg.instance, -1, -1, &pub) < 0)
+                return -1;
+        struct shm_publication p = {.layout = cfg.layout, .worker = 7, .lead_ms = 1, .follow = 1};
+        p.offset_ns = shm_offset_for_wall(p.layout.epoch_ms);
+        p.start_ms = (uint64_t)((shm_monotonic_ns() + p.offset_ns) / 1000000);
+        p.deadline = p.start_ms + 60 * 1000;
+        if (shm_pub_switch(pub, &p) < 0)
+                return -1;
+        return shm_socket_path(sa.sun_path, sizeof(sa.sun_path), cfg.runtime_dir, cfg.instance);
+}
+
+static int teardown(void **state)
+{
+        (void)state;
+        shm_pub_close(pub);
+        settings_free(&cfg);
+        return 0;
+}
+
+static int client_connect(void)
+{
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(fd >= 0);
+        struct timeval tv = {.tv_sec = 5};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        return fd;
+}
+
+static void send_hello(int fd, size_t from, size_t to)
+{
+        struct shm_hello h;
+        shm_hello_make(&h);
+        assert_int_equal(send(fd, (char *)&h + from, to - from, MSG_NOSIGNAL),
+                         (ssize_t)(to - from));
+}
+
+/* Reads one welcome: its status, or -errno if none came whole; the
+ * descriptors that came with it are counted and closed. */
+static int read_welcome(int fd, int *nfds)
+{
+        struct shm_welcome w;
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(4 * sizeof(int))];
+        } u;
+        struct iovec iov = {.iov_base = &w, .iov_len = sizeof(w)};
+        struct msghdr m = {
+                .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+        ssize_t n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+        *nfds = 0;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); n > 0 && c; c = CMSG_NXTHDR(&m, c)) {
+                size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                for (size_t i = 0; i < k; i++) {
+                        int f;
+                        memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                        close(f);
+                        (*nfds)++;
+                }
+        }
+        if (n < 0)
+                return -errno;
+        if (n != (ssize_t)sizeof(w) || memcmp(w.magic, SHM_HS_WELCOME_MAGIC, sizeof(w.magic)))
+                return -EPROTO;
+        return w.status;
+}
+
+/* Runs the loop until the server has accepted want connections. */
+static void accept_until(sd_event *ev, struct serve *srv, unsigned want)
+{
+        for (int i = 0; i < 500 && serve_connections(srv) < want; i++)
+                assert_true(sd_event_run(ev, 10000) >= 0);
+        assert_int_equal(serve_connections(srv), want);
+}
+
+/* Ends the loop as SIGTERM does, with nothing read since the last turn. */
+static void end_loop(sd_event *ev)
+{
+        assert_int_equal(sd_event_exit(ev, 0), 0);
+        assert_true(sd_event_run(ev, 0) >= 0);
+        assert_int_equal(sd_event_get_state(ev), SD_EVENT_FINISHED);
+}
+
+static void test_drain_answers_accepted(void **state)
+{
+        (void)state;
+        sd_event *ev;
+        struct serve *srv;
+        int lfd, nfds;
+        assert_int_equal(sd_event_new(&ev), 0);
+        assert_int_equal(shm_listen(cfg.runtime_dir, cfg.instance, &lfd), 0);
+        assert_int_equal(serve_start(ev, &cfg, pub, lfd, &srv), 0);
+
+        /* a: accepted, half its hello read by the loop; b: accepted, its
+         * whole hello sent but unread when the loop ends */
+        int a = client_connect(), b = client_connect();
+        accept_until(ev, srv, 2);
+        send_hello(a, 0, sizeof(struct shm_hello) / 2);
+        assert_true(sd_event_run(ev, 1000000) > 0);
+        send_hello(b, 0, sizeof(struct shm_hello));
+        end_loop(ev);
+        send_hello(a, sizeof(struct shm_hello) / 2, sizeof(struct shm_hello));
+        assert_int_equal(serve_connections(srv), 2); /* neither answered yet */
+
+        serve_drain(srv, 5000);
+        assert_int_equal(serve_connections(srv), 0);
+        assert_int_equal(serve_held(srv), 2);
+        assert_int_equal(serve_stats(srv)->given, 2);
+        srv = serve_free(srv);
+        /* the server is gone, its answers are not */
+        assert_int_equal(read_welcome(a, &nfds), 0);
+        assert_int_equal(nfds, 2);
+        assert_int_equal(read_welcome(b, &nfds), 0);
+        assert_int_equal(nfds, 2);
+        close(a);
+        close(b);
+        sd_event_unref(ev);
+}
+
+static void test_drain_without_hello(void **state)
+{
+        (void)state;
+        sd_event *ev;
+        struct serve *srv;
+        int lfd, nfds;
+        assert_int_equal(sd_event_new(&ev), 0);
+        assert_int_equal(shm_listen(cfg.runtime_dir, cfg.instance, &lfd), 0);
+        assert_int_equal(serve_start(ev, &cfg, pub, lfd, &srv), 0);
+        int a = client_connect();
+        accept_until(ev, srv, 1);
+        end_loop(ev);
+        /* a client that sends nothing holds the stop for the bound only */
+        serve_drain(srv, 50);
+        assert_int_equal(serve_connections(srv), 1);
+        assert_int_equal(serve_stats(srv)->given, 0);
+        srv = serve_free(srv);
+        assert_int_equal(read_welcome(a, &nfds), -EPROTO); /* end of file: no answer */
+        assert_int_equal(nfds, 0);
+        close(a);
+        sd_event_unref(ev);
+}
+
+/* A restart in small: the listening socket kept (as systemd's fd store keeps
+ * it), a client queued on it while the first server stops, answered by the
+ * second. */
+static void test_drain_leaves_queue(void **state)
+{
+        (void)state;
+        sd_event *ev;
+        struct serve *srv;
+        int lfd, nfds;
+        assert_int_equal(sd_event_new(&ev), 0);
+        assert_int_equal(shm_listen(cfg.runtime_dir, cfg.instance, &lfd), 0);
+        int kept = fcntl(lfd, F_DUPFD_CLOEXEC, 3);
+        assert_true(kept >= 0);
+        assert_int_equal(serve_start(ev, &cfg, pub, lfd, &srv), 0);
+        end_loop(ev);
+        int a = client_connect(); /* queued, never accepted by the first server */
+        send_hello(a, 0, sizeof(struct shm_hello));
+        serve_drain(srv, 5000);
+        assert_int_equal(serve_stats(srv)->given, 0);
+        srv = serve_free(srv);
+        sd_event_unref(ev);
+
+        assert_int_equal(sd_event_new(&ev), 0);
+        assert_int_equal(serve_start(ev, &cfg, pub, kept, &srv), 0);
+        for (int i = 0; i < 500 && serve_stats(srv)->given == 0; i++)
+                assert_true(sd_event_run(ev, 10000) >= 0);
+        assert_int_equal(serve_stats(srv)->given, 1);
+        assert_int_equal(read_welcome(a, &nfds), 0);
+        assert_int_equal(nfds, 2);
+        close(a);
+        srv = serve_free(srv);
+        sd_event_unref(ev);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_drain_answers_accepted),
+                cmocka_unit_test(test_drain_without_hello),
+                cmocka_unit_test(test_drain_leaves_queue),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
