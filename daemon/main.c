@@ -284,7 +284,7 @@ int main(int argc, char **argv)
         }
         http_stop(app.http);
         if (app.serve)
-                serve_drain(app.serve, SHM_HS_TIMEOUT_MS);
+                serve_drain(app.serve);
         serve_free(app.serve);
         holder_free(&holder);
         tsc_clock_free(app.tsc);

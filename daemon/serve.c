@@ -351,25 +351,33 @@ int serve_start(sd_event *event, const struct settings *cfg, struct shm_pub *pub
         return 0;
 }
 
-void serve_drain(struct serve *s, int timeout_ms)
+void serve_drain(struct serve *s)
 {
         struct pollfd pfd[SERVE_CONN_MAX];
         struct conn *cs[SERVE_CONN_MAX];
-        /* the connections still queued stay on the listening socket, which
-         * outlives this process in systemd's fd store: the next snowidd
-         * accepts them */
-        sd_event_source_set_enabled(s->listen_src, SD_EVENT_OFF);
-        int64_t end = monotonic_now_ns() + (int64_t)timeout_ms * 1000000;
+        /* nothing more is accepted (the loop has ended); the connections
+         * still queued stay on the listening socket, which outlives this
+         * process in systemd's fd store: the next snowidd accepts them */
         while (s->pending.n > 0) {
-                int64_t left = end - monotonic_now_ns();
-                if (left <= 0)
-                        break;
+                uint64_t now = (uint64_t)monotonic_now_ns() / 1000, first = UINT64_MAX;
                 nfds_t n = 0;
-                for (struct conn *c = s->pending.head; c && n < SERVE_CONN_MAX; c = c->next) {
+                for (struct conn *c = s->pending.head, *next; c; c = next) {
+                        next = c->next;
+                        /* each keeps the deadline it was given at accept */
+                        uint64_t deadline = 0;
+                        sd_event_source_get_time(c->timer, &deadline);
+                        if (deadline <= now) {
+                                s->stats.timeouts++;
+                                conn_free(c);
+                                continue;
+                        }
+                        first = deadline < first ? deadline : first;
                         pfd[n] = (struct pollfd){.fd = c->fd, .events = POLLIN};
                         cs[n++] = c;
                 }
-                int r = poll(pfd, n, (int)((left + 999999) / 1000000));
+                if (n == 0)
+                        break;
+                int r = poll(pfd, n, (int)((first - now + 999) / 1000));
                 if (r < 0 && errno != EINTR)
                         break;
                 /* on_conn_io() frees or answers only the connection it is
@@ -378,9 +386,6 @@ void serve_drain(struct serve *s, int timeout_ms)
                         if (pfd[i].revents)
                                 on_conn_io(NULL, pfd[i].fd, (uint32_t)pfd[i].revents, cs[i]);
         }
-        if (s->pending.n > 0)
-                log_info("Stopping with %u handshake(s) that sent no hello within %d ms",
-                         s->pending.n, timeout_ms);
 }
 
 struct serve *serve_free(struct serve *s)

@@ -31,10 +31,11 @@ struct serve;
 /* Serves on listen_fd (taken over) from the event loop. */
 int serve_start(sd_event *event, const struct settings *cfg, struct shm_pub *pub, int listen_fd,
                 struct serve **ret);
-/* At exit, with the loop ended: stops accepting and answers, within
- * timeout_ms, the connections already accepted (closed unanswered, their
- * clients would be reset: a restart must not fail a client starting then). */
-void serve_drain(struct serve *s, int timeout_ms);
+/* At exit, with the loop ended: answers the connections already accepted
+ * as their hellos come, each until its own deadline (SHM_HS_TIMEOUT_MS from
+ * its accept).  Closed unanswered, their clients would be reset: a restart
+ * must not fail a client starting then. */
+void serve_drain(struct serve *s);
 struct serve *serve_free(struct serve *s);
 const struct serve_stats *serve_stats(const struct serve *s);
 /* Handshakes waiting for a hello; answered ones waiting for the peer to close. */
