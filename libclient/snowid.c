@@ -20,6 +20,9 @@
 
 /* How often a waiting handle may ask the socket for a newer segment. */
 #define FOLLOW_EVERY_NS INT64_C(20000000)
+/* snowid_open() asks again after a connection closed unanswered, this many
+ * times (10 ms apart) */
+#define SNOWID_OPEN_RESETS 3
 
 _Atomic int snowid_tsc_allowed;
 __thread int snowid_thread_tsc;
@@ -334,10 +337,14 @@ SNOWID_EXPORT int snowid_open(const char *instance, snowid **ret)
         if (!s)
                 return -ENOMEM;
         /* -EAGAIN: snowidd holds many answers this user has not closed yet
-         * (a burst of clients starting at once): they go within moments */
-        for (int attempt = 0;; attempt++) {
+         * (a burst of clients starting at once): they go within moments.
+         * -ECONNRESET: closed unanswered (a snowidd killed mid-handshake, or
+         * evicting under a flood): the socket outlives a restart, and the
+         * next snowidd answers from its backlog */
+        for (int attempt = 0, resets = 0;; attempt++) {
                 r = handshake(path, (int64_t)SHM_HS_TIMEOUT_MS * 1000000, &g);
-                if (r != -EAGAIN || attempt == 100)
+                if (r == -ECONNRESET ? ++resets > SNOWID_OPEN_RESETS
+                                     : r != -EAGAIN || attempt == 100)
                         break;
                 struct timespec ts = {.tv_nsec = 10000000};
                 nanosleep(&ts, NULL);

@@ -3,6 +3,8 @@
  * getting a segment fails. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -389,6 +391,76 @@ static void test_planted_socket(void **state)
         assert_int_equal(rmdir(dir), 0);
 }
 
+/* A snowidd killed mid-handshake, under systemd: the connection closes
+ * unanswered, the listening socket stays, and the next snowidd answers.  The
+ * fake reads one byte of each hello (the rest unread, so its close resets
+ * the client), and before its last close moves the real server's socket
+ * into place. */
+struct resetter {
+        int lfd, resets, seen;
+        char real[SHM_SOCK_PATH_MAX], path[SHM_SOCK_PATH_MAX];
+};
+
+static void *resetter_run(void *arg)
+{
+        struct resetter *f = arg;
+        for (int i = 0; i < f->resets; i++) {
+                int c = accept4(f->lfd, NULL, NULL, SOCK_CLOEXEC);
+                if (c < 0)
+                        break;
+                char b;
+                if (recv(c, &b, 1, 0) == 1)
+                        f->seen++;
+                if (i == f->resets - 1 && f->real[0] && rename(f->real, f->path) < 0)
+                        f->seen = -1;
+                close(c);
+        }
+        return NULL;
+}
+
+static int open_past_resets(int resets, bool real, int *seen)
+{
+        struct shm_pub *p;
+        struct shm_server *srv = NULL;
+        struct resetter f = {.resets = resets};
+        char real_inst[SHM_INSTANCE_MAX + 1];
+        snprintf(real_inst, sizeof(real_inst), "%s-real", inst);
+        assert_int_equal(shm_pub_open(test_dir(), inst, -1, -1, &p), 0);
+        if (real) {
+                assert_int_equal(shm_server_start(p, test_dir(), real_inst, NULL, NULL, &srv), 0);
+                assert_int_equal(shm_socket_path(f.real, sizeof(f.real), test_dir(), real_inst), 0);
+        }
+        assert_int_equal(shm_socket_path(f.path, sizeof(f.path), test_dir(), inst), 0);
+        assert_int_equal(shm_listen(test_dir(), inst, &f.lfd), 0);
+        assert_int_equal(fcntl(f.lfd, F_SETFL, 0), 0); /* the fake blocks in accept */
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, resetter_run, &f), 0);
+        snowid *s = NULL;
+        int r = snowid_open(inst, &s);
+        snowid_close(s);
+        if (r < 0)
+                shutdown(f.lfd, SHUT_RDWR); /* ends the fake's accept */
+        pthread_join(t, NULL);
+        close(f.lfd);
+        shm_server_stop(srv);
+        shm_pub_close(p);
+        unlink(f.path);
+        *seen = f.seen;
+        return r;
+}
+
+static void test_open_past_resets(void **state)
+{
+        (void)state;
+        int seen;
+        /* three closed unanswered, the fourth try served */
+        assert_int_equal(open_past_resets(3, true, &seen), 0);
+        assert_int_equal(seen, 3);
+        /* four: the caller is told */
+        assert_int_equal(open_past_resets(4, false, &seen), -ECONNRESET);
+        assert_int_equal(seen, 4);
+}
+
 /* Raw handshakes, as another language's client would make them. */
 static int raw_connect(void)
 {
@@ -479,6 +551,7 @@ int main(void)
                 cmocka_unit_test_setup(test_open_errors, setup),
                 cmocka_unit_test_setup(test_refused_peer, setup),
                 cmocka_unit_test_setup(test_planted_socket, setup),
+                cmocka_unit_test_setup(test_open_past_resets, setup),
                 cmocka_unit_test_setup(test_raw_handshake, setup),
                 cmocka_unit_test_setup(test_follows_replacement, setup),
         };

@@ -349,6 +349,27 @@ func TestFakeDaemonRefusals(t *testing.T) {
 		t.Fatalf("after 3 EAGAIN: %v, %d handshakes", err, n.Load())
 	}
 	c.Close()
+	// a connection closed unanswered is asked again, three times
+	for _, resets := range []int32{3, 4} {
+		n.Store(0)
+		d.set(func(conn int) {
+			if n.Add(1) <= resets {
+				return // closed at once, the hello unread
+			}
+			send(t, conn, welcomeFor(good), good.ctlRO, good.ctrFd)
+		})
+		c, err = Open("fake")
+		if resets == 3 && (err != nil || n.Load() != 4) {
+			t.Fatalf("after 3 resets: %v, %d handshakes", err, n.Load())
+		}
+		if resets == 4 {
+			wantErrno(t, err, syscall.ECONNRESET)
+			if n.Load() != 4 {
+				t.Fatalf("after 4 resets: %d handshakes, want 4", n.Load())
+			}
+		}
+		c.Close()
+	}
 	// a daemon that never answers: ETIMEDOUT after a second
 	release := make(chan struct{})
 	d.set(func(conn int) { <-release })

@@ -25,6 +25,7 @@ const (
 	sockPathMax    = 108            // SHM_SOCK_PATH_MAX: a sun_path
 	instanceMax    = 64             // SHM_INSTANCE_MAX
 	followEveryNs  = 20000000       // FOLLOW_EVERY_NS of snowid.c
+	openResets     = 3              // SNOWID_OPEN_RESETS of snowid.c
 
 	// <linux/fcntl.h>: not in package syscall
 	fGetSeals  = 1024 + 10
@@ -109,7 +110,8 @@ func socketPath(instance string) (string, syscall.Errno) {
 //	       or its directory owned by a user other than the daemon's or root);
 //	EXDEV: this process does not share snowidd's CLOCK_MONOTONIC;
 //	EPROTO: not a snowidd of this version, or a damaged answer;
-//	ECONNRESET: snowidd closed the connection without an answer;
+//	ECONNRESET: snowidd closed the connection without an answer, four
+//	            times running (asked again 10 ms after each);
 //	ETIMEDOUT: snowidd did not answer within a second;
 //	EAGAIN: this user held too many answers unread for a second;
 //	EINVAL: a bad instance name, or $SNOWID_RUNTIME_DIR not absolute;
@@ -124,11 +126,18 @@ func Open(instance string) (*Client, error) {
 	c := &Client{path: path, uuidKey: uuidKeyNew()}
 	c.maxWaitNs.Store(int64(DefaultMaxWait))
 	// EAGAIN: snowidd holds many answers this user has not closed yet (a
-	// burst of clients starting at once): they go within moments
+	// burst of clients starting at once): they go within moments.
+	// ECONNRESET: closed unanswered (a snowidd killed mid-handshake, or
+	// evicting under a flood): the socket outlives a restart, and the next
+	// snowidd answers from its backlog
 	var g *seg
-	for attempt := 0; ; attempt++ {
+	for attempt, resets := 0, 0; ; attempt++ {
 		g, e = handshake(path, hsTimeoutNs)
-		if e != syscall.EAGAIN || attempt == 100 {
+		if e == syscall.ECONNRESET {
+			if resets++; resets > openResets {
+				break
+			}
+		} else if e != syscall.EAGAIN || attempt == 100 {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -115,8 +115,9 @@ typedef struct snowid_status {
  * -EXDEV: this process does not share snowidd's CLOCK_MONOTONIC (another
  *         time namespace);
  * -EPROTO: not a snowidd of this version, or a damaged answer;
- * -ECONNRESET: snowidd closed the connection without an answer (stopping,
- *         or too busy);
+ * -ECONNRESET: snowidd closed the connection without an answer, four times
+ *         running (each time asked again after 10 ms: a restart's backlog
+ *         is served by the next snowidd);
  * -ETIMEDOUT: snowidd did not answer within a second;
  * -EAGAIN: this user held too many answers unread for a second;
  * -EINVAL: a bad instance name, or $SNOWID_RUNTIME_DIR not an absolute path;
