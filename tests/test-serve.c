@@ -5,6 +5,7 @@
  * one that never sends a hello holds the exit only until its deadline. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <systemd/sd-event.h>
@@ -124,15 +125,37 @@ static void end_loop(sd_event *ev)
         assert_int_equal(sd_event_get_state(ev), SD_EVENT_FINISHED);
 }
 
+/* A server on a fresh loop, on a new listening socket (a duplicate of it
+ * in *kept, as systemd's fd store keeps it, unless kept is NULL), or, with
+ * reuse, on *kept. */
+static struct serve *server_on(sd_event **ev, int *kept, bool reuse)
+{
+        struct serve *srv;
+        int lfd;
+        assert_int_equal(sd_event_new(ev), 0);
+        if (reuse)
+                lfd = *kept;
+        else {
+                assert_int_equal(shm_listen(cfg.runtime_dir, cfg.instance, &lfd), 0);
+                if (kept)
+                        assert_true((*kept = fcntl(lfd, F_DUPFD_CLOEXEC, 3)) >= 0);
+        }
+        assert_int_equal(serve_start(*ev, &cfg, pub, lfd, &srv), 0);
+        return srv;
+}
+
+static void server_end(struct serve *srv, sd_event *ev)
+{
+        serve_free(srv);
+        sd_event_unref(ev);
+}
+
 static void test_drain_answers_accepted(void **state)
 {
         (void)state;
         sd_event *ev;
-        struct serve *srv;
-        int lfd, nfds;
-        assert_int_equal(sd_event_new(&ev), 0);
-        assert_int_equal(shm_listen(cfg.runtime_dir, cfg.instance, &lfd), 0);
-        assert_int_equal(serve_start(ev, &cfg, pub, lfd, &srv), 0);
+        struct serve *srv = server_on(&ev, NULL, false);
+        int nfds;
 
         /* a: accepted, half its hello read by the loop; b: accepted, its
          * whole hello sent but unread when the loop ends */
@@ -164,11 +187,8 @@ static void test_drain_without_hello(void **state)
 {
         (void)state;
         sd_event *ev;
-        struct serve *srv;
-        int lfd, nfds;
-        assert_int_equal(sd_event_new(&ev), 0);
-        assert_int_equal(shm_listen(cfg.runtime_dir, cfg.instance, &lfd), 0);
-        assert_int_equal(serve_start(ev, &cfg, pub, lfd, &srv), 0);
+        struct serve *srv = server_on(&ev, NULL, false);
+        int nfds;
         int a = client_connect();
         accept_until(ev, srv, 1);
         end_loop(ev);
@@ -192,31 +212,23 @@ static void test_drain_leaves_queue(void **state)
 {
         (void)state;
         sd_event *ev;
-        struct serve *srv;
-        int lfd, nfds;
-        assert_int_equal(sd_event_new(&ev), 0);
-        assert_int_equal(shm_listen(cfg.runtime_dir, cfg.instance, &lfd), 0);
-        int kept = fcntl(lfd, F_DUPFD_CLOEXEC, 3);
-        assert_true(kept >= 0);
-        assert_int_equal(serve_start(ev, &cfg, pub, lfd, &srv), 0);
+        int kept, nfds;
+        struct serve *srv = server_on(&ev, &kept, false);
         end_loop(ev);
         int a = client_connect(); /* queued, never accepted by the first server */
         send_hello(a, 0, sizeof(struct shm_hello));
         serve_drain(srv);
         assert_int_equal(serve_stats(srv)->given, 0);
-        srv = serve_free(srv);
-        sd_event_unref(ev);
+        server_end(srv, ev);
 
-        assert_int_equal(sd_event_new(&ev), 0);
-        assert_int_equal(serve_start(ev, &cfg, pub, kept, &srv), 0);
+        srv = server_on(&ev, &kept, true);
         for (int i = 0; i < 500 && serve_stats(srv)->given == 0; i++)
                 assert_true(sd_event_run(ev, 10000) >= 0);
         assert_int_equal(serve_stats(srv)->given, 1);
         assert_int_equal(read_welcome(a, &nfds), 0);
         assert_int_equal(nfds, 2);
         close(a);
-        srv = serve_free(srv);
-        sd_event_unref(ev);
+        server_end(srv, ev);
 }
 
 int main(void)
