@@ -11,11 +11,10 @@
 #include <time.h>
 
 #include "etcd.h"
+#include "hold.h"
 #include "log.h"
 
 #define BODY_MAX (16u << 20) /* an answer larger than this is not one of ours */
-#define HOLD_MIN_MS 1000     /* after a refusal (auth, TLS...), the first wait */
-#define HOLD_MAX_MS 30000
 
 struct request {
         struct etcd *etcd;
@@ -52,12 +51,8 @@ struct etcd {
         struct etcd_stats stats;
         struct etcd_history hist; /* of kv answers */
         /* a refusal that needs an operator, and the wait it imposes */
-        struct etcd_problem problem;
+        struct hold hold;         /* a refusal in force */
         uint32_t problem_members; /* bit i: endpoint i refused this way */
-        uint64_t hold_until;      /* CLOCK_MONOTONIC usec; 0: no wait */
-        sd_event_source *hold_timer;
-        void (*problem_cb)(void *userdata, const struct etcd_problem *p);
-        void *problem_userdata;
 };
 
 static uint64_t now_usec(void)
@@ -234,7 +229,7 @@ struct etcd *etcd_free(struct etcd *e)
                 curl_multi_cleanup(e->multi);
         }
         sd_event_source_disable_unref(e->timer);
-        sd_event_source_disable_unref(e->hold_timer);
+        hold_free(&e->hold);
         sd_event_unref(e->event);
         free(e->token);
         free(e);
@@ -295,68 +290,38 @@ static int on_hold_over(sd_event_source *s, uint64_t usec, void *userdata)
 }
 
 /* Whether q waits: a refusal holds back every request it concerns (all of
- * them, except for permissions: lease calls are not checked against roles,
- * and keepalives keep the number while an operator fixes the roles). */
+ * them but the authentication, except for permissions: lease calls are not
+ * checked against roles, and keepalives keep the number while an operator
+ * fixes the roles). */
 static bool held(const struct etcd *e, const struct request *q)
 {
-        return e->hold_until && now_usec() < e->hold_until && !q->is_auth &&
-               (e->problem.err != ETCD_ERR_PERMISSION || q->is_kv);
+        return !q->is_auth && hold_applies(&e->hold, q->is_kv);
 }
 
 static void problem_seen(struct etcd *e, const struct request *q, const struct etcd_reply *r)
 {
-        struct etcd_problem *p = &e->problem;
-        uint64_t now = now_usec();
-        if (p->err != r->err) {
+        if (e->hold.problem.err != r->err)
                 e->problem_members = 0;
-                p->in_row = 0;
-        }
-        p->err = r->err;
-        p->in_row++;
         e->problem_members |= UINT32_C(1) << q->member;
-        p->members = (unsigned)__builtin_popcount(e->problem_members);
-        p->endpoint = e->cfg->etcd[q->member];
-        snprintf(p->message, sizeof(p->message), "%s", r->error ? r->error : "no reason given");
-        if (now >= e->hold_until) {
-                /* a new round of tries: wait longer (requests already in
-                 * flight fail within the same round) */
-                p->hold_ms = p->hold_ms ? p->hold_ms * 2 : HOLD_MIN_MS;
-                if (p->hold_ms > HOLD_MAX_MS)
-                        p->hold_ms = HOLD_MAX_MS;
-                e->hold_until = now + (uint64_t)p->hold_ms * 1000;
-                if (!e->hold_timer) {
-                        if (sd_event_add_time(e->event, &e->hold_timer, CLOCK_MONOTONIC,
-                                              e->hold_until, 1000, on_hold_over, e) >= 0)
-                                sd_event_source_set_description(e->hold_timer, "etcd-hold");
-                } else {
-                        sd_event_source_set_time(e->hold_timer, e->hold_until);
-                        sd_event_source_set_enabled(e->hold_timer, SD_EVENT_ONESHOT);
-                }
-        }
-        if (e->problem_cb)
-                e->problem_cb(e->problem_userdata, p);
+        hold_seen(&e->hold, r->err, r->error, e->cfg->etcd[q->member],
+                  (unsigned)__builtin_popcount(e->problem_members), e->event, "etcd-hold",
+                  on_hold_over, e);
 }
 
 /* A request of the kind the refusal concerned went through. */
 static void problem_cleared(struct etcd *e, const struct request *q)
 {
-        if (e->problem.err == ETCD_ERR_NONE || (e->problem.err == ETCD_ERR_PERMISSION && !q->is_kv))
+        if (!hold_cleared(&e->hold, q->is_kv))
                 return;
-        e->problem = (struct etcd_problem){0};
         e->problem_members = 0;
-        e->hold_until = 0;
-        if (e->hold_timer)
-                sd_event_source_set_enabled(e->hold_timer, SD_EVENT_OFF);
-        if (e->problem_cb)
-                e->problem_cb(e->problem_userdata, &e->problem);
         release_parked(e);
 }
 
 void etcd_on_problem(struct etcd *e, void (*cb)(void *userdata, const struct etcd_problem *p),
                      void *userdata)
 {
-        e->problem_cb = cb;
-        e->problem_userdata = userdata;
+        e->hold.cb = cb;
+        e->hold.cb_userdata = userdata;
 }
 
 /* ---- requests ---- */

@@ -17,14 +17,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hold.h"
 #include "log.h"
 #include "pg.h"
 
 #define BACKOFF_MIN_MS 100 /* reconnecting: the first wait, doubled up to the last */
 #define BACKOFF_MAX_MS 1000
-#define SETUP_MIN_MS 10000 /* a new connection's setup may take this long, at least */
-#define HOLD_MIN_MS 1000   /* after a refusal (auth, TLS...), the first wait */
-#define HOLD_MAX_MS 30000
+#define SETUP_MIN_MS 10000     /* a new connection's setup may take this long, at least */
 #define ANSWER_MAX (16u << 20) /* an answer larger than this is not one of ours */
 
 static const char call_sql[] = "SELECT snowid.call($1, $2::jsonb)::text";
@@ -87,11 +86,7 @@ struct pg {
         struct etcd_stats stats;
         struct etcd_history hist; /* of kv answers */
         /* a refusal that needs an operator, and the wait it imposes */
-        struct etcd_problem problem;
-        uint64_t hold_until; /* CLOCK_MONOTONIC usec; 0: no wait */
-        sd_event_source *hold_timer;
-        void (*problem_cb)(void *userdata, const struct etcd_problem *p);
-        void *problem_userdata;
+        struct hold hold; /* a refusal in force */
         /* said once per daemon, not on every reconnect */
         bool warned_sync_commit, warned_async_standby;
         /* the server's disk is full (SQLSTATE 53100) and no write went through
@@ -348,60 +343,26 @@ static int on_hold_over(sd_event_source *s, uint64_t usec, void *userdata)
  * them, except for permissions: lease calls are not checked against roles). */
 static bool held(const struct pg *p, const struct request *q)
 {
-        return p->hold_until && now_usec() < p->hold_until &&
-               (p->problem.err != ETCD_ERR_PERMISSION || q->is_kv);
+        return hold_applies(&p->hold, q->is_kv);
 }
 
 static void problem_seen(struct pg *p, enum etcd_err err, const char *message)
 {
-        struct etcd_problem *pr = &p->problem;
-        uint64_t now = now_usec();
-        if (pr->err != err)
-                pr->in_row = 0;
-        pr->err = err;
-        pr->in_row++;
-        pr->members = 1;
-        pr->endpoint = p->endpoint;
-        snprintf(pr->message, sizeof(pr->message), "%s", message ? message : "no reason given");
-        if (now >= p->hold_until) {
-                /* a new round of tries: wait longer (calls already failing
-                 * fail within the same round) */
-                pr->hold_ms = pr->hold_ms ? pr->hold_ms * 2 : HOLD_MIN_MS;
-                if (pr->hold_ms > HOLD_MAX_MS)
-                        pr->hold_ms = HOLD_MAX_MS;
-                p->hold_until = now + (uint64_t)pr->hold_ms * 1000;
-                if (!p->hold_timer) {
-                        if (sd_event_add_time(p->event, &p->hold_timer, CLOCK_MONOTONIC,
-                                              p->hold_until, 1000, on_hold_over, p) >= 0)
-                                sd_event_source_set_description(p->hold_timer, "pg-hold");
-                } else {
-                        sd_event_source_set_time(p->hold_timer, p->hold_until);
-                        sd_event_source_set_enabled(p->hold_timer, SD_EVENT_ONESHOT);
-                }
-        }
-        if (p->problem_cb)
-                p->problem_cb(p->problem_userdata, pr);
+        hold_seen(&p->hold, err, message, p->endpoint, 1, p->event, "pg-hold", on_hold_over, p);
 }
 
 /* A call of the kind the refusal concerned went through. */
 static void problem_cleared(struct pg *p, const struct request *q)
 {
-        if (p->problem.err == ETCD_ERR_NONE || (p->problem.err == ETCD_ERR_PERMISSION && !q->is_kv))
-                return;
-        p->problem = (struct etcd_problem){0};
-        p->hold_until = 0;
-        if (p->hold_timer)
-                sd_event_source_set_enabled(p->hold_timer, SD_EVENT_OFF);
-        if (p->problem_cb)
-                p->problem_cb(p->problem_userdata, &p->problem);
-        kick(p);
+        if (hold_cleared(&p->hold, q->is_kv))
+                kick(p);
 }
 
 void pg_on_problem(struct pg *p, void (*cb)(void *userdata, const struct etcd_problem *p),
                    void *userdata)
 {
-        p->problem_cb = cb;
-        p->problem_userdata = userdata;
+        p->hold.cb = cb;
+        p->hold.cb_userdata = userdata;
 }
 
 /* ---- answers ---- */
@@ -549,8 +510,8 @@ static void connect_failed(struct pg *p, enum etcd_err err, const char *why)
         back_off(p);
         if (err != ETCD_ERR_NONE) {
                 problem_seen(p, err, msg);
-                if (p->next_try < p->hold_until)
-                        p->next_try = p->hold_until;
+                if (p->next_try < p->hold.until)
+                        p->next_try = p->hold.until;
                 fail_all(p, err, msg);
         }
         kick(p);
@@ -1039,7 +1000,7 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct request *q = userdata;
         struct pg *p = q->pg;
-        char why[sizeof(p->problem.message) + sizeof(p->endpoint) + 64];
+        char why[sizeof(p->hold.problem.message) + sizeof(p->endpoint) + 64];
         (void)s;
         (void)usec;
         if (q == p->current) {
@@ -1049,12 +1010,13 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
                 return 0;
         }
         /* waiting out a refusal: the refusal is why it failed */
-        enum etcd_err err = held(p, q) || (p->state != C_READY && p->problem.err != ETCD_ERR_NONE &&
-                                           p->problem.err != ETCD_ERR_PERMISSION)
-                                    ? p->problem.err
-                                    : ETCD_ERR_NONE;
+        enum etcd_err err =
+                held(p, q) || (p->state != C_READY && p->hold.problem.err != ETCD_ERR_NONE &&
+                               p->hold.problem.err != ETCD_ERR_PERMISSION)
+                        ? p->hold.problem.err
+                        : ETCD_ERR_NONE;
         if (err != ETCD_ERR_NONE)
-                snprintf(why, sizeof(why), "%s", p->problem.message);
+                snprintf(why, sizeof(why), "%s", p->hold.problem.message);
         else if (p->state == C_READY)
                 snprintf(why, sizeof(why), "waited %u ms behind other calls to PostgreSQL",
                          p->cfg->etcd_timeout_ms);
@@ -1102,7 +1064,7 @@ struct pg *pg_free(struct pg *p)
         sd_event_source_disable_unref(p->kick);
         sd_event_source_disable_unref(p->retry);
         sd_event_source_disable_unref(p->connect_timer);
-        sd_event_source_disable_unref(p->hold_timer);
+        hold_free(&p->hold);
         sd_event_unref(p->event);
         free(p);
         return NULL;

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdio.h>
+#include <time.h>
+
+#include "hold.h"
+
+#define HOLD_MIN_MS 1000 /* after a refusal (auth, TLS...), the first wait */
+#define HOLD_MAX_MS 30000
+
+static uint64_t now_usec(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+bool hold_applies(const struct hold *h, bool is_kv)
+{
+        return h->until && now_usec() < h->until &&
+               (h->problem.err != ETCD_ERR_PERMISSION || is_kv);
+}
+
+void hold_seen(struct hold *h, enum etcd_err err, const char *message, const char *endpoint,
+               unsigned members, sd_event *event, const char *timer_name,
+               sd_event_time_handler_t over, void *userdata)
+{
+        struct etcd_problem *p = &h->problem;
+        uint64_t now = now_usec();
+        if (p->err != err)
+                p->in_row = 0;
+        p->err = err;
+        p->in_row++;
+        p->members = members;
+        p->endpoint = endpoint;
+        snprintf(p->message, sizeof(p->message), "%s", message ? message : "no reason given");
+        if (now >= h->until) {
+                /* a new round of tries: wait longer (calls already under way
+                 * fail within the same round) */
+                p->hold_ms = p->hold_ms ? p->hold_ms * 2 : HOLD_MIN_MS;
+                if (p->hold_ms > HOLD_MAX_MS)
+                        p->hold_ms = HOLD_MAX_MS;
+                h->until = now + (uint64_t)p->hold_ms * 1000;
+                if (!h->timer) {
+                        if (sd_event_add_time(event, &h->timer, CLOCK_MONOTONIC, h->until, 1000,
+                                              over, userdata) >= 0)
+                                sd_event_source_set_description(h->timer, timer_name);
+                } else {
+                        sd_event_source_set_time(h->timer, h->until);
+                        sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT);
+                }
+        }
+        if (h->cb)
+                h->cb(h->cb_userdata, p);
+}
+
+bool hold_cleared(struct hold *h, bool is_kv)
+{
+        if (h->problem.err == ETCD_ERR_NONE || (h->problem.err == ETCD_ERR_PERMISSION && !is_kv))
+                return false;
+        h->problem = (struct etcd_problem){0};
+        h->until = 0;
+        if (h->timer)
+                sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
+        if (h->cb)
+                h->cb(h->cb_userdata, &h->problem);
+        return true;
+}
+
+void hold_free(struct hold *h)
+{
+        h->timer = sd_event_source_disable_unref(h->timer);
+}
