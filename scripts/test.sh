@@ -12,20 +12,17 @@ bash scripts/deps.sh --test || exit 1
 
 passed=0
 failed=0
-count() { # count LOG...: adds those runs' results (meson's testlog.json) to the totals
-    local p f
-    for log in "$@"; do
-        if [ ! -f "$log" ]; then failed=$((failed + 1)); return; fi
-    done
+count() { # count BUILDDIR: adds that run's results to the totals
+    local log="$1/meson-logs/testlog.json" p f
+    if [ ! -f "$log" ]; then failed=$((failed + 1)); return; fi
     read -r p f < <(python3 -c '
 import json, sys
 p = f = 0
-for name in sys.argv[1:]:
-    for line in open(name):
-        r = json.loads(line)["result"]
-        if r in ("OK", "EXPECTEDFAIL"): p += 1
-        elif r != "SKIP": f += 1
-print(p, f)' "$@")
+for line in open(sys.argv[1]):
+    r = json.loads(line)["result"]
+    if r in ("OK", "EXPECTEDFAIL"): p += 1
+    elif r != "SKIP": f += 1
+print(p, f)' "$log")
     passed=$((passed + p))
     failed=$((failed + f))
 }
@@ -56,26 +53,12 @@ run_suite() { # run_suite BUILDDIR [meson options...]
         failed=$((failed + 1))
         return
     fi
-    rm -f "$dir"/meson-logs/testlog*.json
-    if [ ${#BESIDE_ARGS[@]} -eq 0 ]; then
-        meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 "${TEST_ARGS[@]}"
-        count "$dir/meson-logs/testlog.json"
-        return
-    fi
-    # the tests of BESIDE_ARGS (mostly waiting) in a second runner beside
-    # the first, one at a time: each runner's own tests still run alone
-    meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 1 \
-        --logbase testlog-beside "${BESIDE_ARGS[@]}" >"logs/$dir.beside.log" 2>&1 &
-    local beside=$!
-    meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 "${TEST_ARGS[@]}"
-    wait "$beside"
-    echo "== $dir, beside: ${BESIDE_ARGS[*]}"
-    cat "logs/$dir.beside.log"
-    count "$dir/meson-logs/testlog.json" "$dir/meson-logs/testlog-beside.json"
+    rm -f "$dir/meson-logs/testlog.json"
+    meson test -C "$dir" --print-errorlogs --num-processes 2 "${TEST_ARGS[@]}"
+    count "$dir"
 }
 
 TEST_ARGS=()
-BESIDE_ARGS=()
 add_counts() { # add_counts LOG RC: adds the "N passed, N failed" line a runner
     # ended LOG with; a runner that exited non-zero with no failure counted
     # (stopped early, or no such line) counts as one failure more
@@ -120,10 +103,7 @@ fuzz_opts=(-Dfuzz=true -Dtests=false -Dbindings=disabled -Db_sanitize=address,un
 prebuild_pid=$!
 
 export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
-# the tests that mostly wait on leases (suite 'long') beside the others
-TEST_ARGS=(--no-suite long) BESIDE_ARGS=(--suite long)
 run_suite build -Dbindings=enabled
-TEST_ARGS=() BESIDE_ARGS=()
 # a failed or unfinished build is redone (and its errors shown) below
 wait "$prebuild_pid"
 # the PostgreSQL runs of the tests shared with etcd, and the SQL-only test,
