@@ -283,8 +283,7 @@ int main(int argc, char **argv)
                         r = holder.exit_code;
         }
         http_stop(app.http);
-        if (app.serve)
-                serve_drain(app.serve);
+        serve_drain(app.serve);
         serve_free(app.serve);
         holder_free(&holder);
         tsc_clock_free(app.tsc);

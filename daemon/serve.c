@@ -355,6 +355,8 @@ void serve_drain(struct serve *s)
 {
         struct pollfd pfd[SERVE_CONN_MAX];
         struct conn *cs[SERVE_CONN_MAX];
+        if (!s)
+                return;
         /* nothing more is accepted (the loop has ended); the connections
          * still queued stay on the listening socket, which outlives this
          * process in systemd's fd store: the next snowidd accepts them */

@@ -34,7 +34,7 @@ int serve_start(sd_event *event, const struct settings *cfg, struct shm_pub *pub
 /* At exit, with the loop ended: answers the connections already accepted
  * as their hellos come, each until its own deadline (SHM_HS_TIMEOUT_MS from
  * its accept).  Closed unanswered, their clients would be reset: a restart
- * must not fail a client starting then. */
+ * must not fail a client starting then.  Accepts NULL. */
 void serve_drain(struct serve *s);
 struct serve *serve_free(struct serve *s);
 const struct serve_stats *serve_stats(const struct serve *s);

@@ -543,14 +543,13 @@ SNOWID_EXPORT int snowid_get_layout(snowid *s, snowid_layout *ret)
  * it links into shared objects too: the sized calls under their own names. */
 #ifdef SNOWID_STATIC
 #define SIZED(name) name
-#define SYMVER(versioned)
+#define SYMVER(impl, versioned)
 #else
 #define SIZED(name) name##_v1_2
 #if __has_attribute(symver)
-#define SYMVER(versioned) __attribute__((symver(versioned)))
+#define SYMVER(impl, versioned) __attribute__((symver(versioned)))
 #else
-#define SYMVER(versioned)
-#define SYMVER_ASM 1
+#define SYMVER(impl, versioned) __asm__(".symver " #impl ", " versioned);
 #endif
 #endif
 
@@ -598,10 +597,7 @@ static int host_stats(snowid *s, snowid_host_stats *ret)
 }
 
 /* SNOWID_1.2 and later: the caller says how large its struct is */
-#ifdef SYMVER_ASM
-__asm__(".symver snowid_get_host_stats_v1_2, snowid_get_host_stats@@SNOWID_1.2");
-#endif
-SYMVER("snowid_get_host_stats@@SNOWID_1.2")
+SYMVER(snowid_get_host_stats_v1_2, "snowid_get_host_stats@@SNOWID_1.2")
 SNOWID_EXPORT int SIZED(snowid_get_host_stats)(snowid *s, snowid_host_stats *ret)
 {
         snowid_host_stats hs;
@@ -617,10 +613,7 @@ struct snowid_host_stats_v1_0 {
         uint64_t issued, waits_ceiling, waits_deadline, waits_switch, eagain, dropped;
 };
 
-#ifdef SYMVER_ASM
-__asm__(".symver snowid_get_host_stats_v1_0, snowid_get_host_stats@SNOWID_1.0");
-#endif
-SYMVER("snowid_get_host_stats@SNOWID_1.0")
+SYMVER(snowid_get_host_stats_v1_0, "snowid_get_host_stats@SNOWID_1.0")
 SNOWID_EXPORT int snowid_get_host_stats_v1_0(snowid *s, struct snowid_host_stats_v1_0 *ret)
 {
         snowid_host_stats hs;
@@ -677,10 +670,7 @@ static int status(snowid *s, snowid_status *ret)
 }
 
 /* SNOWID_1.2 and later: the caller says how large its struct is */
-#ifdef SYMVER_ASM
-__asm__(".symver snowid_get_status_v1_2, snowid_get_status@@SNOWID_1.2");
-#endif
-SYMVER("snowid_get_status@@SNOWID_1.2")
+SYMVER(snowid_get_status_v1_2, "snowid_get_status@@SNOWID_1.2")
 SNOWID_EXPORT int SIZED(snowid_get_status)(snowid *s, snowid_status *ret)
 {
         snowid_status st;
@@ -700,10 +690,7 @@ struct snowid_status_v1_0 {
         int32_t daemon_pid;
 };
 
-#ifdef SYMVER_ASM
-__asm__(".symver snowid_get_status_v1_0, snowid_get_status@SNOWID_1.0");
-#endif
-SYMVER("snowid_get_status@SNOWID_1.0")
+SYMVER(snowid_get_status_v1_0, "snowid_get_status@SNOWID_1.0")
 SNOWID_EXPORT int snowid_get_status_v1_0(snowid *s, struct snowid_status_v1_0 *ret)
 {
         snowid_status st;

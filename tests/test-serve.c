@@ -40,13 +40,8 @@ static int setup(void **state)
         if (settings_load(&cfg, (int)(sizeof(argv) / sizeof(*argv)) - 1, argv) != 0)
                 return -1;
         log_max_level = cfg.log_level;
+        /* the welcome hands out the segment, published or not */
         if (shm_pub_open(cfg.runtime_dir, cfg.instance, -1, -1, &pub) < 0)
-                return -1;
-        struct shm_publication p = {.layout = cfg.layout, .worker = 7, .lead_ms = 1, .follow = 1};
-        p.offset_ns = shm_offset_for_wall(p.layout.epoch_ms);
-        p.start_ms = (uint64_t)((shm_monotonic_ns() + p.offset_ns) / 1000000);
-        p.deadline = p.start_ms + 60 * 1000;
-        if (shm_pub_switch(pub, &p) < 0)
                 return -1;
         return shm_socket_path(sa.sun_path, sizeof(sa.sun_path), cfg.runtime_dir, cfg.instance);
 }
