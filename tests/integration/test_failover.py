@@ -34,12 +34,15 @@ def test_takeover(h):
     b.start(timeout=30)  # READY only once A's lease has expired
     # A's last mark: hwm/<n> just before B's claim overwrote it (etcd keeps
     # that history; PostgreSQL keeps only the newest value, and there the
-    # check is that A's IDs on n all come before B's)
+    # check is that A's IDs on n all come before B's).  B's claim wrote
+    # workers/<n> and hwm/<n> in one revision, the one that created B's
+    # workers/<n>; B may have raised hwm/<n> since, so its own newest
+    # revision is not the one to step back from.
     mark_a = None
     if STORE == "etcd":
-        _, kv = etcd.get(f"/snowid/tiny/hwm/{n}")
+        _, kv = etcd.get(f"/snowid/tiny/workers/{n}")
         before_b = etcd.call("/v3/kv/range", {"key": b64(f"/snowid/tiny/hwm/{n}"),
-                                              "revision": str(int(kv["mod_revision"]) - 1)})
+                                              "revision": str(int(kv["create_revision"]) - 1)})
         mark_a = int(unb64(before_b["kvs"][0]["value"]))
     cb = Taker(h, instance=b.instance, name="b", extra=RATE)
     first_b = take(b.instance, 1)[0]
