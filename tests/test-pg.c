@@ -20,8 +20,7 @@ static void test_conninfo(void **state)
         static const char *const good[] = {
                 "host=127.0.0.1 port=5432 dbname=snowid user=snowid",
                 "host=/run/postgresql dbname=snowid passfile=/etc/snowid/pgpass",
-                "postgresql://snowid@db.example:5432/snowid?sslmode=verify-full&sslrootcert=/"
-                "ca.pem",
+                "postgresql://snowid@db:5432/snowid?sslmode=verify-full&sslrootcert=/ca.pem",
                 "postgresql://[::1]:5432/snowid",
                 "postgres:///snowid?host=/tmp",
                 "dbname=snowid password=", /* empty: none */
