@@ -129,7 +129,12 @@ def test_etcd_outages(h):
     assert r["eagain"] > 0, "the deadline should have passed"
     total = check_unique_and_increasing(short + c.ids())
     log(f"etcd outages: {total} IDs unique; IDs again {resumed:.2f} s after etcd served again")
-    assert resumed < 2.0, f"IDs took {resumed:.2f} s to flow after etcd returned"
+    # etcd keeps the lease through the outage (a new leader extends every
+    # lease), so the next renewal goes through.  PostgreSQL expires it by its
+    # own clock: the daemon reconnects (at most 1 s), finds the number lost
+    # at its next renewal (500 ms) and claims one again.
+    bound = 2.0 if STORE == "etcd" else 3.0
+    assert resumed < bound, f"IDs took {resumed:.2f} s to flow after {STORE} returned"
     d.stop()
 
 

@@ -112,10 +112,14 @@ def deadline_and_lead(instance):
     return dl, tt(take(instance)[0]) - id_time_now()
 
 
-def past_deadline(last):
-    # a second past it: a renewal may have raised it once more before the end
+def past_deadline(last, mark):
+    """Whether a killed or stopped daemon's clients have passed its last
+    deadline, given its mark read once it could write no more: a deadline is
+    published only once etcd has confirmed a mark at least as high, so the
+    mark bounds the deadline even if renewals raised it after `last` was
+    read.  Half a second more for the clients' wait (100 ms) to run out."""
     dl, lead = last
-    return id_time_now() + lead > dl + 1000
+    return id_time_now() + lead > max(dl, mark) + 500
 
 
 def healthz(port):
@@ -165,7 +169,7 @@ def test_mark_deleted_under_ahead_holder(h):
     first_b = take(b.instance)[0]
     assert tw(first_b) == 0, "B should hold A's number"
     assert tt(first_b) > mark_a, f"B started at {tt(first_b)}, inside A's range (mark {mark_a})"
-    wait_for(lambda: past_deadline(last_a), 20, "A's clients to pass A's deadline")
+    wait_for(lambda: past_deadline(last_a, mark_a), 20, "A's clients to pass A's deadline")
     cover(b.instance, mark_a, "B's clients to pass A's mark")
     ra, rb = ca.stop(), cb.stop()
     ids_a, ids_b = ca.ids(), cb.ids()
@@ -208,7 +212,7 @@ def test_mark_deleted_and_holder_killed(h):
     first_b = take(b.instance)[0]
     assert tw(first_b) == 0, "B should hold A's number"
     assert tt(first_b) > int(floor), f"B started at {tt(first_b)}, not above the floor {floor}"
-    wait_for(lambda: past_deadline(last_a), 20, "A's clients to pass A's deadline")
+    wait_for(lambda: past_deadline(last_a, int(deleted)), 20, "A's clients to pass A's deadline")
     cover(b.instance, int(deleted), "B's clients to pass A's last mark")
     ra, rb = ca.stop(), cb.stop()
     ids_a, ids_b = ca.ids(), cb.ids()
@@ -256,7 +260,7 @@ def test_mark_and_floor_deleted(h):
     cb = Taker(h, instance=b.instance, name="b", extra=RATE)
     first_b = take(b.instance)[0]
     assert tw(first_b) == 0 and tt(first_b) > last, f"B at {tt(first_b)}, A's last mark {last}"
-    wait_for(lambda: past_deadline(last_a), 20, "A's clients to pass A's deadline")
+    wait_for(lambda: past_deadline(last_a, last), 20, "A's clients to pass A's deadline")
     cover(b.instance, last, "B's clients to pass A's last mark")
     ca.stop(), cb.stop()
     total = check_unique_and_increasing(ca.ids() + cb.ids())
@@ -304,7 +308,7 @@ def test_restore_with_stalled_holder(h):
     # A may first see the revision go back; either way it must go on by itself
     # once it sees that the fence has changed (rules 5 and 6)
     wait_for(lambda: "new fence" in a.log_text(), 10, "A to see the new fence")
-    wait_for(lambda: past_deadline(last_a), 25, "A's clients to pass A's deadline")
+    wait_for(lambda: past_deadline(last_a, before), 25, "A's clients to pass A's deadline")
     cover(b.instance, before, "B's clients to pass A's last mark")
     # A's re-raise (rule 6) must not lower B's mark
     assert hwm(etcd, c, n) >= tt(first_b), "hwm went below what B uses"
