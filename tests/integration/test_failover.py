@@ -5,8 +5,8 @@ killed.  Every ID every client took is checked."""
 import signal
 import time
 
-from harness import (STORE, Daemon, Etcd, Store, Taker, b64, check_unique_and_increasing, decode, log, run,
-                     take, unb64, wait_for)
+from harness import (STORE, Daemon, Etcd, Store, Taker, b64, check_unique_and_increasing, decode, id_time_now,
+                     log, run, take, unb64, wait_for)
 
 FAST = ["--lease-ttl", "3", "--window", "3", "--renew-interval", "500", "--etcd-timeout", "1000"]
 # IDs a second per taker thread: enough to meet every deadline and switch,
@@ -28,8 +28,14 @@ def test_takeover(h):
     ca = Taker(h, instance=a.instance, name="a", extra=RATE)
     wait_for(lambda: "worker" in a.status(), 5, "A's status")
     n = int(a.status().split("worker ")[1].split(",")[0])
+    # how far A's ID time runs ahead of the wall clock (read after the ID is
+    # taken, so at most the true lead)
+    lead = decode(take(a.instance, 1)[0], 1)[0] - id_time_now()
     a.signal(signal.SIGSTOP)
-    log(f"A holds {n}; stopped")
+    # A can write no more: a deadline is published only once its mark is
+    # confirmed, so the mark stored now bounds every deadline A published
+    stopped_mark = int(etcd.get(f"/snowid/tiny/hwm/{n}")[0])
+    log(f"A holds {n}; stopped, hwm/{n} = {stopped_mark}")
     b = Daemon(h, etcd, instance=h.instance + "-b", name="b", args=FAST + ["--cluster", "tiny"])
     b.start(timeout=30)  # READY only once A's lease has expired
     # A's last mark: hwm/<n> just before B's claim overwrote it (etcd keeps
@@ -50,7 +56,11 @@ def test_takeover(h):
     assert decode(first_b, 1)[0] > 0
     a.signal(signal.SIGCONT)
     wait_for(lambda: "Lost worker number" in a.log_text(), 10, "A to find its lease gone")
-    time.sleep(0.5)  # let both clients run on, A's past its deadline
+    # both clients run on until A's are past A's deadline, and past their
+    # own wait (100 ms) for a new one
+    wait_for(lambda: id_time_now() + lead > stopped_mark + 500, 15,
+             "A's clients to pass A's deadline")
+    wait_for(lambda: cb.last_id() is not None, 10, "B's client's first IDs")
     ra, rb = ca.stop(), cb.stop()
     ids_a, ids_b = ca.ids(), cb.ids()
     total = check_unique_and_increasing(ids_a + ids_b)
