@@ -23,7 +23,7 @@ BUILD = os.environ.get("SNOWID_BUILD", os.path.join(os.path.dirname(__file__), "
 DRIVER = os.path.join(BUILD, "tests", "snowid-pg-driver")
 PGBIN = os.environ.get("SNOWID_PGBIN", "/usr/lib/postgresql/15/bin")
 
-from harness import free_port, log  # noqa: E402 (after the paths it reads)
+from harness import free_port, log, wait_for  # noqa: E402 (after the paths it reads)
 
 
 class ScratchPostgres:
@@ -321,7 +321,8 @@ def test_backend_killed(pg):
             base = 10 if how == "terminate" else 20
             d.call(base, body={"sleep_ms": 20000})
             d.call(base + 1)  # queued behind it
-            time.sleep(0.3)
+            wait_for(lambda: pg.psql(f"SELECT state FROM pg_stat_activity WHERE pid = {pid}") == "active",
+                     10, "the long call to run on the backend")
             if how == "terminate":
                 assert pg.psql(f"SELECT pg_terminate_backend({pid})") == "t"
             else:
@@ -468,7 +469,8 @@ def test_tls(pg):
     pg.psql(f"ALTER SYSTEM SET ssl_ca_file = '{d}/ca.pem'")
     pg.psql("ALTER SYSTEM SET ssl = on")
     pg.psql("SELECT pg_reload_conf()")
-    time.sleep(0.5)
+    # a new session takes the postmaster's settings: on once it has reloaded
+    wait_for(lambda: pg.psql("SHOW ssl") == "on", 10, "the reload to turn ssl on")
 
     def one(conninfo, name):
         """The first call's answer, or the first refusal if none went through
