@@ -552,6 +552,22 @@ def id_time_now():
     return int(time.time() * 1000) - EPOCH_MS
 
 
+def lead_of(instance, worker_bits=10):
+    """How far the instance's ID time runs ahead of the wall clock, in ms
+    (the clock is read after the ID is taken: at most the true lead)."""
+    return decode(take(instance)[0], worker_bits)[0] - id_time_now()
+
+
+def past_deadline(lead, stored_mark):
+    """Whether the clients of a daemon that was killed or stopped, whose ID
+    time ran `lead` ms ahead of the wall clock, have passed its last deadline,
+    given its mark read once it could write no more: a deadline is published
+    only once the store has confirmed a mark at least as high, so that mark
+    bounds every deadline the daemon published.  Half a second more for the
+    clients' wait (100 ms) to run out."""
+    return id_time_now() + lead > stored_mark + 500
+
+
 def decode(i, worker_bits=10, seq_bits=12):
     return (i >> (worker_bits + seq_bits), (i >> seq_bits) & ((1 << worker_bits) - 1),
             i & ((1 << seq_bits) - 1))

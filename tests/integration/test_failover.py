@@ -5,8 +5,8 @@ killed.  Every ID every client took is checked."""
 import signal
 import time
 
-from harness import (STORE, Daemon, Etcd, Store, Taker, b64, check_unique_and_increasing, decode, id_time_now,
-                     log, run, take, unb64, wait_for)
+from harness import (STORE, Daemon, Etcd, Store, Taker, b64, check_unique_and_increasing, decode, lead_of,
+                     log, past_deadline, run, take, unb64, wait_for)
 
 FAST = ["--lease-ttl", "3", "--window", "3", "--renew-interval", "500", "--etcd-timeout", "1000"]
 # IDs a second per taker thread: enough to meet every deadline and switch,
@@ -28,23 +28,20 @@ def test_takeover(h):
     ca = Taker(h, instance=a.instance, name="a", extra=RATE)
     wait_for(lambda: "worker" in a.status(), 5, "A's status")
     n = int(a.status().split("worker ")[1].split(",")[0])
-    # how far A's ID time runs ahead of the wall clock (read after the ID is
-    # taken, so at most the true lead)
-    lead = decode(take(a.instance, 1)[0], 1)[0] - id_time_now()
+    lead = lead_of(a.instance, 1)
     a.signal(signal.SIGSTOP)
-    # A can write no more: a deadline is published only once its mark is
-    # confirmed, so the mark stored now bounds every deadline A published
+    # A can write no more: the mark stored now bounds every deadline A published
     stopped_mark = int(etcd.get(f"/snowid/tiny/hwm/{n}")[0])
     log(f"A holds {n}; stopped, hwm/{n} = {stopped_mark}")
     b = Daemon(h, etcd, instance=h.instance + "-b", name="b", args=FAST + ["--cluster", "tiny"])
     b.start(timeout=30)  # READY only once A's lease has expired
-    # A's last mark: hwm/<n> just before B's claim overwrote it (etcd keeps
-    # that history; PostgreSQL keeps only the newest value, and there the
-    # check is that A's IDs on n all come before B's).  B's claim wrote
-    # workers/<n> and hwm/<n> in one revision, the one that created B's
-    # workers/<n>; B may have raised hwm/<n> since, so its own newest
-    # revision is not the one to step back from.
-    mark_a = None
+    # A's last mark: with etcd, hwm/<n> just before B's claim overwrote it
+    # (a write of A's still in flight at the stop may have landed after it
+    # was read above).  B's claim wrote workers/<n> and hwm/<n> in one
+    # revision, the one that created B's workers/<n>; B may have raised
+    # hwm/<n> since, so its own newest revision is not the one to step back
+    # from.  PostgreSQL keeps only the newest value: the mark read at the stop.
+    mark_a = stopped_mark
     if STORE == "etcd":
         _, kv = etcd.get(f"/snowid/tiny/workers/{n}")
         before_b = etcd.call("/v3/kv/range", {"key": b64(f"/snowid/tiny/hwm/{n}"),
@@ -56,10 +53,8 @@ def test_takeover(h):
     assert decode(first_b, 1)[0] > 0
     a.signal(signal.SIGCONT)
     wait_for(lambda: "Lost worker number" in a.log_text(), 10, "A to find its lease gone")
-    # both clients run on until A's are past A's deadline, and past their
-    # own wait (100 ms) for a new one
-    wait_for(lambda: id_time_now() + lead > stopped_mark + 500, 15,
-             "A's clients to pass A's deadline")
+    # both clients run on until A's are past A's deadline
+    wait_for(lambda: past_deadline(lead, stopped_mark), 15, "A's clients to pass A's deadline")
     wait_for(lambda: cb.last_id() is not None, 10, "B's client's first IDs")
     ra, rb = ca.stop(), cb.stop()
     ids_a, ids_b = ca.ids(), cb.ids()
@@ -67,8 +62,6 @@ def test_takeover(h):
     on_n_a = [i for i in ids_a[0] if decode(i, 1)[1] == n]
     on_n_b = [i for i in ids_b[0] if decode(i, 1)[1] == n]
     assert on_n_a and on_n_b, "both hosts should have used the number"
-    if mark_a is None:
-        mark_a = max(decode(i, 1)[0] for i in on_n_a)
     assert max(decode(i, 1)[0] for i in on_n_a) <= mark_a
     assert min(decode(i, 1)[0] for i in on_n_b) > mark_a, "B started inside A's range"
     assert ra["eagain"] > 0, "A's client should have run into A's deadline"

@@ -13,8 +13,8 @@ import signal
 import time
 
 from harness import (STORE, EPOCH_MS, Daemon, Etcd, Store, Taker, check_unique_and_increasing, cli_status,
-                     decode, fence, free_port, http_get, id_time_now, log, mark, metric, run,
-                     take, try_take, wait_for)
+                     decode, fence, free_port, http_get, id_time_now, lead_of, log, mark, metric,
+                     past_deadline, run, take, try_take, wait_for)
 
 FAST = ["--lease-ttl", "3", "--window", "3", "--renew-interval", "500", "--etcd-timeout", "1000"]
 # two worker numbers: a takeover can be forced onto one number
@@ -104,24 +104,6 @@ def deadline_passed(instance):
     return try_take(instance, 1, wait_ms=10) is None
 
 
-def deadline_and_lead(instance):
-    """A live daemon's deadline, and how far its ID time runs ahead of the
-    wall clock: to tell, once it is killed or stopped (and no new client can
-    ask it), when its clients have passed that deadline."""
-    dl = deadline_of(instance)
-    return dl, tt(take(instance)[0]) - id_time_now()
-
-
-def past_deadline(last, mark):
-    """Whether a killed or stopped daemon's clients have passed its last
-    deadline, given its mark read once it could write no more: a deadline is
-    published only once etcd has confirmed a mark at least as high, so the
-    mark bounds the deadline even if renewals raised it after `last` was
-    read.  Half a second more for the clients' wait (100 ms) to run out."""
-    dl, lead = last
-    return id_time_now() + lead > max(dl, mark) + 500
-
-
 def healthz(port):
     return http_get(port, "/healthz")
 
@@ -159,7 +141,7 @@ def test_mark_deleted_under_ahead_holder(h):
     assert tw(take(a.instance)[0]) == 0, "A should still hold 0"
 
     # A dies hard; B takes number 0 over
-    last_a = deadline_and_lead(a.instance)
+    lead_a = lead_of(a.instance, 1)
     a.kill9()
     mark_a = hwm(etcd, c, 0)
     log(f"A killed; hwm/0 = {mark_a}")
@@ -169,7 +151,7 @@ def test_mark_deleted_under_ahead_holder(h):
     first_b = take(b.instance)[0]
     assert tw(first_b) == 0, "B should hold A's number"
     assert tt(first_b) > mark_a, f"B started at {tt(first_b)}, inside A's range (mark {mark_a})"
-    wait_for(lambda: past_deadline(last_a, mark_a), 20, "A's clients to pass A's deadline")
+    wait_for(lambda: past_deadline(lead_a, mark_a), 20, "A's clients to pass A's deadline")
     cover(b.instance, mark_a, "B's clients to pass A's mark")
     ra, rb = ca.stop(), cb.stop()
     ids_a, ids_b = ca.ids(), cb.ids()
@@ -197,7 +179,7 @@ def test_mark_deleted_and_holder_killed(h):
     assert tw(first) == 0 and tt(first) > ahead
     claimed = wait_for(lambda: hwm(etcd, c, 0), 5, "A's claim")
     wait_for(lambda: hwm(etcd, c, 0) > claimed, 5, "a renewal of A's mark")
-    last_a = deadline_and_lead(a.instance)
+    lead_a = lead_of(a.instance, 1)
     a.kill9()
     deleted = etcd.delete(key(c, "hwm/0"))
     assert deleted is not None
@@ -212,7 +194,7 @@ def test_mark_deleted_and_holder_killed(h):
     first_b = take(b.instance)[0]
     assert tw(first_b) == 0, "B should hold A's number"
     assert tt(first_b) > int(floor), f"B started at {tt(first_b)}, not above the floor {floor}"
-    wait_for(lambda: past_deadline(last_a, int(deleted)), 20, "A's clients to pass A's deadline")
+    wait_for(lambda: past_deadline(lead_a, int(deleted)), 20, "A's clients to pass A's deadline")
     cover(b.instance, int(deleted), "B's clients to pass A's last mark")
     ra, rb = ca.stop(), cb.stop()
     ids_a, ids_b = ca.ids(), cb.ids()
@@ -239,7 +221,7 @@ def test_mark_and_floor_deleted(h):
     assert tw(take(a.instance)[0]) == 0
     claimed = wait_for(lambda: hwm(etcd, c, 0), 5, "A's claim")
     wait_for(lambda: hwm(etcd, c, 0) > claimed, 5, "a renewal of A's mark")
-    last_a = deadline_and_lead(a.instance)
+    lead_a = lead_of(a.instance, 1)
     a.kill9()
     last = int(etcd.delete(key(c, "hwm/0")))
     assert etcd.delete(key(c, "floor")) is not None, "no floor key"
@@ -260,7 +242,7 @@ def test_mark_and_floor_deleted(h):
     cb = Taker(h, instance=b.instance, name="b", extra=RATE)
     first_b = take(b.instance)[0]
     assert tw(first_b) == 0 and tt(first_b) > last, f"B at {tt(first_b)}, A's last mark {last}"
-    wait_for(lambda: past_deadline(last_a, last), 20, "A's clients to pass A's deadline")
+    wait_for(lambda: past_deadline(lead_a, last), 20, "A's clients to pass A's deadline")
     cover(b.instance, last, "B's clients to pass A's last mark")
     ca.stop(), cb.stop()
     total = check_unique_and_increasing(ca.ids() + cb.ids())
@@ -283,7 +265,7 @@ def test_restore_with_stalled_holder(h):
     snap_mark = hwm(etcd, c, n)
     snap, restored_ok = snapshot(h, etcd)
     wait_for(lambda: hwm(etcd, c, n) > snap_mark + 3000, 10, "A's mark to move past the snapshot's")
-    last_a = deadline_and_lead(a.instance)
+    lead_a = lead_of(a.instance, 1)
     a.signal(signal.SIGSTOP)
     before = hwm(etcd, c, n)
     log(f"A holds {n}, stopped; hwm/{n} {snap_mark} in the snapshot, {before} now")
@@ -308,7 +290,7 @@ def test_restore_with_stalled_holder(h):
     # A may first see the revision go back; either way it must go on by itself
     # once it sees that the fence has changed (rules 5 and 6)
     wait_for(lambda: "new fence" in a.log_text(), 10, "A to see the new fence")
-    wait_for(lambda: past_deadline(last_a, before), 25, "A's clients to pass A's deadline")
+    wait_for(lambda: past_deadline(lead_a, before), 25, "A's clients to pass A's deadline")
     cover(b.instance, before, "B's clients to pass A's last mark")
     # A's re-raise (rule 6) must not lower B's mark
     assert hwm(etcd, c, n) >= tt(first_b), "hwm went below what B uses"
