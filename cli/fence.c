@@ -89,6 +89,21 @@ static uint64_t wall_id_ms(const snowid_layout *l)
         return unix_ms > l->epoch_ms ? unix_ms - l->epoch_ms : 0;
 }
 
+/* The lead the fence `old` gave the hosts that claimed after it (its
+ * claims_above past its era, in ID time), less what slew-rate has brought
+ * back since; 0 once slewed away. */
+static uint64_t previous_lead(const struct fence_run *f, const struct cluster_ident *old)
+{
+        const snowid_layout *l = &f->cfg->layout;
+        uint64_t era_id = old->era > l->epoch_ms ? old->era - l->epoch_ms : 0;
+        if (!old->era || old->claims_above <= era_id)
+                return 0;
+        uint64_t lead = old->claims_above - era_id, now = wall_id_ms(l);
+        uint64_t since_s = now > era_id ? (now - era_id) / 1000 : 0;
+        uint64_t back = since_s * f->cfg->slew_us_per_s / 1000;
+        return back >= lead ? 0 : lead - back;
+}
+
 static void on_read(void *userdata, const struct etcd_reply *r)
 {
         struct fence_run *f = userdata;
@@ -138,13 +153,26 @@ static void on_read(void *userdata, const struct etcd_reply *r)
         /* a daemon's mark runs up to window + mark-step ahead of its clock */
         uint64_t bound = wall_id_ms(l) + f->ahead_ms +
                          (uint64_t)(f->cfg->window_s + f->cfg->mark_step_s) * 1000;
+        /* hosts that claimed after the last fence started its lead (its
+         * claims_above less its era) ahead of the clock, and slew it back
+         * at slew-rate: what may be left of it counts on top of --ahead */
+        uint64_t left = previous_lead(f, &old);
+        bound += left;
         uint64_t above = bound;
         uint64_t stored = floor > highest ? floor : highest;
         f->far_ahead_s = stored > bound ? (double)(stored - bound) / 1000 : 0;
         above = old.claims_above > above ? old.claims_above : above;
         above = floor > above ? floor : above;
         above = highest > above ? highest : above;
-        if (fence_make(above, old.era, &c) < 0) {
+        if (old.cluster_id && old.cluster_id == r->cluster_id)
+                fprintf(stderr,
+                        "snowid fence: note: etcd's cluster ID (%" PRIu64 ") is unchanged since "
+                        "the last fence. If etcd was restored from a snapshot, it was restored "
+                        "with the same --initial-cluster-token: daemons that reached it before "
+                        "this fence could not all tell. Restore with a new token "
+                        "(docs/fences.md)\n",
+                        r->cluster_id);
+        if (fence_make(above, old.era, r->cluster_id, &c) < 0) {
                 fprintf(stderr, "snowid fence: no random token\n");
                 goto out;
         }
@@ -176,11 +204,13 @@ static void on_read(void *userdata, const struct etcd_reply *r)
                 goto out;
         }
         int n = snprintf(f->said, sizeof(f->said),
-                         "snowid fence: cluster %s fenced: token %s, claims above %" PRIu64
-                         " (%+.1f s from this host's clock; %zu marks, the highest %" PRIu64
-                         ", floor was %" PRIu64 ")%s\n",
-                         f->cfg->cluster, c.token, above,
-                         ((double)above - (double)wall_id_ms(l)) / 1000, marks, highest, floor,
+                         "snowid fence: cluster %s fenced on etcd cluster ID %" PRIu64
+                         ": token %s, claims above %" PRIu64
+                         " (%+.1f s from this host's clock, %.1f s of it the last fence's "
+                         "lead; %zu marks, the highest %" PRIu64 ", floor was %" PRIu64 ")%s\n",
+                         f->cfg->cluster, r->cluster_id, c.token, above,
+                         ((double)above - (double)wall_id_ms(l)) / 1000, (double)left / 1000, marks,
+                         highest, floor,
                          rl == 0 ? "; layout re-created from the configuration" : "");
         if (rl == 0 && n > 0 && (size_t)n < sizeof(f->said))
                 snprintf(f->said + n, sizeof(f->said) - (size_t)n,

@@ -107,6 +107,7 @@ static void on_grant(void *userdata, const struct etcd_reply *r)
                 return;
         }
         g->lease = id;
+        lease_lives(g, ttl, r->usec);
         g->state = H_SCAN;
         scan(h, false);
 }
@@ -331,8 +332,19 @@ static void on_claim(void *userdata, const struct etcd_reply *r)
                 return;
         }
         if (etcd_ok(r) && json_is_true(json_object_get(r->json, "succeeded"))) {
+                g->mark_rev = r->revision; /* the put's mod revision is the txn's */
                 claimed(h);
                 return;
+        }
+        /* failure read 4: the mark of the number held now, whose last write
+         * by this daemon the claim compared */
+        struct kv own = {0};
+        if (etcd_ok(r) && h->cur.state != H_NONE && h->cur.mark_rev &&
+            txn_kv(r->json, 4, &own) >= 0) {
+                int64_t modrev = own.key ? own.mod_revision : 0;
+                kv_clear(&own);
+                if (forgotten(h, &h->cur, modrev, "claiming another number"))
+                        return;
         }
         /* taken by another daemon, the mark moved, or the lease died */
         log_debug("Worker %" PRId32 " could not be claimed (%s)", g->worker,
@@ -381,6 +393,15 @@ static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t 
         json_t *cmp = json_object_get(body, "compare");
         txn_cluster_compares(cmp, h->prefix, &h->cl);
         txn_cluster_reads(json_object_get(body, "failure"), h->prefix);
+        /* this daemon's last acknowledged write of the number it holds is
+         * still there: a restore that took it back refuses the claim (its
+         * revisions refilled or not), and the failure branch shows it */
+        if (h->cur.state != H_NONE && h->cur.mark_rev) {
+                json_array_append_new(cmp, txn_cmp(key_json(h, "hwm/", h->cur.worker), "MOD",
+                                                   "GREATER", NULL, h->cur.mark_rev - 1));
+                json_array_append_new(json_object_get(body, "failure"),
+                                      range_op(key_json(h, "hwm/", h->cur.worker), NULL, false));
+        }
         /* no mark: the floor, which is at or above every deadline ever
          * published, must still be below the start */
         if (!modrev)
@@ -400,6 +421,7 @@ static void on_settle(void *userdata, const struct etcd_reply *r)
         struct holding *g = acquiring(h, r, H_SETTLE);
         bool ours;
         uint64_t stored;
+        int64_t modrev;
         if (!g || !cluster_ok(h, r, -1))
                 return;
         int same = etcd_ok(r) ? txn_cluster_same(r->json, 2, &h->cl) : -1;
@@ -409,13 +431,14 @@ static void on_settle(void *userdata, const struct etcd_reply *r)
                 cluster_read(h);
                 return;
         }
-        if (!etcd_ok(r) || same < 0 || read_back(g, r->json, &ours, &stored) < 0) {
+        if (!etcd_ok(r) || same < 0 || read_back(g, r->json, &ours, &stored, &modrev) < 0) {
                 /* keep asking: the lease may expire meanwhile, which settles it too */
                 on_settle_retry_timer(h);
                 return;
         }
         if (ours && stored == g->mark) {
                 log_info("The claim of worker %" PRId32 " was applied", g->worker);
+                g->mark_rev = modrev;
                 claimed(h);
                 return;
         }

@@ -105,6 +105,8 @@ static void init_marks(struct holder *h, uint64_t from);
 static void on_init(void *userdata, const struct etcd_reply *r)
 {
         struct holder *h = userdata;
+        if (r->cluster_id)
+                h->cluster_id = r->cluster_id;
         if (!etcd_ok(r) || !json_is_true(json_object_get(r->json, "succeeded"))) {
                 reread_in(h, etcd_ok(r) ? 0 : REREAD_MS); /* created meanwhile, or no answer */
                 return;
@@ -154,7 +156,8 @@ static void create_cluster(struct holder *h)
         const char *p = h->prefix;
         bool marked = (UINT64_C(1) << h->cfg->layout.worker_bits) <= INIT_MAX;
         struct cluster_ident c;
-        if (fence_make(0, 0, &c) < 0) {
+        /* the fence names the cluster it is made on (the last answer's) */
+        if (fence_make(0, 0, h->cluster_id, &c) < 0) {
                 reread_in(h, REREAD_MS);
                 return;
         }
@@ -183,6 +186,8 @@ static void on_cluster(void *userdata, const struct etcd_reply *r)
         struct kv lk = {0}, fk = {0}, flk = {0};
         struct cluster_ident c = {0};
         snowid_layout l;
+        if (r->cluster_id)
+                h->cluster_id = r->cluster_id; /* the cluster a fence made here names */
         if (!etcd_ok(r)) {
                 if (r->err == ETCD_ERR_NONE) /* a refusal is said once, by refusal.c */
                         log_warning("Cannot read the cluster's layout from %s: %s",
@@ -239,6 +244,28 @@ static void on_cluster(void *userdata, const struct etcd_reply *r)
                 goto retry;
         }
         c.layout_rev = lk.create_revision;
+        /* a fence written on another cluster: etcd was restored (with a new
+         * cluster token, as the procedure says) or replaced, and not fenced
+         * since.  Nothing is acted on until a fence names this cluster */
+        if (c.cluster_id && r->cluster_id && c.cluster_id != r->cluster_id) {
+                if (h->halted != HALT_RESTORED)
+                        log_error("The fence at %sfence was written on cluster %" PRIu64
+                                  ", but etcd answers as cluster %" PRIu64 ": it was restored "
+                                  "or replaced, and not fenced since. Claiming and extending "
+                                  "nothing on it until `snowid fence` has run there",
+                                  h->prefix, c.cluster_id, r->cluster_id);
+                cluster_halt(h, HALT_RESTORED);
+                goto retry;
+        }
+        /* the mark of the number held, as of this daemon's last write */
+        struct kv own = {0};
+        if (h->halted == HALT_NONE && h->cur.state != H_NONE &&
+            r->tag == (uint64_t)h->cur.worker + 1 && txn_kv(r->json, 6, &own) >= 0) {
+                int64_t modrev = own.key ? own.mod_revision : 0;
+                kv_clear(&own);
+                if (forgotten(h, &h->cur, modrev, "reading the cluster"))
+                        goto out;
+        }
         bool same = c.fence_len == h->cl.fence_len && !memcmp(c.fence, h->cl.fence, c.fence_len);
         /* a fence made later (or, after a restore, at the same era with
          * another token) is adopted; the one known with revisions gone back,
@@ -247,7 +274,9 @@ static void on_cluster(void *userdata, const struct etcd_reply *r)
         /* claims_above 0 is a cluster made anew: the prefix was wiped, which
          * to a daemon that knew it is an unfenced restore */
         bool made_anew = !same && c.claims_above == 0;
-        if (h->layout_ready && ((same && r->went_back) || (!same && !newer) || made_anew)) {
+        /* a restore once seen (however) lasts until a new fence */
+        bool restored = r->went_back || h->halted == HALT_RESTORED;
+        if (h->layout_ready && ((same && restored) || (!same && !newer) || made_anew)) {
                 if (!same && h->halted != HALT_RESTORED)
                         log_error("%s (era %" PRIu64 ", this daemon knows era %" PRIu64 ")",
                                   made_anew ? "The cluster was made anew in etcd"
@@ -297,7 +326,15 @@ void cluster_read(struct holder *h)
         json_object_set_new(top, "limit", json_integer(1));
         json_object_set_new(top, "sort_order", json_string("DESCEND"));
         json_object_set_new(top, "sort_target", json_string("VALUE"));
-        if (store_call(h->store, "/v3/kv/txn", body, on_cluster, h, 0) < 0)
+        /* and the mark of the number held, to check that etcd still has
+         * this daemon's last write of it */
+        uint64_t tag = 0;
+        if (h->halted == HALT_NONE && h->cur.state != H_NONE && h->cur.mark_rev) {
+                json_array_append_new(ops,
+                                      txn_range(txn_key(p, "hwm/", h->cur.worker), NULL, false));
+                tag = (uint64_t)h->cur.worker + 1;
+        }
+        if (store_call(h->store, "/v3/kv/txn", body, on_cluster, h, tag) < 0)
                 reread_in(h, REREAD_MS);
 }
 
@@ -309,11 +346,11 @@ void cluster_halt(struct holder *h, enum halt why)
                 return;
         if (why == HALT_RESTORED) {
                 h->stats.restores_seen++;
-                log_error(
-                        "etcd was restored from a snapshot or replaced (its revision went back or "
-                        "its cluster ID changed): extending nothing and claiming nothing on it. "
-                        "Run `snowid fence` against the cluster (docs/fences.md); this daemon "
-                        "goes on by itself once the fence has changed");
+                log_error("etcd was restored from a snapshot or replaced (its revision went back, "
+                          "its cluster ID changed, or it forgot what it acknowledged to this "
+                          "daemon): extending nothing and claiming nothing on it. "
+                          "Run `snowid fence` against the cluster (docs/fences.md); this daemon "
+                          "goes on by itself once the fence has changed");
         }
         h->halted = why;
         holder_halted(h);
@@ -392,11 +429,17 @@ static void raise_send(struct holder *h, struct mark_raise *m, bool cas, int64_t
 
 static void raise_done(struct holder *h, struct mark_raise *m, bool ok)
 {
-        if (ok && m->lease)
+        if (ok && m->lease) {
+                if (h->stopping)
+                        log_info("Worker %" PRId32 "'s mark confirmed at or above %" PRIu64
+                                 "; revoking its lease",
+                                 m->worker, m->mark);
                 give_up_lease(h, m->lease);
+        }
         if (m->for_holding && h->cur.id == m->for_holding)
                 h->cur.raising = false;
         m->active = false;
+        holder_stop_check(h);
 }
 
 static struct mark_raise *raise_by_tag(struct holder *h, uint64_t tag)

@@ -205,10 +205,8 @@ const char *etcd_err_name(enum etcd_err err)
 }
 
 void etcd_history_note(struct etcd_history *hist, int64_t rev_at_send, unsigned gen_at_send,
-                       struct etcd_reply *r)
+                       bool linearizable, struct etcd_reply *r)
 {
-        if (gen_at_send != hist->gen)
-                return; /* sent before a reset: of the history that was left behind */
         json_t *hdr = json_object_get(r->json, "header");
         const char *cid = json_string_value(json_object_get(hdr, "cluster_id"));
         char *end;
@@ -218,12 +216,17 @@ void etcd_history_note(struct etcd_history *hist, int64_t rev_at_send, unsigned 
         r->cluster_id = strtoull(cid, &end, 10);
         if (errno || end == cid || *end)
                 r->cluster_id = 0;
-        if ((hist->cluster_id && r->cluster_id && r->cluster_id != hist->cluster_id) ||
-            r->revision < rev_at_send)
+        if (gen_at_send != hist->gen)
+                return; /* sent before a reset: of the history that was left behind */
+        if (hist->cluster_id && r->cluster_id && r->cluster_id != hist->cluster_id)
                 hist->went_back = true;
+        else if (linearizable && r->revision < rev_at_send)
+                hist->went_back = true;
+        else if (!linearizable && r->revision < hist->max_rev)
+                r->behind = true;
         if (!hist->cluster_id)
                 hist->cluster_id = r->cluster_id;
-        if (!hist->went_back && r->revision > hist->max_rev)
+        if (linearizable && !hist->went_back && r->revision > hist->max_rev)
                 hist->max_rev = r->revision;
         r->went_back = hist->went_back;
 }

@@ -34,6 +34,7 @@ struct request {
         char errbuf[CURL_ERROR_SIZE]; /* libcurl's own words when it fails */
         unsigned gen_at_send;
         bool is_kv;
+        bool is_lease;
         bool is_auth;
         struct request *prev, *next; /* the client's list of requests in flight */
 };
@@ -49,7 +50,7 @@ struct etcd {
         bool authenticating;
         struct request *requests;
         struct etcd_stats stats;
-        struct etcd_history hist; /* of kv answers */
+        struct etcd_history hist; /* of kv and lease answers */
         /* a refusal that needs an operator, and the wait it imposes */
         struct hold hold;         /* a refusal in force */
         uint32_t problem_members; /* bit i: endpoint i refused this way */
@@ -262,6 +263,11 @@ void etcd_history_reset(struct etcd *e)
         e->hist = (struct etcd_history){.gen = e->hist.gen + 1};
 }
 
+void etcd_expect_cluster(struct etcd *e, uint64_t cluster_id)
+{
+        e->hist.cluster_id = cluster_id;
+}
+
 /* ---- refusals: a setting is wrong, so retrying soon cannot help ---- */
 
 static void fail_request(struct request *q, const struct etcd_reply *why);
@@ -337,9 +343,11 @@ static void finish(struct request *q, CURLcode result)
                 curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &http);
                 etcd_reply_parse(&r, http, q->answer, q->answer_len);
                 /* kv reads and transactions are linearizable: one sent after
-                 * an answer at revision R is answered at R or later */
-                if (q->is_kv && etcd_ok(&r))
-                        etcd_history_note(&e->hist, q->rev_at_send, q->gen_at_send, &r);
+                 * an answer at revision R is answered at R or later.  A lease
+                 * call is answered at the revision of the member that took it,
+                 * which may lag; its cluster ID is the cluster's all the same */
+                if ((q->is_kv || q->is_lease) && etcd_ok(&r))
+                        etcd_history_note(&e->hist, q->rev_at_send, q->gen_at_send, q->is_kv, &r);
         } else {
                 r.err = etcd_curl_err(result, q->errbuf);
                 r.error = q->too_big     ? "etcd's answer is too large"
@@ -543,6 +551,7 @@ int etcd_call(struct etcd *e, const char *path, json_t *body, etcd_cb cb, void *
         q->userdata = userdata;
         q->tag = tag;
         q->is_kv = !strncmp(path, "/v3/kv/", 7);
+        q->is_lease = !strncmp(path, "/v3/lease/", 10);
         q->rev_at_send = e->hist.max_rev;
         q->gen_at_send = e->hist.gen;
         int r = send_request(e, q);

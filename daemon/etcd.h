@@ -38,10 +38,13 @@ struct etcd_reply {
         int64_t revision;
         uint64_t cluster_id;
         /* a kv answer whose revision is lower than one seen before this
-         * request was sent, or from another cluster: etcd was restored or
-         * replaced.  Stays set on every later kv answer until
-         * etcd_history_reset(). */
+         * request was sent, or any answer from a cluster other than the one
+         * expected: etcd was restored or replaced.  Stays set on every later
+         * answer until etcd_history_reset(). */
         bool went_back;
+        /* a lease answer (not linearizable: a member that lags may give it)
+         * whose revision is lower than the highest seen: worth a check */
+        bool behind;
         /* etcd refused a write because its store is full (NOSPACE alarm) */
         bool nospace;
         enum etcd_err err;
@@ -63,21 +66,25 @@ struct etcd *etcd_free(struct etcd *e);
 int etcd_call(struct etcd *e, const char *path, json_t *body, etcd_cb cb, void *userdata,
               uint64_t tag);
 unsigned etcd_in_flight(const struct etcd *e);
-/* Forgets the revisions and cluster seen: the next kv answer starts the
+/* Forgets the revisions and cluster seen: the next answer starts the
  * history again (after a new fence has been adopted). */
 void etcd_history_reset(struct etcd *e);
-/* The revisions and cluster seen on kv answers. */
+/* The cluster every answer must come from (a fence names it); 0: the first
+ * answer's. */
+void etcd_expect_cluster(struct etcd *e, uint64_t cluster_id);
+/* The revisions and cluster seen on kv and lease answers. */
 struct etcd_history {
-        int64_t max_rev;     /* the highest header.revision */
+        int64_t max_rev;     /* the highest header.revision of a linearizable answer */
         uint64_t cluster_id; /* 0: none yet */
         bool went_back;      /* sticky until reset */
         unsigned gen;        /* resets so far: answers to requests sent before one are not noted */
 };
-/* Reads a kv answer's header into r->revision and r->cluster_id, and sets
- * r->went_back if it is lower than rev_at_send (the history's max_rev when
- * the request was sent) or from another cluster, or was already. */
+/* Reads an answer's header into r->revision and r->cluster_id.  Sets
+ * r->went_back if it is from another cluster, or (linearizable: a kv answer)
+ * lower than rev_at_send (the history's max_rev when the request was sent),
+ * or was already; sets r->behind for a lease answer lower than max_rev. */
 void etcd_history_note(struct etcd_history *hist, int64_t rev_at_send, unsigned gen_at_send,
-                       struct etcd_reply *r);
+                       bool linearizable, struct etcd_reply *r);
 const char *etcd_endpoint(const struct etcd *e);
 
 /* Counters for STATUS= and /metrics. */

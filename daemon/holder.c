@@ -75,11 +75,13 @@ char *i64(int64_t v, char buf[static 24])
 
 /* Reads back the two ranges [workers/n, hwm/n] of a txn answer: whether
  * workers/n holds this holding (value and lease) and the stored mark. */
-int read_back(const struct holding *g, const json_t *root, bool *ret_ours, uint64_t *ret_mark)
+int read_back(const struct holding *g, const json_t *root, bool *ret_ours, uint64_t *ret_mark,
+              int64_t *ret_modrev)
 {
         struct kv kv;
         *ret_ours = false;
         *ret_mark = 0;
+        *ret_modrev = 0;
         json_t *w = txn_kvs(root, 0), *m = txn_kvs(root, 1);
         if (w && json_array_size(w) > 0) {
                 if (kv_parse(json_array_get(w, 0), &kv) < 0)
@@ -91,6 +93,7 @@ int read_back(const struct holding *g, const json_t *root, bool *ret_ours, uint6
                 if (kv_parse(json_array_get(m, 0), &kv) < 0)
                         return -EBADMSG;
                 int r = parse_mark(kv.value, kv.value_len, ret_mark);
+                *ret_modrev = kv.mod_revision;
                 kv_clear(&kv);
                 if (r < 0)
                         return r;
@@ -107,10 +110,51 @@ struct holding *by_tag(struct holder *h, uint64_t tag)
         return NULL; /* an answer for a holding that is gone: ignored */
 }
 
+bool forgotten(struct holder *h, const struct holding *g, int64_t modrev, const char *where)
+{
+        if (!g->mark_rev || !modrev || modrev >= g->mark_rev)
+                return false;
+        if (h->halted == HALT_RESTORED)
+                return true; /* said already */
+        log_error("etcd forgot a write it acknowledged: hwm/%" PRId32 " was written by this "
+                  "daemon at revision %" PRId64 " and now reads as of revision %" PRId64
+                  " (%s). etcd was restored from a snapshot",
+                  g->worker, g->mark_rev, modrev, where);
+        cluster_halt(h, HALT_RESTORED);
+        cluster_read_in(h, 1000);
+        return true;
+}
+
+void lease_lives(struct holding *g, int64_t ttl_s, uint64_t usec)
+{
+        /* etcd counts the TTL from when it took the request, after it was
+         * sent; a second (or a tenth of the TTL) of margin for its clock */
+        uint64_t ttl_ms = (uint64_t)ttl_s * 1000, margin = ttl_ms / 10 > 1000 ? ttl_ms / 10 : 1000;
+        uint64_t sent = holder_mono_ms() - usec / 1000;
+        g->lease_until_ms = ttl_ms > margin ? sent + ttl_ms - margin : 0;
+}
+
 void note_etcd(struct holder *h, const struct etcd_reply *r)
 {
         if (r->err != ETCD_ERR_NONE)
                 return; /* etcd is there, refusing us: refusal.c says why */
+        if (r->cluster_id)
+                h->cluster_id = r->cluster_id;
+        /* any answer from another cluster, or a kv answer older than one
+         * seen: cluster_ok() halts on those it is given; a lease answer is
+         * acted on nowhere else */
+        if (r->went_back && !r->kv && h->layout_ready && h->halted == HALT_NONE) {
+                cluster_halt(h, HALT_RESTORED);
+                cluster_read_in(h, 1000);
+        }
+        /* a lease answer older than a kv answer seen: a member that lags,
+         * or a restore; a linearizable read of the cluster and of this
+         * daemon's own mark tells which */
+        if (r->behind && h->halted == HALT_NONE && h->layout_ready) {
+                log_debug("A lease answer at revision %" PRId64 ", below one seen: checking",
+                          r->revision);
+                cluster_read(h);
+        }
         bool ok = r->answered && r->http < 500;
         if (ok != h->etcd_reachable)
                 log_notice("%s is %s", store_name(h->store),
@@ -231,9 +275,12 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                                    "the marks this daemon published past it, then claiming again",
                                    c->claims_above);
                         store_history_reset(h->store);
+                        if (c->cluster_id)
+                                store_expect_cluster(h->store, c->cluster_id);
                         if (h->cur.state != H_NONE) {
                                 /* its workers/<n> belongs to the old history */
                                 h->cur.state = H_LOST;
+                                h->cur.mark_rev = 0; /* of the old history too */
                                 marks_retired(h, h->cur.worker, h->cur.mark);
                         }
                         holder_fence_adopted(h);
@@ -252,6 +299,8 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
         }
         h->layout = *l;
         h->layout_ready = true;
+        if (c->cluster_id)
+                store_expect_cluster(h->store, c->cluster_id);
         log_info("Cluster layout: epoch %" PRIu64 " ms, %u time, %u worker, %u sequence bits; "
                  "claims above %" PRIu64,
                  l->epoch_ms, l->time_bits, l->worker_bits, l->seq_bits, c->claims_above);
@@ -300,8 +349,17 @@ static void on_revoke(void *userdata, const struct etcd_reply *r)
         struct holder *h = userdata;
         if (!etcd_ok(r) && !(r->answered && r->http == 404))
                 log_debug("Revoking a lease failed: %s (it expires by itself)", r->error);
-        if (h->stopping && store_in_flight(h->store) == 0)
-                sd_event_exit(h->event, h->exit_code);
+        holder_stop_check(h);
+}
+
+void holder_stop_check(struct holder *h)
+{
+        if (!h->stopping || store_in_flight(h->store) > 0)
+                return;
+        for (unsigned i = 0; i < RAISES_MAX; i++)
+                if (h->raises[i].active)
+                        return;
+        sd_event_exit(h->event, h->exit_code);
 }
 
 /* Revokes a lease that no holding uses any more; its claim (if etcd ever
@@ -404,7 +462,7 @@ static void on_keepalive(void *userdata, const struct etcd_reply *r)
         if (!g)
                 return;
         g->keepalive_busy = false;
-        if (g != &h->cur || g->state != H_HELD)
+        if (g != &h->cur || g->state != H_HELD || h->halted == HALT_RESTORED)
                 return;
         json_t *res = r->json ? json_object_get(r->json, "result") : NULL;
         if (!etcd_ok(r) || !json_is_object(res) || etcd_int64(res, "TTL", &ttl) < 0) {
@@ -413,8 +471,23 @@ static void on_keepalive(void *userdata, const struct etcd_reply *r)
                 log_debug("Keepalive failed: %s", r->error ? r->error : "malformed answer");
                 return;
         }
-        if (ttl <= 0)
-                lost(h, "its lease expired");
+        if (ttl > 0) {
+                lease_lives(g, ttl, r->usec);
+                return;
+        }
+        uint64_t now = holder_mono_ms();
+        if (now < g->lease_until_ms) {
+                /* never revoked by this daemon, and its TTL cannot have run
+                 * out: etcd lost it.  Not a lease to claim again after */
+                log_error("etcd does not know the lease of worker %" PRId32 ", which it "
+                          "gave %" PRIu64 " ms more to live and this daemon never revoked. "
+                          "etcd was restored from a snapshot (or the lease was revoked by hand)",
+                          g->worker, g->lease_until_ms - now);
+                cluster_halt(h, HALT_RESTORED);
+                cluster_read_in(h, 1000);
+                return;
+        }
+        lost(h, "its lease expired");
 }
 
 static void on_extend(void *userdata, const struct etcd_reply *r)
@@ -438,12 +511,15 @@ static void on_extend(void *userdata, const struct etcd_reply *r)
         }
         bool ours = true;
         uint64_t stored = v;
+        int64_t modrev = 0;
         if (!json_is_true(json_object_get(r->json, "succeeded"))) {
-                if (read_back(g, r->json, &ours, &stored) < 0) {
+                if (read_back(g, r->json, &ours, &stored, &modrev) < 0) {
                         h->stats.renewal_failures++;
                         log_warning("etcd's answer to a mark extension is malformed");
                         return;
                 }
+                if (forgotten(h, g, modrev, "extending the mark"))
+                        return;
                 if (!ours) {
                         lost(h, "another holder has it, or its lease is gone");
                         return;
@@ -459,6 +535,8 @@ static void on_extend(void *userdata, const struct etcd_reply *r)
         h->stats.renewals++;
         if (v > g->mark)
                 g->mark = v;
+        if (json_is_true(json_object_get(r->json, "succeeded")) && r->revision > g->mark_rev)
+                g->mark_rev = r->revision; /* the put's mod revision is the txn's */
         shm_pub_extend(h->pub, g->mark);
         if (h->etcd_full)
                 holder_etcd_full(h, false, NULL); /* a write went through */
@@ -494,11 +572,15 @@ static void send_renewal(struct holder *h)
         /* one extension is in flight at a time, so its mark is known */
         g->pending = v;
         json_t *body = json_pack(
-                "{s:[o, o, o], s:[o, o], s:[o, o]}", "compare",
+                "{s:[o, o, o, o], s:[o, o], s:[o, o]}", "compare",
                 txn_cmp(key_json(h, "workers/", g->worker), "LEASE", "EQUAL", NULL, g->lease),
                 txn_cmp(key_json(h, "workers/", g->worker), "VALUE", "EQUAL",
                         etcd_b64("%s", g->value), 0),
                 txn_cmp(key_json(h, "hwm/", g->worker), "VALUE", "LESS", mark_json(v), 0),
+                /* this daemon's last write of it still there (a restore
+                 * takes it back: then the failure branch shows it) */
+                txn_cmp(key_json(h, "hwm/", g->worker), "MOD", "GREATER", NULL,
+                        g->mark_rev > 0 ? g->mark_rev - 1 : 0),
                 "success", put_op(key_json(h, "hwm/", g->worker), mark_json(v), 0),
                 txn_raise_floor(h->prefix, v), "failure",
                 range_op(key_json(h, "workers/", g->worker), NULL, false),
@@ -680,12 +762,22 @@ static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
         struct holder *h = userdata;
         (void)s;
         (void)usec;
-        log_warning("%s did not answer the revocation in time; the lease expires by itself",
-                    store_name(h->store));
+        for (unsigned i = 0; i < RAISES_MAX; i++)
+                if (h->raises[i].active && h->raises[i].lease)
+                        log_warning("The mark of worker %" PRId32 " was not confirmed at or above "
+                                    "%" PRIu64 " in time: its lease is left to expire, not "
+                                    "revoked",
+                                    h->raises[i].worker, h->raises[i].mark);
+        if (store_in_flight(h->store))
+                log_warning("%s did not answer in time; leases not revoked expire by themselves",
+                            store_name(h->store));
         sd_event_exit(h->event, h->exit_code);
         return 0;
 }
 
+/* Rule 4 at a stop: the number is given up (its lease revoked) only once
+ * etcd has confirmed its mark at or above the last deadline published,
+ * raising it if it was lowered; otherwise the lease expires by itself. */
 void holder_stop(struct holder *h)
 {
         if (h->stopping)
@@ -696,15 +788,22 @@ void holder_stop(struct holder *h)
         sd_event_source_set_enabled(h->clock_timer, SD_EVENT_OFF);
         if (h->cur.state != H_NONE)
                 shm_pub_set_state(h->pub, SHM_STATE_NO_LEASE);
-        log_info("Stopping: revoking the lease; the segment stays valid until its deadline");
-        give_up_lease(h, h->cur.lease);
-        give_up_lease(h, h->next.lease);
+        give_up_lease(h, h->next.lease); /* nothing was published under it */
+        if (h->cur.state == H_HELD && h->halted == HALT_NONE) {
+                log_info("Stopping: confirming worker %" PRId32 "'s mark at or above its deadline "
+                         "%" PRIu64 ", then revoking the lease; the segment stays valid until "
+                         "its deadline",
+                         h->cur.worker, h->cur.mark);
+                marks_raise(h, h->cur.worker, h->cur.mark, h->cur.lease, 0);
+        } else if (h->cur.state == H_HELD)
+                log_info("Stopping: %s is not trusted now; the lease is left to expire",
+                         store_name(h->store));
+        else
+                log_info("Stopping; the segment stays valid until its deadline");
         h->cur.state = h->next.state = H_NONE;
-        if (store_in_flight(h->store) == 0) {
-                sd_event_exit(h->event, h->exit_code);
-                return;
-        }
-        sd_event_add_time_relative(h->event, &h->stop_timer, CLOCK_MONOTONIC, 1000000, 1000,
+        holder_stop_check(h);
+        sd_event_add_time_relative(h->event, &h->stop_timer, CLOCK_MONOTONIC,
+                                   (uint64_t)h->cfg->etcd_timeout_ms * 1000 + 1000000, 1000,
                                    on_stop_timer, h);
 }
 

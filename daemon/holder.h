@@ -43,7 +43,15 @@ struct holding {
         uint64_t mark;      /* the claim's mark, then the highest acknowledged */
         uint64_t pending;   /* the mark of the extension in flight */
         int64_t hwm_modrev; /* hwm/<n>'s mod revision when scanned; 0 if absent */
-        bool fresh;         /* a clock reset: ID time back to the wall clock */
+        /* the revision at which etcd acknowledged this holding's last write
+         * of hwm/<n> (0: none known); a restore that forgot the write shows
+         * hwm/<n> at a lower mod revision, whatever the revisions since */
+        int64_t mark_rev;
+        /* CLOCK_MONOTONIC ms before which the lease cannot have expired
+         * (the last TTL etcd gave, counted from when it was asked, less a
+         * margin): etcd not knowing it before then is a restore */
+        uint64_t lease_until_ms;
+        bool fresh; /* a clock reset: ID time back to the wall clock */
         bool keepalive_busy, extend_busy;
         uint64_t keepalive_next_ms; /* CLOCK_MONOTONIC ms of the next keepalive */
         bool raising;               /* its mark read back low: raised before anything else */
@@ -120,6 +128,7 @@ struct holder {
         sd_event_source *renew_timer, *clock_timer, *retry_timer, *setclock_io, *stop_timer;
         bool ready_sent, stopping, etcd_reachable;
         struct cluster_ident cl;
+        uint64_t cluster_id; /* header.cluster_id of the last answer that had one */
         enum halt halted;
         struct published published[PUBLISHED_MAX];
         unsigned n_published;
@@ -134,9 +143,12 @@ struct holder {
 
 int holder_start(struct holder *h, sd_event *event, const struct settings *cfg,
                  struct shm_pub *pub);
-/* Revokes the leases and leaves the segment valid until its deadline; the
- * loop exits when etcd has answered or after a second. */
+/* Confirms the held number's mark at or above its deadline, then revokes
+ * its lease, and leaves the segment valid until its deadline; the loop
+ * exits when etcd has answered or after etcd-timeout and a second. */
 void holder_stop(struct holder *h);
+/* Stopping, and nothing left to wait for: the loop exits. */
+void holder_stop_check(struct holder *h);
 /* Frees what holder_start() made, also after it failed; a holder that is
  * all zeros (holder_start() never reached) is freed as nothing. */
 void holder_free(struct holder *h);
@@ -159,7 +171,13 @@ void check_alarms(struct holder *h);
 void holder_etcd_refused(void *userdata, const struct etcd_problem *p);
 void holder_refusal_file(const struct holder *h);
 struct holding *acquiring(struct holder *h, const struct etcd_reply *r, enum hstate want);
-int read_back(const struct holding *g, const json_t *root, bool *ret_ours, uint64_t *ret_mark);
+int read_back(const struct holding *g, const json_t *root, bool *ret_ours, uint64_t *ret_mark,
+              int64_t *ret_modrev);
+/* Whether hwm/<n>, read at mod revision modrev (0: absent), shows that etcd
+ * forgot g's acknowledged write of it: then halted as restored. */
+bool forgotten(struct holder *h, const struct holding *g, int64_t modrev, const char *where);
+/* The lease's TTL as etcd gave it, asked at usec ago: lease_until_ms. */
+void lease_lives(struct holding *g, int64_t ttl_s, uint64_t usec);
 void publish(struct holder *h);
 /* next_backoff(), up to half a lease TTL when etcd did not answer or
  * answered 5xx, else up to a second */

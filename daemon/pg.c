@@ -84,7 +84,7 @@ struct pg {
         struct request *current;        /* its query is on the connection */
         unsigned in_flight;
         struct etcd_stats stats;
-        struct etcd_history hist; /* of kv answers */
+        struct etcd_history hist; /* of kv and lease answers */
         /* a refusal that needs an operator, and the wait it imposes */
         struct hold hold; /* a refusal in force */
         /* said once per daemon, not on every reconnect */
@@ -299,6 +299,11 @@ void pg_history_reset(struct pg *p)
         p->hist = (struct etcd_history){.gen = p->hist.gen + 1};
 }
 
+void pg_expect_cluster(struct pg *p, uint64_t cluster_id)
+{
+        p->hist.cluster_id = cluster_id;
+}
+
 /* ---- the queue ---- */
 
 static void kick(struct pg *p)
@@ -374,10 +379,10 @@ static void finish(struct pg *p, struct request *q, struct etcd_reply *r)
         r->usec = now_usec() - q->queued;
         r->kv = q->is_kv;
         int64_t max_rev = p->hist.max_rev;
-        /* kv reads and transactions are linearizable: one sent after an
-         * answer at revision R is answered at R or later */
-        if (q->is_kv && etcd_ok(r))
-                etcd_history_note(&p->hist, q->rev_at_send, q->gen_at_send, r);
+        /* every call runs under the one row lock, leases too: one sent
+         * after an answer at revision R is answered at R or later */
+        if ((q->is_kv || !strncmp(q->path, "/v3/lease/", 10)) && etcd_ok(r))
+                etcd_history_note(&p->hist, q->rev_at_send, q->gen_at_send, true, r);
         /* a full disk lasts until a write goes through (the revision moved);
          * meanwhile the alarm call says NOSPACE, as etcd's would */
         if (r->nospace)

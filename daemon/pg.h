@@ -28,6 +28,7 @@ struct pg *pg_free(struct pg *p);
 int pg_call(struct pg *p, const char *path, json_t *body, etcd_cb cb, void *userdata, uint64_t tag);
 unsigned pg_in_flight(const struct pg *p);
 void pg_history_reset(struct pg *p);
+void pg_expect_cluster(struct pg *p, uint64_t cluster_id);
 /* host:port or the socket's path; never a password */
 const char *pg_endpoint(const struct pg *p);
 const struct etcd_stats *pg_stats(const struct pg *p);

@@ -57,6 +57,14 @@ void store_history_reset(struct store *s)
                 etcd_history_reset(s->etcd);
 }
 
+void store_expect_cluster(struct store *s, uint64_t cluster_id)
+{
+        if (s->pg)
+                pg_expect_cluster(s->pg, cluster_id);
+        else
+                etcd_expect_cluster(s->etcd, cluster_id);
+}
+
 const char *store_endpoint(const struct store *s)
 {
         return s->pg ? pg_endpoint(s->pg) : etcd_endpoint(s->etcd);

@@ -22,6 +22,9 @@ int store_call(struct store *s, const char *path, json_t *body, etcd_cb cb, void
 unsigned store_in_flight(const struct store *s);
 /* Forgets the revisions and cluster identity seen (a new fence adopted). */
 void store_history_reset(struct store *s);
+/* Every answer must come from this cluster ID (the one the fence names):
+ * one from another sets went_back. */
+void store_expect_cluster(struct store *s, uint64_t cluster_id);
 /* Where requests go now, for logs: an etcd endpoint, or PostgreSQL's host and port. */
 const char *store_endpoint(const struct store *s);
 const struct etcd_stats *store_stats(const struct store *s);

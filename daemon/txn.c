@@ -151,17 +151,26 @@ int parse_mark(const char *v, size_t len, uint64_t *ret)
 int fence_parse(const char *v, size_t len, struct cluster_ident *c)
 {
         json_error_t err;
-        const char *token = NULL;
+        const char *token = NULL, *cid = NULL;
         json_int_t above = -1, era = -1;
+        uint64_t cluster_id = 0;
         if (len >= FENCE_MAX)
                 return -EBADMSG;
         json_t *j = json_loadb(v, len, 0, &err);
         int bad = !j ||
-                  json_unpack(j, "{s:s, s:I, s:I}", "token", &token, "era", &era, "claims_above",
-                              &above) < 0 ||
+                  json_unpack(j, "{s:s, s:I, s:I, s?s}", "token", &token, "era", &era,
+                              "claims_above", &above, "cluster_id", &cid) < 0 ||
                   above < 0 || era < 0 || strlen(token) != 32 ||
                   strspn(token, "0123456789abcdef") != 32;
+        if (!bad && cid) {
+                char *end;
+                errno = 0;
+                cluster_id = strtoull(cid, &end, 10);
+                bad = !*cid || *end || errno || strspn(cid, "0123456789") != strlen(cid) ||
+                      !cluster_id;
+        }
         if (!bad) {
+                c->cluster_id = cluster_id;
                 memcpy(c->fence, v, len);
                 c->fence_len = len;
                 memcpy(c->token, token, 33);
@@ -172,7 +181,7 @@ int fence_parse(const char *v, size_t len, struct cluster_ident *c)
         return bad ? -EBADMSG : 0;
 }
 
-int fence_make(uint64_t claims_above, uint64_t after, struct cluster_ident *c)
+int fence_make(uint64_t claims_above, uint64_t after, uint64_t cluster_id, struct cluster_ident *c)
 {
         uint64_t t[2];
         struct timespec ts;
@@ -186,8 +195,11 @@ int fence_make(uint64_t claims_above, uint64_t after, struct cluster_ident *c)
                 era = after + 1;
         int n = snprintf(c->fence, sizeof(c->fence),
                          "{\"token\":\"%016" PRIx64 "%016" PRIx64 "\",\"era\":%" PRIu64
-                         ",\"claims_above\":%" PRIu64 "}",
-                         t[0], t[1], era, claims_above);
+                         ",\"claims_above\":%" PRIu64 "%s",
+                         t[0], t[1], era, claims_above, cluster_id ? ",\"cluster_id\":\"" : "}");
+        if (cluster_id)
+                n += snprintf(c->fence + n, sizeof(c->fence) - (size_t)n, "%" PRIu64 "\"}",
+                              cluster_id);
         c->fence_len = (size_t)n;
         return fence_parse(c->fence, c->fence_len, c);
 }

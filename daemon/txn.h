@@ -22,6 +22,9 @@ struct cluster_ident {
         char token[33];
         uint64_t era; /* unix ms when the fence was made; only grows */
         uint64_t claims_above;
+        /* etcd's cluster ID (header.cluster_id) where the fence was written;
+         * 0: the fence names none (made by an earlier snowid) */
+        uint64_t cluster_id;
         int64_t layout_rev;
 };
 
@@ -57,10 +60,12 @@ int kv_parse(const json_t *j, struct kv *kv);
 void kv_clear(struct kv *kv);
 /* A stored mark: exactly 20 decimal digits. */
 int parse_mark(const char *v, size_t len, uint64_t *ret);
-/* A fence value: {"token": 32 hex digits, "era": unix ms, "claims_above": ms}. */
+/* A fence value: {"token": 32 hex digits, "era": unix ms, "claims_above": ms,
+ * "cluster_id": decimal digits in a string (optional)}. */
 int fence_parse(const char *v, size_t len, struct cluster_ident *c);
-/* A new fence value with a random token, after the era `after` (0: none). */
-int fence_make(uint64_t claims_above, uint64_t after, struct cluster_ident *c);
+/* A new fence value with a random token, after the era `after` (0: none),
+ * naming cluster_id (0: none). */
+int fence_make(uint64_t claims_above, uint64_t after, uint64_t cluster_id, struct cluster_ident *c);
 /* Whether the fence and layout read at ops i (fence) and i + 1 (layout) of
  * an answer are the ones in c: 1 same, 0 changed or absent, -EBADMSG. */
 int txn_cluster_same(const json_t *root, size_t i, const struct cluster_ident *c);

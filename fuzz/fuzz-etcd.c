@@ -173,7 +173,7 @@ static bool answer(struct store *e, const char *part, size_t len)
                 }
                 etcd_reply_parse(&r, http, part, len);
                 if (c->is_kv && etcd_ok(&r))
-                        etcd_history_note(&e->hist, c->rev_at_send, c->gen_at_send, &r);
+                        etcd_history_note(&e->hist, c->rev_at_send, c->gen_at_send, true, &r);
         }
         /* a refusal (auth, roles, a certificate), as the real client reports it */
         if (r.err != ETCD_ERR_NONE && e->problem_cb) {

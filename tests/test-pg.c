@@ -218,7 +218,7 @@ static void test_answers(void **state)
         assert_null(json_object_get(r.json, "status"));
         assert_non_null(json_object_get(r.json, "kvs"));
         struct etcd_history hist = {0};
-        etcd_history_note(&hist, 0, 0, &r);
+        etcd_history_note(&hist, 0, 0, true, &r);
         assert_int_equal(r.revision, 42);
         assert_int_equal(r.cluster_id, 9);
         json_decref(r.json);

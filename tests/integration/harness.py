@@ -126,11 +126,12 @@ class Etcd(KV):
             self.start(i)
         self.wait_healthy()
 
-    def _cmd(self, i, data_dir):
+    def _cmd(self, i, data_dir, url=None):
+        url = url or self.urls[i]
         return self.wrap + [
             "etcd", "--name", f"m{i}", "--data-dir", data_dir,
-            "--listen-client-urls", self.urls[i],
-            "--advertise-client-urls", self.urls[i],
+            "--listen-client-urls", url,
+            "--advertise-client-urls", url,
             "--listen-peer-urls", self.peers[i],
             "--initial-advertise-peer-urls", self.peers[i],
             "--initial-cluster", self.initial_cluster, "--initial-cluster-token",
@@ -213,12 +214,19 @@ class Etcd(KV):
                     p.wait()
                 self.procs[i] = None
 
-    def restore(self, path, start=True):
+    def restore(self, path, start=True, new_token=False, refill_to=0):
         """etcd's restore procedure: every member stopped, every member
-        restored from the same snapshot into a new data dir (same name, peer
-        URLs and cluster token), then started again."""
+        restored from the same snapshot into a new data dir (same name and
+        peer URLs), then started again.  The cluster token stays the same
+        (the cluster ID with it) unless new_token, as docs/fences.md's
+        procedure says.  refill_to: before any daemon can reach it, the
+        restored cluster is started on other client URLs and written to
+        until its revision is at least refill_to (as other clients' writes
+        would refill the revisions the restore took back)."""
         self.stop_members()
         self.restores += 1
+        if new_token:
+            self.token = f"t{os.getpid()}r{self.restores}"
         for i in range(self.n):
             data = self.h.path(f"etcd-m{i}.restore{self.restores}")
             self.etcdctl("snapshot", "restore", path, "--name", f"m{i}", "--data-dir", data,
@@ -226,11 +234,38 @@ class Etcd(KV):
                          "--initial-cluster-token", self.token,
                          "--initial-advertise-peer-urls", self.peers[i])
             self.cmds[i] = self._cmd(i, data)
-        log(f"etcd restored from {os.path.basename(path)}")
+        log(f"etcd restored from {os.path.basename(path)}"
+            f"{' with a new cluster token' if new_token else ''}")
+        if refill_to:
+            self._refill(refill_to)
         if start:
             for i in range(self.n):
                 self.start(i)
             self.wait_healthy()
+
+    def _refill(self, revision):
+        """The restored members on client URLs of their own, written to until
+        the revision reaches `revision`, then stopped."""
+        hidden = [f"http://127.0.0.1:{free_port()}" for _ in range(self.n)]
+        procs = []
+        for i in range(self.n):
+            logf = open(self.h.path(f"etcd-m{i}.log"), "ab")
+            cmd = self._cmd(i, self.cmds[i][self.cmds[i].index("--data-dir") + 1], hidden[i])
+            procs.append(subprocess.Popen(cmd, stdout=logf, stderr=logf))
+            self.h.cleanup(lambda p=procs[i]: kill_quietly(p))
+        urls, self.urls = self.urls, hidden
+        try:
+            wait_for(lambda: all(self.healthy(i) for i in range(self.n)), 30,
+                     "the restored etcd to be healthy")
+            k = 0
+            while int(self.put("/test/refill", str(k))["header"]["revision"]) < revision:
+                k += 1
+            log(f"restored etcd refilled to revision {revision} ({k + 1} writes)")
+        finally:
+            self.urls = urls
+            for p in procs:
+                p.send_signal(signal.SIGTERM)
+                p.wait(timeout=10)
 
     def leader(self):
         """The leader's index + 1, or None."""

@@ -1,0 +1,202 @@
+# SPDX-License-Identifier: MIT
+"""Restores that daemons reach before their fence, and a stop that confirms
+its mark (docs/fences.md, "What a daemon detects").
+
+etcd restored with the same cluster token and its revisions refilled by other
+clients' writes before any daemon reaches it; a fresh-number move onto a
+number whose claim the restore forgot; a daemon started after a restore made
+with a new token, before `snowid fence`; a holder stopped with its mark
+lowered by hand.  Real etcd, real daemons and clients; every ID is checked
+for duplicates."""
+import json
+import os
+import signal
+
+from harness import (BUILD, Daemon, Taker, Store, check_unique_and_increasing, cli, cli_status,
+                     decode, fence, id_time_now, log, mark, run, store_args, take, wait_for)
+from test_clock import faketime_lib
+from test_fences import (FAST, RATE, TINY, deadline_passed, hold_by_third_party, hwm,
+                         make_cluster, snapshot, tw)
+
+
+def state(instance):
+    return cli_status(instance).get("state")
+
+
+def stored_fence(etcd, cluster):
+    return json.loads(etcd.get(f"/snowid/{cluster}/fence")[0])
+
+
+def test_restore_refilled(h):
+    """Revisions taken back by the restore and refilled before any daemon's
+    answer: only the daemons' own acknowledged writes show the restore."""
+    etcd = Store(h)
+    a = Daemon(h, etcd, instance=h.instance + "-a", name="a", args=FAST).start()
+    b = Daemon(h, etcd, instance=h.instance + "-b", name="b", args=FAST).start()
+    n = {d: decode(take(d.instance)[0])[1] for d in (a, b)}
+    at_snap = {d: hwm(etcd, "default", n[d]) for d in (a, b)}
+    snap, restored_ok = snapshot(h, etcd)
+    for d in (a, b):
+        wait_for(lambda d=d: hwm(etcd, "default", n[d]) > at_snap[d], 10,
+                 f"{d.name}'s mark to move past the snapshot's")
+    seen = etcd.revision()
+    etcd.restore(snap, refill_to=seen + 10)
+    restored_ok()
+    assert etcd.revision() >= seen + 10, "the refill did not bring the revision back"
+    for d in (a, b):
+        wait_for(lambda d=d: state(d.instance) == "etcd-restored", 10,
+                 f"{d.name} to see the restore")
+        assert "etcd forgot a write it acknowledged" in d.log_text(), d.log_text()[-2000:]
+    # nothing was written over the restored marks
+    for d in (a, b):
+        assert hwm(etcd, "default", n[d]) == at_snap[d], \
+            f"hwm/{n[d]} rewritten after the restore ({hwm(etcd, 'default', n[d])})"
+    fence(etcd, "default")
+    for d in (a, b):
+        wait_for(lambda d=d: state(d.instance) not in ("etcd-restored", None), 10,
+                 f"{d.name} to go on after the fence")
+    ids = [take(d.instance, 5) for d in (a, b)]
+    check_unique_and_increasing(ids)
+    log(f"restore refilled to revision {seen + 10}: both daemons halted, marks "
+        f"{at_snap[a]} and {at_snap[b]} left as restored; IDs again after the fence")
+    for d in (a, b):
+        assert d.stop() == 0
+
+
+def test_move_after_restore(h):
+    """A host whose clock steps back after a restore moves to a fresh number:
+    the only free one is a number whose claim the restore forgot, and whose
+    holder's clients still take IDs on it."""
+    etcd = Store(h)
+    make_cluster(h, etcd, "mv")
+    ft = h.path("faketime")
+    with open(ft, "w") as f:
+        f.write("+0\n")
+    shim = os.path.join(BUILD, "tests", "libtimerfd-shim.so")
+    env = {"LD_PRELOAD": f"{shim} {faketime_lib()}", "FAKETIME_TIMESTAMP_FILE": ft,
+           "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+           "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
+    args = ["--cluster", "mv"] + FAST + TINY
+    a = Daemon(h, etcd, instance=h.instance + "-a", name="a", env=env, args=args).start()
+    na = tw(take(a.instance)[0])
+    other = hwm(etcd, "mv", 1 - na)
+    at_snap = hwm(etcd, "mv", na)
+    snap, restored_ok = snapshot(h, etcd)
+    # C claims the other number after the snapshot: the restore forgets it.
+    # Its deadline 10 s ahead: its clients go on while it is stalled
+    c = Daemon(h, etcd, instance=h.instance + "-c", name="c",
+               args=args + ["--window", "10"]).start()
+    nc = tw(take(c.instance)[0])
+    assert nc == 1 - na
+    ta = Taker(h, instance=a.instance, name="a", extra=RATE)
+    tc = Taker(h, instance=c.instance, name="c", extra=RATE)
+    wait_for(lambda: hwm(etcd, "mv", na) > at_snap, 10, "A's mark to move past the snapshot's")
+    # the restored mark of C's number behind A's clock once stepped back:
+    # a number a move may take
+    wait_for(lambda: id_time_now() - 2500 > other, 10, f"hwm/{nc} as restored to fall behind")
+    seen = etcd.revision()
+    c.signal(signal.SIGSTOP)  # stalled across the restore: C cannot claim first
+    etcd.restore(snap, start=False)
+    with open(ft, "w") as f:  # 2 s back: over the step-back threshold, a move
+        f.write("-2\n")
+    wait_for(lambda: "fresh worker number" in a.log_text(), 10, "A to move")
+    etcd._refill(seen + 10)
+    for i in range(etcd.n):
+        etcd.start(i)
+    etcd.wait_healthy()
+    restored_ok()
+    # A's clients on C's number (duplicates of C's clients' IDs), or A halted
+    wait_for(lambda: state(a.instance) == "etcd-restored" or
+             (ta.last_id() is not None and tw(ta.last_id()) == nc), 15,
+             "A to halt or its clients to take IDs on C's number")
+    c.signal(signal.SIGCONT)
+    wait_for(lambda: state(c.instance) == "etcd-restored" or
+             c.log_text().count("Publishing worker") > 1, 15, "C to halt or to claim again")
+    ra, rc = ta.stop(), tc.stop()
+    every = [i for ids in ta.ids() + tc.ids() for i in ids]
+    log(f"{len(every) - len(set(every))} duplicate IDs among {len(every)}")
+    total = check_unique_and_increasing(ta.ids() + tc.ids())
+    assert state(a.instance) == "etcd-restored", cli_status(a.instance)
+    assert state(c.instance) == "etcd-restored", cli_status(c.instance)
+    held = etcd.get(f"/snowid/mv/workers/{nc}")[0]
+    assert held is None or a.instance not in held, f"A claimed {nc}: {held}"
+    why = "its unknown lease" if "does not know the lease" in c.log_text() else "a forgotten write"
+    log(f"move after a restore: {total} IDs unique ({ra['ids']} on A, {rc['ids']} on C); "
+        f"A halted on its forgotten mark, C on {why}")
+    a.stop()
+    c.stop()
+
+
+def test_new_token_before_fence(h):
+    """The procedure's restore (a new cluster token, so a new cluster ID): a
+    daemon that starts on it before `snowid fence` claims nothing; the fence
+    names the cluster ID it was written on."""
+    etcd = Store(h)
+    a = Daemon(h, etcd, instance=h.instance + "-a", name="a", args=FAST).start()
+    take(a.instance)
+    old_id = etcd.header()["cluster_id"]
+    assert stored_fence(etcd, "default").get("cluster_id") == old_id, \
+        "the first daemon's fence does not name the cluster it was made on"
+    snap, restored_ok = snapshot(h, etcd)
+    etcd.restore(snap, new_token=True)
+    restored_ok()
+    new_id = etcd.header()["cluster_id"]
+    assert new_id != old_id, "a new token did not make a new cluster ID"
+    c = Daemon(h, etcd, instance=h.instance + "-c", name="c", args=FAST).start(wait_ready=False)
+    wait_for(lambda: "fence was written on cluster" in c.log_text(), 10,
+             "C to refuse the unfenced cluster")
+    wait_for(lambda: state(a.instance) == "etcd-restored", 10, "A to see the restore")
+    held = etcd.prefix("/snowid/default/workers/")
+    assert not any(c.instance in v for v, _ in held.values()), f"C claimed: {held}"
+    assert not c.has_message("READY=1")
+    line = fence(etcd, "default")
+    assert new_id in line, line
+    assert stored_fence(etcd, "default")["cluster_id"] == new_id
+    c.wait_message("READY=1", 15)
+    ids = [take(a.instance, 5), take(c.instance, 5)]
+    check_unique_and_increasing(ids)
+    # a second fence on the same cluster ID says so
+    r = cli("fence", *store_args(etcd), "--cluster", "default")
+    assert r.returncode == 0, r.stderr
+    assert "cluster ID" in r.stderr and "unchanged" in r.stderr, r.stderr
+    log(f"new token: cluster {old_id} -> {new_id}; C claimed nothing until the fence")
+    a.stop()
+    c.stop()
+
+
+def test_stop_with_lowered_mark(h):
+    """A holder stopped just after its mark was lowered by hand: the stop
+    raises it back before giving the number up, so the next holder starts
+    above every ID the stopped host's clients may still take."""
+    etcd = Store(h)
+    make_cluster(h, etcd, "st")
+    args = ["--cluster", "st"] + FAST + TINY
+    a = Daemon(h, etcd, instance=h.instance + "-a", name="a", args=args).start()
+    n = tw(take(a.instance)[0])
+    hold_by_third_party(etcd, "st", 1 - n)
+    # B waits for A's number
+    b = Daemon(h, etcd, instance=h.instance + "-b", name="b", args=args).start(wait_ready=False)
+    ta = Taker(h, instance=a.instance, name="a", extra=RATE)
+    wait_for(lambda: ta.last_id() is not None, 5, "A's clients to take IDs")
+    low = decode(ta.last_id(), 1)[0] - 5000
+    etcd.put(f"/snowid/st/hwm/{n}", mark(low))
+    a.signal(signal.SIGTERM)
+    assert a.proc.wait(timeout=10) == 0
+    b.wait_message("READY=1", 15)
+    tb = Taker(h, instance=b.instance, name="b", extra=RATE)
+    # A's clients until A's deadline, B's beside them
+    wait_for(lambda: tb.last_id() is not None, 5, "B's clients to take IDs")
+    wait_for(lambda: deadline_passed(a.instance), 10, "A's clients past A's deadline")
+    ra, rb = ta.stop(), tb.stop()
+    total = check_unique_and_increasing(ta.ids() + tb.ids())
+    assert "confirmed" in a.log_text(), a.log_text()[-2000:]
+    log(f"stop with hwm/{n} lowered to {low}: {total} IDs unique ({ra['ids']} on A, "
+        f"{rb['ids']} on B)")
+    b.stop()
+
+
+if __name__ == "__main__":
+    import sys
+    tests = [test_restore_refilled, test_move_after_restore, test_new_token_before_fence,
+             test_stop_with_lowered_mark]
+    run([t for t in tests if len(sys.argv) < 2 or t.__name__ in sys.argv[1:]])
