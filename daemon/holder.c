@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -125,12 +126,21 @@ bool forgotten(struct holder *h, const struct holding *g, int64_t modrev, const 
         return true;
 }
 
+/* CLOCK_BOOTTIME ms: a lease's time runs on in etcd while this host is
+ * suspended or paused, which CLOCK_MONOTONIC does not count */
+static uint64_t boot_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_BOOTTIME, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 void lease_lives(struct holding *g, int64_t ttl_s, uint64_t usec)
 {
         /* etcd counts the TTL from when it took the request, after it was
          * sent; a second (or a tenth of the TTL) of margin for its clock */
         uint64_t ttl_ms = (uint64_t)ttl_s * 1000, margin = ttl_ms / 10 > 1000 ? ttl_ms / 10 : 1000;
-        uint64_t sent = holder_mono_ms() - usec / 1000;
+        uint64_t sent = boot_ms() - usec / 1000;
         g->lease_until_ms = ttl_ms > margin ? sent + ttl_ms - margin : 0;
 }
 
@@ -475,7 +485,7 @@ static void on_keepalive(void *userdata, const struct etcd_reply *r)
                 lease_lives(g, ttl, r->usec);
                 return;
         }
-        uint64_t now = holder_mono_ms();
+        uint64_t now = boot_ms();
         if (now < g->lease_until_ms) {
                 /* never revoked by this daemon, and its TTL cannot have run
                  * out: etcd lost it.  Not a lease to claim again after */

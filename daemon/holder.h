@@ -47,7 +47,7 @@ struct holding {
          * of hwm/<n> (0: none known); a restore that forgot the write shows
          * hwm/<n> at a lower mod revision, whatever the revisions since */
         int64_t mark_rev;
-        /* CLOCK_MONOTONIC ms before which the lease cannot have expired
+        /* CLOCK_BOOTTIME ms before which the lease cannot have expired
          * (the last TTL etcd gave, counted from when it was asked, less a
          * margin): etcd not knowing it before then is a restore */
         uint64_t lease_until_ms;

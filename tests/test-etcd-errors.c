@@ -10,11 +10,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "etcd.h"
+#include "txn.h"
 
 struct answer {
         long http;
@@ -160,13 +162,91 @@ static void test_names(void **state)
         assert_null(etcd_err_name((enum etcd_err) - 1));
 }
 
+/* One answer with this header, noted as a kv (linearizable) or a lease
+ * answer sent when the history stood at rev_at_send. */
+static struct etcd_reply noted(struct etcd_history *hist, const char *cluster, int64_t revision,
+                               int64_t rev_at_send, bool linearizable)
+{
+        char body[160];
+        struct etcd_reply r = {0};
+        snprintf(body, sizeof(body), "{\"header\":{\"cluster_id\":\"%s\",\"revision\":\"%lld\"}}",
+                 cluster, (long long)revision);
+        etcd_reply_parse(&r, 200, body, strlen(body));
+        etcd_history_note(hist, rev_at_send, hist->gen, linearizable, &r);
+        json_decref(r.json);
+        return r;
+}
+
+/* Revisions and cluster IDs: a kv answer lower than one seen before it was
+ * sent is a restore; a lease answer lower is only worth a check (a member
+ * that lags); any answer from another cluster is a restore, and sticks. */
+static void test_history(void **state)
+{
+        (void)state;
+        struct etcd_history hist = {0};
+        struct etcd_reply r = noted(&hist, "7", 10, 0, true);
+        assert_false(r.went_back);
+        assert_int_equal(hist.max_rev, 10);
+        assert_int_equal(hist.cluster_id, 7);
+        r = noted(&hist, "7", 8, 10, false); /* a lease answer from a lagging member */
+        assert_false(r.went_back);
+        assert_true(r.behind);
+        assert_int_equal(hist.max_rev, 10);
+        r = noted(&hist, "7", 12, 10, false);
+        assert_false(r.behind);
+        assert_int_equal(hist.max_rev, 10); /* lease answers do not raise it */
+        r = noted(&hist, "7", 9, 10, true); /* a kv answer below: restored */
+        assert_true(r.went_back);
+        r = noted(&hist, "7", 50, 10, true);
+        assert_true(r.went_back); /* sticky */
+        /* another cluster, on a lease answer too */
+        hist = (struct etcd_history){.gen = 1, .cluster_id = 7};
+        r = noted(&hist, "8", 100, 0, false);
+        assert_true(r.went_back);
+        assert_int_equal(r.cluster_id, 8);
+        /* no header: nothing noted */
+        hist = (struct etcd_history){0};
+        r = (struct etcd_reply){0};
+        etcd_reply_parse(&r, 200, "{}", 2);
+        etcd_history_note(&hist, 5, 0, true, &r);
+        assert_false(r.went_back);
+        assert_int_equal(r.revision, 0);
+        json_decref(r.json);
+}
+
+/* A fence names the cluster ID it was made on, or none (an earlier
+ * snowid's); a damaged cluster_id is no fence. */
+static void test_fence_cluster_id(void **state)
+{
+        (void)state;
+        struct cluster_ident c = {0}, d = {0};
+        assert_int_equal(fence_make(100, 0, 9808234760971256761ULL, &c), 0);
+        assert_int_equal(c.cluster_id, 9808234760971256761ULL);
+        assert_int_equal(c.claims_above, 100);
+        assert_int_equal(fence_parse(c.fence, c.fence_len, &d), 0);
+        assert_int_equal(d.cluster_id, 9808234760971256761ULL);
+        assert_int_equal(fence_make(100, c.era, 0, &c), 0);
+        assert_int_equal(c.cluster_id, 0);
+        assert_null(strstr(c.fence, "cluster_id"));
+        static const char *const bad[] = {
+                "\"\"", "\"12x\"", "\"-1\"", "\"0\"", "12", "\"99999999999999999999999\"",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                char v[200];
+                int n = snprintf(v, sizeof(v),
+                                 "{\"token\":\"%032d\",\"era\":1,\"claims_above\":2,"
+                                 "\"cluster_id\":%s}",
+                                 0, bad[i]);
+                assert_true(fence_parse(v, (size_t)n, &d) < 0);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_answers),
-                cmocka_unit_test(test_plain_text),
-                cmocka_unit_test(test_curl),
-                cmocka_unit_test(test_names),
+                cmocka_unit_test(test_answers), cmocka_unit_test(test_plain_text),
+                cmocka_unit_test(test_curl),    cmocka_unit_test(test_names),
+                cmocka_unit_test(test_history), cmocka_unit_test(test_fence_cluster_id),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
