@@ -204,7 +204,7 @@ static void on_read(void *userdata, const struct etcd_reply *r)
                 goto out;
         }
         int n = snprintf(f->said, sizeof(f->said),
-                         "snowid fence: cluster %s fenced on etcd cluster ID %" PRIu64
+                         "snowid fence: cluster %s fenced on store cluster ID %" PRIu64
                          ": token %s, claims above %" PRIu64
                          " (%+.1f s from this host's clock, %.1f s of it the last fence's "
                          "lead; %zu marks, the highest %" PRIu64 ", floor was %" PRIu64 ")%s\n",

@@ -117,10 +117,10 @@ bool forgotten(struct holder *h, const struct holding *g, int64_t modrev, const 
                 return false;
         if (h->halted == HALT_RESTORED)
                 return true; /* said already */
-        log_error("etcd forgot a write it acknowledged: hwm/%" PRId32 " was written by this "
+        log_error("%s forgot a write it acknowledged: hwm/%" PRId32 " was written by this "
                   "daemon at revision %" PRId64 " and now reads as of revision %" PRId64
-                  " (%s). etcd was restored from a snapshot",
-                  g->worker, g->mark_rev, modrev, where);
+                  " (%s). It was restored from a snapshot or backup",
+                  store_name(h->store), g->worker, g->mark_rev, modrev, where);
         cluster_halt(h, HALT_RESTORED);
         cluster_read_in(h, 1000);
         return true;
@@ -489,10 +489,11 @@ static void on_keepalive(void *userdata, const struct etcd_reply *r)
         if (now < g->lease_until_ms) {
                 /* never revoked by this daemon, and its TTL cannot have run
                  * out: etcd lost it.  Not a lease to claim again after */
-                log_error("etcd does not know the lease of worker %" PRId32 ", which it "
+                log_error("%s does not know the lease of worker %" PRId32 ", which it "
                           "gave %" PRIu64 " ms more to live and this daemon never revoked. "
-                          "etcd was restored from a snapshot (or the lease was revoked by hand)",
-                          g->worker, g->lease_until_ms - now);
+                          "It was restored from a snapshot or backup (or the lease was "
+                          "revoked by hand)",
+                          store_name(h->store), g->worker, g->lease_until_ms - now);
                 cluster_halt(h, HALT_RESTORED);
                 cluster_read_in(h, 1000);
                 return;

@@ -36,7 +36,7 @@ SELECT pg_advisory_xact_lock(7306086541206302061);
 -- Changing anything below: raise want.
 DO $install$
 DECLARE
-        want constant int := 3;
+        want constant int := 4;
 BEGIN
 IF to_regclass('snowid.meta') IS NOT NULL THEN
         IF (SELECT schema_version FROM snowid.meta) >= want AND
@@ -80,6 +80,10 @@ CREATE INDEX IF NOT EXISTS leases_expires_at ON snowid.leases (expires_at);
 
 -- made once: a restored or replaced database shows up as etcd's would (the
 -- revision goes back, or the cluster id is another); etcd starts at 1
+-- the server the data was made on (pg_control_system()), where readable:
+-- data moved to another server (a dump restored) gets a new cluster_id
+ALTER TABLE snowid.meta ADD COLUMN IF NOT EXISTS system_identifier bigint;
+
 INSERT INTO snowid.meta (revision, cluster_id, member_id, schema_version)
 SELECT 1,
        greatest(1, ('x' || substr(md5(gen_random_uuid()::text), 1, 16))::bit(64)::bigint
@@ -834,5 +838,27 @@ $functions$;
 UPDATE snowid.meta SET schema_version = want;
 END
 $install$;
+
+-- A dump restored into another server (another system identifier) is a
+-- restore the revisions may not show: the cluster gets a new cluster_id,
+-- so that no daemon acts on it until `snowid fence` names it
+-- (docs/postgres.md).  Read by whoever can; nothing is locked unless it
+-- changed.
+DO $moved$
+DECLARE
+        sid bigint;
+BEGIN
+IF has_function_privilege('pg_control_system()', 'EXECUTE') THEN
+        SELECT system_identifier INTO sid FROM pg_control_system();
+        IF (SELECT system_identifier FROM snowid.meta) IS DISTINCT FROM sid THEN
+                UPDATE snowid.meta
+                SET cluster_id = CASE WHEN system_identifier IS NULL THEN cluster_id
+                        ELSE greatest(1, ('x' || substr(md5(gen_random_uuid()::text), 1, 16))
+                                         ::bit(64)::bigint & 9223372036854775807) END,
+                    system_identifier = sid;
+        END IF;
+END IF;
+END
+$moved$;
 
 COMMIT;

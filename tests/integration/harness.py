@@ -329,13 +329,16 @@ class PgStore(KV):
         log(f"PostgreSQL backup saved at revision {rev}")
         return rev
 
-    def restore(self, path, start=True):
+    def restore(self, path, start=True, refill_to=0):
         """The backup restored over the live schema in one transaction, so no
-        daemon ever sees it half made (or absent, and makes it anew)."""
+        daemon ever sees it half made (or absent, and makes it anew);
+        refill_to: the revision moved on to at least that in the same
+        transaction (as other clients' writes would)."""
         self.restores += 1
+        refill = ["-c", f"UPDATE snowid.meta SET revision = greatest(revision, {refill_to})"]
         self.pg._as_owner(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction",
                            "-d", self.conninfo, "-c", "DROP SCHEMA snowid CASCADE",
-                           "-f", path])
+                           "-f", path] + (refill if refill_to else []))
         log(f"PostgreSQL restored from {os.path.basename(path)}")
 
     def start(self, i=0):
