@@ -343,7 +343,7 @@ static void on_claim(void *userdata, const struct etcd_reply *r)
             txn_kv(r->json, 4, &own) >= 0) {
                 int64_t modrev = own.key ? own.mod_revision : 0;
                 kv_clear(&own);
-                if (forgotten(h, &h->cur, modrev, "claiming another number"))
+                if (forgotten(h, h->cur.worker, h->cur.mark_rev, modrev, "claiming another number"))
                         return;
         }
         /* taken by another daemon, the mark moved, or the lease died */

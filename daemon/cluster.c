@@ -263,7 +263,7 @@ static void on_cluster(void *userdata, const struct etcd_reply *r)
             r->tag == (uint64_t)h->cur.worker + 1 && txn_kv(r->json, 6, &own) >= 0) {
                 int64_t modrev = own.key ? own.mod_revision : 0;
                 kv_clear(&own);
-                if (forgotten(h, &h->cur, modrev, "reading the cluster"))
+                if (forgotten(h, h->cur.worker, h->cur.mark_rev, modrev, "reading the cluster"))
                         goto out;
         }
         bool same = c.fence_len == h->cl.fence_len && !memcmp(c.fence, h->cl.fence, c.fence_len);
@@ -411,6 +411,8 @@ void holder_fence_adopted(struct holder *h)
         unsigned n = h->n_published < PUBLISHED_MAX ? h->n_published : PUBLISHED_MAX;
         uint64_t now = holder_mono_ms();
         h->stats.fences_adopted++;
+        for (unsigned i = 0; i < RAISES_MAX; i++)
+                h->raises[i].acked_rev = 0; /* revisions of the old history */
         for (unsigned i = 0; i < n; i++) {
                 struct published *p = &h->published[i];
                 if (p->mark > h->cl.claims_above && now - p->mono_ms < PUBLISHED_KEEP_MS) {
@@ -418,7 +420,7 @@ void holder_fence_adopted(struct holder *h)
                                     " is past the new "
                                     "fence's claims_above %" PRIu64 ": raising its mark",
                                     p->worker, p->mark, h->cl.claims_above);
-                        marks_raise(h, p->worker, p->mark, 0, 0);
+                        marks_raise(h, p->worker, p->mark, 0, 0, 0);
                 }
         }
 }
@@ -501,6 +503,12 @@ static void on_raise(void *userdata, const struct etcd_reply *r)
         bool valid = present && parse_mark(kv.value, kv.value_len, &stored) == 0;
         int64_t modrev = kv.mod_revision;
         kv_clear(&kv);
+        /* a mark this daemon wrote, back below that write: etcd forgot it.
+         * Writing it again would erase what shows the restore */
+        if (!put && present && forgotten(h, m->worker, m->acked_rev, modrev, "raising its mark")) {
+                raise_done(h, m, false);
+                return;
+        }
         if (put) {
                 h->stats.marks_raised++;
                 log_notice("Raised the mark of worker %" PRId32 " back to %" PRIu64, m->worker,
@@ -557,7 +565,7 @@ static void raise_send(struct holder *h, struct mark_raise *m, bool cas, int64_t
 }
 
 void marks_raise(struct holder *h, int32_t worker, uint64_t mark, int64_t lease,
-                 uint64_t for_holding)
+                 uint64_t for_holding, int64_t acked_rev)
 {
         struct mark_raise *m = NULL;
         /* one raise per number, to the highest mark asked for */
@@ -565,6 +573,7 @@ void marks_raise(struct holder *h, int32_t worker, uint64_t mark, int64_t lease,
                 struct mark_raise *o = &h->raises[i];
                 if (o->active && o->worker == worker) {
                         o->mark = mark > o->mark ? mark : o->mark;
+                        o->acked_rev = acked_rev > o->acked_rev ? acked_rev : o->acked_rev;
                         if (lease && !o->lease)
                                 o->lease = lease, lease = 0;
                         if (for_holding)
@@ -593,6 +602,7 @@ void marks_raise(struct holder *h, int32_t worker, uint64_t mark, int64_t lease,
                                  .mark = mark,
                                  .lease = lease,
                                  .for_holding = for_holding,
+                                 .acked_rev = acked_rev,
                                  .active = true};
         raise_send(h, m, false, 0);
 }

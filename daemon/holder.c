@@ -111,16 +111,17 @@ struct holding *by_tag(struct holder *h, uint64_t tag)
         return NULL; /* an answer for a holding that is gone: ignored */
 }
 
-bool forgotten(struct holder *h, const struct holding *g, int64_t modrev, const char *where)
+bool forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64_t modrev,
+               const char *where)
 {
-        if (!g->mark_rev || !modrev || modrev >= g->mark_rev)
+        if (!acked_rev || !modrev || modrev >= acked_rev)
                 return false;
         if (h->halted == HALT_RESTORED)
                 return true; /* said already */
         log_error("%s forgot a write it acknowledged: hwm/%" PRId32 " was written by this "
                   "daemon at revision %" PRId64 " and now reads as of revision %" PRId64
                   " (%s). It was restored from a snapshot or backup",
-                  store_name(h->store), g->worker, g->mark_rev, modrev, where);
+                  store_name(h->store), worker, acked_rev, modrev, where);
         cluster_halt(h, HALT_RESTORED);
         cluster_read_in(h, 1000);
         return true;
@@ -422,7 +423,7 @@ void publish(struct holder *h)
          * the last deadline published for it; the mark then fences it */
         if (h->cur.state != H_NONE) {
                 marks_retired(h, h->cur.worker, h->cur.mark);
-                marks_raise(h, h->cur.worker, h->cur.mark, h->cur.lease, 0);
+                marks_raise(h, h->cur.worker, h->cur.mark, h->cur.lease, 0, h->cur.mark_rev);
         }
         h->cur = *g;
         h->cur.keepalive_busy = h->cur.extend_busy = false;
@@ -456,7 +457,7 @@ static void lost(struct holder *h, const char *why)
         bool halted = h->halted != HALT_NONE && h->halted != HALT_CHECKING;
         shm_pub_set_state(h->pub, halted ? halted_state(h) : SHM_STATE_NO_LEASE);
         marks_retired(h, h->cur.worker, h->cur.mark);
-        marks_raise(h, h->cur.worker, h->cur.mark, 0, 0);
+        marks_raise(h, h->cur.worker, h->cur.mark, 0, 0, h->cur.mark_rev);
         holder_acquire(h, false);
         holder_update_status(h);
 }
@@ -529,7 +530,7 @@ static void on_extend(void *userdata, const struct etcd_reply *r)
                         log_warning("etcd's answer to a mark extension is malformed");
                         return;
                 }
-                if (forgotten(h, g, modrev, "extending the mark"))
+                if (forgotten(h, g->worker, g->mark_rev, modrev, "extending the mark"))
                         return;
                 if (!ours) {
                         lost(h, "another holder has it, or its lease is gone");
@@ -539,7 +540,7 @@ static void on_extend(void *userdata, const struct etcd_reply *r)
                         /* ours, yet the guard failed: the mark is absent (deleted,
                          * or lost by etcd).  Raised again before anything else. */
                         g->raising = true;
-                        marks_raise(h, g->worker, g->mark, 0, g->id);
+                        marks_raise(h, g->worker, g->mark, 0, g->id, g->mark_rev);
                         return;
                 }
         }
@@ -805,7 +806,7 @@ void holder_stop(struct holder *h)
                          "%" PRIu64 ", then revoking the lease; the segment stays valid until "
                          "its deadline",
                          h->cur.worker, h->cur.mark);
-                marks_raise(h, h->cur.worker, h->cur.mark, h->cur.lease, 0);
+                marks_raise(h, h->cur.worker, h->cur.mark, h->cur.lease, 0, h->cur.mark_rev);
         } else if (h->cur.state == H_HELD)
                 log_info("Stopping: %s is not trusted now; the lease is left to expire",
                          store_name(h->store));

@@ -80,6 +80,7 @@ struct mark_raise {
         uint64_t sent;        /* the mark the compare-and-put in flight writes */
         int64_t lease;        /* revoked once the mark is confirmed; 0: none */
         uint64_t for_holding; /* the holding whose renewal waits for it; 0: none */
+        int64_t acked_rev;    /* this daemon's last acknowledged write of the mark; 0: unknown */
         unsigned tries;
         bool active, waiting;
 };
@@ -173,9 +174,11 @@ void holder_refusal_file(const struct holder *h);
 struct holding *acquiring(struct holder *h, const struct etcd_reply *r, enum hstate want);
 int read_back(const struct holding *g, const json_t *root, bool *ret_ours, uint64_t *ret_mark,
               int64_t *ret_modrev);
-/* Whether hwm/<n>, read at mod revision modrev (0: absent), shows that etcd
- * forgot g's acknowledged write of it: then halted as restored. */
-bool forgotten(struct holder *h, const struct holding *g, int64_t modrev, const char *where);
+/* Whether hwm/<worker>, read at mod revision modrev (0: absent), shows that
+ * etcd forgot this daemon's write of it acknowledged at acked_rev (0: none
+ * known): then halted as restored. */
+bool forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64_t modrev,
+               const char *where);
 /* The lease's TTL as etcd gave it, asked at usec ago: lease_until_ms. */
 void lease_lives(struct holding *g, int64_t ttl_s, uint64_t usec);
 void publish(struct holder *h);
@@ -198,7 +201,7 @@ void cluster_read_in(struct holder *h, unsigned ms);
 bool cluster_ok(struct holder *h, const struct etcd_reply *r, int fence_op);
 void cluster_halt(struct holder *h, enum halt why);
 void marks_raise(struct holder *h, int32_t worker, uint64_t mark, int64_t lease,
-                 uint64_t for_holding);
+                 uint64_t for_holding, int64_t acked_rev);
 void marks_retired(struct holder *h, int32_t worker, uint64_t mark);
 uint64_t marks_own(const struct holder *h, int32_t worker);
 /* region.c: the worker range.  Whether it fits worker_bits (else logged,
