@@ -34,6 +34,7 @@ struct conn {
         struct conn *prev, *next; /* srv->conns, under srv->conns_lock */
         int fd;                   /* a duplicate: never reused while listed */
         bool cut;
+        bool counted;  /* in srv->conn_counts */
         uint64_t addr; /* addr_key() */
         /* CLOCK_MONOTONIC ns by which the request being read must be read
          * whole; 0 while one is being answered.  Relaxed: it guards nothing
@@ -51,6 +52,7 @@ struct http_server {
         struct token anonymous; /* counts requests made without a token file */
         struct rate addr_ids, addr_requests;
         struct addr_table *addrs;
+        struct conn_counts conn_counts; /* under conns_lock */
         _Atomic uint64_t limited_addr_ids, limited_addr_requests, deadline_cuts, conns_open;
         int64_t read_timeout_ns;
         pthread_mutex_t conns_lock;
@@ -212,7 +214,7 @@ static int limit_requests(struct http_server *srv, struct request *q, const char
 {
         int64_t now = mono_ns();
         struct addr_slot *a = addr_slot(srv, q, srv->addr_requests, now);
-        if (a && bucket_take(&a->requests, srv->addr_requests, 1, now, wait) < 0) {
+        if (a && addr_take(a, &a->requests, srv->addr_requests, 1, now, wait) < 0) {
                 atomic_fetch_add_explicit(&srv->limited_addr_requests, 1, memory_order_relaxed);
                 *by = "address";
                 return -1;
@@ -234,7 +236,7 @@ static int charge_ids(struct http_server *srv, struct request *q, uint64_t n, co
         int64_t now = mono_ns();
         struct token *t = q->token;
         struct addr_slot *a = addr_slot(srv, q, srv->addr_ids, now);
-        if (a && bucket_take(&a->ids, srv->addr_ids, n, now, wait) < 0) {
+        if (a && addr_take(a, &a->ids, srv->addr_ids, n, now, wait) < 0) {
                 atomic_fetch_add_explicit(&srv->limited_addr_ids, 1, memory_order_relaxed);
                 *by = "address";
                 return -1;
@@ -878,6 +880,14 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
                 k->addr = ai && ai->client_addr ? addr_key(ai->client_addr) : 1;
                 atomic_init(&k->deadline, mono_ns() + srv->read_timeout_ns);
                 pthread_mutex_lock(&srv->conns_lock);
+                /* over its address's share (an IPv6 /64's): shut at once,
+                 * and closed by MHD as any other */
+                k->counted = conn_counts_add(&srv->conn_counts, k->addr,
+                                             srv->cfg->http_connections_per_address) == 0;
+                if (!k->counted && k->fd >= 0) {
+                        shutdown(k->fd, SHUT_RDWR);
+                        k->cut = true;
+                }
                 k->next = srv->conns.next;
                 k->prev = &srv->conns;
                 k->next->prev = k;
@@ -892,12 +902,27 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         pthread_mutex_lock(&srv->conns_lock);
         k->prev->next = k->next;
         k->next->prev = k->prev;
+        if (k->counted)
+                conn_counts_del(&srv->conn_counts, k->addr);
         pthread_mutex_unlock(&srv->conns_lock);
         if (k->fd >= 0)
                 close(k->fd);
         free(k);
         *socket_context = NULL;
         atomic_fetch_sub_explicit(&srv->conns_open, 1, memory_order_relaxed);
+}
+
+/* A connection from an address (an IPv4 address, an IPv6 /64) that has its
+ * share open already is turned away before MHD sets it up; on_connection()
+ * counts, exactly. */
+static enum MHD_Result accept_policy(void *cls, const struct sockaddr *sa, socklen_t len)
+{
+        struct http_server *srv = cls;
+        (void)len;
+        pthread_mutex_lock(&srv->conns_lock);
+        unsigned n = conn_counts_get(&srv->conn_counts, addr_key(sa));
+        pthread_mutex_unlock(&srv->conns_lock);
+        return n < srv->cfg->http_connections_per_address ? MHD_YES : MHD_NO;
 }
 
 /* Five times a second, shuts every connection whose request is not read
@@ -964,6 +989,7 @@ static void server_free(struct http_server *srv)
                 free(caa_container_of(srv->snap, struct snapshot_box, snap));
         snowid_close(srv->ids);
         free(srv->addrs);
+        conn_counts_free(&srv->conn_counts);
         free(srv);
 }
 
@@ -990,9 +1016,12 @@ int http_start(const struct settings *cfg, const struct shm_pub *pub, struct htt
         pthread_cond_init(&srv->stop_cond, &ca);
         pthread_condattr_destroy(&ca);
         srv->addrs = calloc(1, sizeof(*srv->addrs));
-        if (!srv->addrs) {
+        r = srv->addrs ? addr_table_init(srv->addrs) : -ENOMEM;
+        if (r >= 0)
+                r = conn_counts_init(&srv->conn_counts, cfg->http_connections);
+        if (r < 0) {
                 server_free(srv);
-                return -ENOMEM;
+                return r;
         }
         char path[SHM_SOCK_PATH_MAX];
         int ctl = dup(pub->ctl_ro_fd), ctr = dup(pub->ctr_fd);
@@ -1029,7 +1058,7 @@ int http_start(const struct settings *cfg, const struct shm_pub *pub, struct htt
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
                          (((struct sockaddr *)sa)->sa_family == AF_INET6 ? MHD_USE_IPv6 : 0);
         srv->mhd = MHD_start_daemon(
-                flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, sa,
+                flags, 0, accept_policy, srv, on_request, srv, MHD_OPTION_SOCK_ADDR, sa,
                 MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->http_connections,
                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->http_connections_per_address,

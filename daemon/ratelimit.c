@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "ratelimit.h"
 
@@ -234,33 +235,252 @@ uint64_t addr_key(const struct sockaddr *sa)
         return 1;
 }
 
-static int slot_idle(struct addr_slot *s, int64_t now)
+#define ROTL(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
+
+static void sip_round(uint64_t v[4])
 {
-        return atomic_load_explicit(&s->ids.tat, memory_order_relaxed) <= now &&
-               atomic_load_explicit(&s->requests.tat, memory_order_relaxed) <= now;
+        v[0] += v[1], v[1] = ROTL(v[1], 13), v[1] ^= v[0], v[0] = ROTL(v[0], 32);
+        v[2] += v[3], v[3] = ROTL(v[3], 16), v[3] ^= v[2];
+        v[0] += v[3], v[3] = ROTL(v[3], 21), v[3] ^= v[0];
+        v[2] += v[1], v[1] = ROTL(v[1], 17), v[1] ^= v[2], v[2] = ROTL(v[2], 32);
 }
 
-/* Relaxed throughout: a slot taken over under a race may charge one request
- * to the wrong address; it never blocks, and never lets a bucket go below
- * full. */
+uint64_t addr_hash(const struct addr_hash *h, uint64_t x)
+{
+        uint64_t v[4] = {h->k0 ^ UINT64_C(0x736f6d6570736575), h->k1 ^ UINT64_C(0x646f72616e646f6d),
+                         h->k0 ^ UINT64_C(0x6c7967656e657261),
+                         h->k1 ^ UINT64_C(0x7465646279746573)};
+        /* the message block, then the final one: its length, 8, in the top byte */
+        uint64_t m[2] = {x, UINT64_C(8) << 56};
+        for (int i = 0; i < 2; i++) {
+                v[3] ^= m[i];
+                sip_round(v);
+                sip_round(v);
+                v[0] ^= m[i];
+        }
+        v[2] ^= 0xff;
+        for (int i = 0; i < 4; i++)
+                sip_round(v);
+        return v[0] ^ v[1] ^ v[2] ^ v[3];
+}
+
+int addr_hash_init(struct addr_hash *h)
+{
+        uint64_t k[2];
+        ssize_t n = getrandom(k, sizeof(k), 0);
+        if (n != (ssize_t)sizeof(k))
+                return n < 0 ? -errno : -EIO;
+        h->k0 = k[0];
+        h->k1 = k[1];
+        return 0;
+}
+
+int addr_table_init(struct addr_table *t)
+{
+        return addr_hash_init(&t->hash);
+}
+
+static int64_t load(_Atomic int64_t *w)
+{
+        return atomic_load_explicit(w, memory_order_relaxed);
+}
+
+static int64_t owed_until(struct addr_slot *s)
+{
+        int64_t a = load(&s->ids.tat), b = load(&s->requests.tat);
+        return a > b ? a : b;
+}
+
+static struct addr_slot *shared_of(struct addr_table *t, uint64_t h)
+{
+        return &t->shared[(h >> 40) & (LIMIT_ADDR_SHARED - 1)];
+}
+
+static void raise_to(struct bucket *b, int64_t tat)
+{
+        int64_t cur = load(&b->tat);
+        while (cur < tat && !atomic_compare_exchange_weak_explicit(
+                                    &b->tat, &cur, tat, memory_order_relaxed, memory_order_relaxed))
+                ;
+}
+
+/* s, just taken from old (0: free) for the key of hash h: what old owes goes
+ * to its shared slot, and s starts owing what the newcomer's shared slot
+ * owes */
+static void hand_over(struct addr_table *t, struct addr_slot *s, uint64_t old, uint64_t h,
+                      int64_t now)
+{
+        if (old && owed_until(s) > now) {
+                struct addr_slot *o = shared_of(t, addr_hash(&t->hash, old));
+                raise_to(&o->ids, load(&s->ids.tat));
+                raise_to(&o->requests, load(&s->requests.tat));
+        }
+        /* at least now: full, and held from now on */
+        struct addr_slot *mine = shared_of(t, h);
+        int64_t ids = load(&mine->ids.tat), requests = load(&mine->requests.tat);
+        atomic_store_explicit(&s->ids.tat, ids > now ? ids : now, memory_order_relaxed);
+        atomic_store_explicit(&s->requests.tat, requests > now ? requests : now,
+                              memory_order_relaxed);
+        atomic_store_explicit(&s->refused, 0, memory_order_relaxed);
+}
+
+/* How readily a held slot is given up: 3 free, 2 its address went quiet, 1
+ * its address floods, 0 kept; among equals, the quiet one quiet longest, the
+ * flooding one owing most. */
+struct pick {
+        struct addr_slot *s;
+        uint64_t key;
+        int rank;
+        int64_t order;
+        unsigned load; /* slots of its set held by addresses that pay their way */
+};
+
+static struct pick rate_slot(struct addr_slot *s, int64_t now)
+{
+        struct pick p = {.s = s, .key = atomic_load_explicit(&s->key, memory_order_relaxed)};
+        int64_t until = owed_until(s), refused = load(&s->refused);
+        if (!p.key)
+                p.rank = 3;
+        else if (until <= now - LIMIT_ADDR_HOLD_NS)
+                p.rank = 2, p.order = now - until;
+        else if (refused && refused > now - LIMIT_ADDR_FLOOD_NS)
+                p.rank = 1, p.order = until;
+        return p;
+}
+
+static int better(const struct pick *a, const struct pick *b)
+{
+        if (a->rank != b->rank)
+                return a->rank > b->rank;
+        if (a->load != b->load)
+                return a->load < b->load; /* the emptier set: two choices */
+        return a->order > b->order;
+}
+
+static void sets_of(uint64_t h, size_t set[2])
+{
+        set[0] = h & (LIMIT_ADDR_SETS - 1);
+        set[1] = (h >> 20) & (LIMIT_ADDR_SETS - 1);
+        if (set[1] == set[0])
+                set[1] ^= 1;
+}
+
+void addr_sets(const struct addr_table *t, uint64_t key, size_t ret_set[2])
+{
+        sets_of(addr_hash(&t->hash, key), ret_set);
+}
+
+/* Relaxed throughout: a slot changing hands under a race may charge a
+ * request in flight to the wrong address, or lose its charge; it never
+ * blocks. */
 struct addr_slot *addr_slot_get(struct addr_table *t, uint64_t key, int64_t now)
 {
-        uint64_t h = mix(key);
-        for (unsigned i = 0; i < LIMIT_ADDR_PROBES; i++) {
-                struct addr_slot *s = &t->slot[(h + i) & (LIMIT_ADDR_SLOTS - 1)];
-                uint64_t k = atomic_load_explicit(&s->key, memory_order_relaxed);
-                if (k == key)
-                        return s;
+        uint64_t h = addr_hash(&t->hash, key);
+        size_t set[2];
+        sets_of(h, set);
+        for (int i = 0; i < 2; i++)
+                for (size_t w = 0; w < LIMIT_ADDR_WAYS; w++) {
+                        struct addr_slot *s = &t->slot[set[i] * LIMIT_ADDR_WAYS + w];
+                        if (atomic_load_explicit(&s->key, memory_order_relaxed) == key)
+                                return s;
+                }
+        struct pick best = {.rank = -1};
+        for (int i = 0; i < 2; i++) {
+                struct pick p[LIMIT_ADDR_WAYS];
+                unsigned held = 0;
+                for (size_t w = 0; w < LIMIT_ADDR_WAYS; w++) {
+                        p[w] = rate_slot(&t->slot[set[i] * LIMIT_ADDR_WAYS + w], now);
+                        held += p[w].rank == 0;
+                }
+                for (size_t w = 0; w < LIMIT_ADDR_WAYS; w++) {
+                        p[w].load = held;
+                        if (p[w].rank > 0 && better(&p[w], &best))
+                                best = p[w];
+                }
         }
-        for (unsigned i = 0; i < LIMIT_ADDR_PROBES; i++) {
-                struct addr_slot *s = &t->slot[(h + i) & (LIMIT_ADDR_SLOTS - 1)];
-                uint64_t k = atomic_load_explicit(&s->key, memory_order_relaxed);
-                if ((k == 0 || slot_idle(s, now)) &&
-                    atomic_compare_exchange_strong_explicit(&s->key, &k, key, memory_order_relaxed,
-                                                            memory_order_relaxed))
-                        return s;
+        if (best.rank > 0) {
+                uint64_t k = best.key;
+                if (atomic_compare_exchange_strong_explicit(
+                            &best.s->key, &k, key, memory_order_relaxed, memory_order_relaxed)) {
+                        hand_over(t, best.s, best.key, h, now);
+                        return best.s;
+                }
                 if (k == key)
-                        return s;
+                        return best.s;
         }
-        return &t->slot[LIMIT_ADDR_SLOTS];
+        return shared_of(t, h);
+}
+
+int addr_take(struct addr_slot *s, struct bucket *b, struct rate r, uint64_t n, int64_t now,
+              int64_t *ret_wait)
+{
+        if (bucket_take(b, r, n, now, ret_wait) == 0)
+                return 0;
+        atomic_store_explicit(&s->refused, now, memory_order_relaxed);
+        return -1;
+}
+
+static size_t count_at(const struct conn_counts *c, uint64_t key)
+{
+        size_t i = addr_hash(&c->hash, key) & c->mask;
+        while (c->e[i].key && c->e[i].key != key)
+                i = (i + 1) & c->mask;
+        return i;
+}
+
+int conn_counts_init(struct conn_counts *c, unsigned max_keys)
+{
+        size_t n = 16;
+        while (n < 2 * (size_t)max_keys)
+                n *= 2;
+        int r = addr_hash_init(&c->hash);
+        if (r < 0)
+                return r;
+        c->e = calloc(n, sizeof(*c->e));
+        if (!c->e)
+                return -ENOMEM;
+        c->mask = n - 1;
+        c->used = 0;
+        return 0;
+}
+
+void conn_counts_free(struct conn_counts *c)
+{
+        free(c->e);
+        c->e = NULL;
+}
+
+unsigned conn_counts_get(const struct conn_counts *c, uint64_t key)
+{
+        return c->e[count_at(c, key)].n;
+}
+
+int conn_counts_add(struct conn_counts *c, uint64_t key, unsigned cap)
+{
+        size_t i = count_at(c, key);
+        /* a new key never takes the last empty entry, which ends every search */
+        if (c->e[i].n >= cap || (!c->e[i].key && c->used + 1 > c->mask))
+                return -EBUSY;
+        c->used += !c->e[i].key;
+        c->e[i].key = key;
+        c->e[i].n++;
+        return 0;
+}
+
+void conn_counts_del(struct conn_counts *c, uint64_t key)
+{
+        size_t i = count_at(c, key);
+        if (!c->e[i].key || --c->e[i].n)
+                return;
+        /* emptied: the entries after it that searched past it move back */
+        c->used--;
+        for (size_t j = (i + 1) & c->mask; c->e[j].key; j = (j + 1) & c->mask) {
+                size_t home = addr_hash(&c->hash, c->e[j].key) & c->mask;
+                /* j stays if its home lies cyclically in (i, j] */
+                if (i <= j ? (home > i && home <= j) : (home > i || home <= j))
+                        continue;
+                c->e[i] = c->e[j];
+                i = j;
+        }
+        c->e[i] = (struct conn_count){0};
 }

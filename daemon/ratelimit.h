@@ -15,8 +15,15 @@
 #define LIMIT_RATE_MAX 1000000000u /* per second: one per ns */
 #define LIMIT_NAME_MAX 64
 #define LIMIT_TOKENS_MAX 256
-#define LIMIT_ADDR_SLOTS 4096 /* a power of two */
-#define LIMIT_ADDR_PROBES 8
+#define LIMIT_ADDR_SETS 512 /* a power of two */
+#define LIMIT_ADDR_WAYS 8
+#define LIMIT_ADDR_SLOTS (LIMIT_ADDR_SETS * LIMIT_ADDR_WAYS)
+#define LIMIT_ADDR_SHARED 1024 /* a power of two */
+/* An address keeps its slot until this long after its buckets are full
+ * again (after its last charge, give or take a charge's worth) */
+#define LIMIT_ADDR_HOLD_NS INT64_C(2000000000)
+/* An address refused this recently floods: its slot is the first given up */
+#define LIMIT_ADDR_FLOOD_NS INT64_C(1000000000)
 
 /* A rate: so many per second, a second's worth in a burst.  0: no limit. */
 struct rate {
@@ -56,20 +63,73 @@ void tokens_free(struct token *t, unsigned n);
 struct token *tokens_find(struct token *t, unsigned n, const char *given);
 
 /* An address's key: IPv4 (also mapped into IPv6) by its 32 bits, IPv6 by
- * its /64, the unit one host or one customer usually holds. */
+ * its /64, the unit one host or one customer usually holds.  Never 0. */
 uint64_t addr_key(const struct sockaddr *sa);
+
+/* A 128-bit key for addr_hash(), drawn at start (getrandom()): where a key
+ * lands in a table is known to this process alone, so no one can choose
+ * addresses that share another's place. */
+struct addr_hash {
+        uint64_t k0, k1;
+};
+
+/* 0, or -errno from getrandom(). */
+int addr_hash_init(struct addr_hash *h);
+/* SipHash-2-4 of the 8 bytes of x (little-endian) under h. */
+uint64_t addr_hash(const struct addr_hash *h, uint64_t x);
 
 struct addr_slot {
         _Atomic uint64_t key; /* 0: free */
         struct bucket ids, requests;
+        _Atomic int64_t refused; /* CLOCK_MONOTONIC ns of the last refusal; 0: none */
 };
 
-/* A fixed table of per-address buckets, open addressing.  A slot whose
- * buckets are full (nothing owed) is as good as free and is taken over by
- * another address; when every slot probed is owed by others, the address
- * shares the last slot, overflow, with the rest of them. */
+/* A fixed table of per-address buckets.  Each address has two candidate sets
+ * of LIMIT_ADDR_WAYS slots, chosen by the keyed hash, and one of
+ * LIMIT_ADDR_SHARED shared slots.  An address holds a slot in one of its sets
+ * for as long as it keeps being charged (LIMIT_ADDR_HOLD_NS); a newcomer
+ * takes a free slot, else one whose address went quiet, else one whose
+ * address was refused within LIMIT_ADDR_FLOOD_NS (the most owing), and only
+ * when every candidate is held by an address that pays its way does it use
+ * its shared slot.  A slot given up hands what it owes to its address's
+ * shared slot, and a slot taken starts owing what the newcomer's shared slot
+ * owes: an address that loses its slot takes its debt with it. */
 struct addr_table {
-        struct addr_slot slot[LIMIT_ADDR_SLOTS + 1];
+        struct addr_hash hash;
+        struct addr_slot slot[LIMIT_ADDR_SLOTS];
+        struct addr_slot shared[LIMIT_ADDR_SHARED];
 };
 
+/* t zeroed: draws its hash key; 0 or -errno. */
+int addr_table_init(struct addr_table *t);
+/* The two sets (indexes of LIMIT_ADDR_SETS) where key may hold a slot. */
+void addr_sets(const struct addr_table *t, uint64_t key, size_t ret_set[2]);
+/* The slot of key: its own, or its shared one. */
 struct addr_slot *addr_slot_get(struct addr_table *t, uint64_t key, int64_t now_ns);
+/* bucket_take() on b, one of s's buckets; a refusal is noted in s. */
+int addr_take(struct addr_slot *s, struct bucket *b, struct rate r, uint64_t n, int64_t now_ns,
+              int64_t *ret_wait_ns);
+
+/* Open connections per address key, counted exactly: open addressing on the
+ * keyed hash, room for twice the most keys.  No lock of its own: the
+ * caller's. */
+struct conn_count {
+        uint64_t key; /* 0: empty */
+        unsigned n;
+};
+
+struct conn_counts {
+        struct addr_hash hash;
+        size_t mask, used;
+        struct conn_count *e;
+};
+
+/* 0, -ENOMEM, or -errno from getrandom(). */
+int conn_counts_init(struct conn_counts *c, unsigned max_keys);
+void conn_counts_free(struct conn_counts *c);
+unsigned conn_counts_get(const struct conn_counts *c, uint64_t key);
+/* One more for key: 0, or -EBUSY with nothing counted when key has cap
+ * already (or the table is full). */
+int conn_counts_add(struct conn_counts *c, uint64_t key, unsigned cap);
+/* One fewer for key (counted by conn_counts_add()). */
+void conn_counts_del(struct conn_counts *c, uint64_t key);

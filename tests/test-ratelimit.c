@@ -3,10 +3,12 @@
  * many threads on one bucket without a lock, the address table, the token
  * file. */
 #include <errno.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -151,34 +153,244 @@ static void test_addr_key(void **state)
         assert_int_not_equal(addr_key((void *)&z), addr_key((void *)&v4));
 }
 
+static void test_addr_hash(void **state)
+{
+        (void)state;
+        /* SipHash-2-4's own vector: key 00..0f, message 00..07 */
+        struct addr_hash k = {UINT64_C(0x0706050403020100), UINT64_C(0x0f0e0d0c0b0a0908)};
+        assert_true(addr_hash(&k, UINT64_C(0x0706050403020100)) == UINT64_C(0x93f5f5799a932462));
+        /* drawn at start: two tables place one key apart */
+        struct addr_hash a, b;
+        assert_int_equal(addr_hash_init(&a), 0);
+        assert_int_equal(addr_hash_init(&b), 0);
+        assert_true(a.k0 != b.k0 || a.k1 != b.k1);
+        unsigned same = 0;
+        for (uint64_t x = 1; x <= 64; x++)
+                same += (addr_hash(&a, x) & 511) == (addr_hash(&b, x) & 511);
+        assert_true(same < 8);
+}
+
+static struct addr_table *table(void)
+{
+        struct addr_table *t = calloc(1, sizeof(*t));
+        assert_non_null(t);
+        /* a key the test knows, as an attacker who learnt it would */
+        t->hash = (struct addr_hash){42, 43};
+        return t;
+}
+
+static bool is_shared(struct addr_table *t, struct addr_slot *s)
+{
+        return s >= t->shared && s < t->shared + LIMIT_ADDR_SHARED;
+}
+
 static void test_addr_table(void **state)
 {
         (void)state;
         struct addr_table *t = calloc(1, sizeof(*t));
         assert_non_null(t);
+        assert_int_equal(addr_table_init(t), 0);
         int64_t now = 10 * S, wait;
         struct rate r = {1};
         struct addr_slot *a = addr_slot_get(t, 1000, now);
+        assert_false(is_shared(t, a));
         assert_ptr_equal(addr_slot_get(t, 1000, now), a);
-        assert_int_equal(bucket_take(&a->requests, r, 1, now, &wait), 0);
-        assert_int_equal(bucket_take(&addr_slot_get(t, 1000, now)->requests, r, 1, now, &wait), -1);
-        /* every address owing: the probes fill, then the overflow slot is shared */
-        struct addr_slot *overflow = &t->slot[LIMIT_ADDR_SLOTS];
+        assert_int_equal(addr_take(a, &a->requests, r, 1, now, &wait), 0);
+        /* every address charged (paying its way): the table fills, then the
+         * rest use their shared slots */
         unsigned shared = 0;
         for (uint64_t k = 2000; k < 2000 + 2 * LIMIT_ADDR_SLOTS; k++) {
                 struct addr_slot *s = addr_slot_get(t, k, now);
-                if (s == overflow)
+                if (is_shared(t, s))
                         shared++;
                 else
-                        assert_int_equal(bucket_take(&s->requests, r, 1, now, &wait), 0);
+                        assert_int_equal(addr_take(s, &s->requests, r, 1, now, &wait), 0);
         }
         assert_true(shared >= LIMIT_ADDR_SLOTS);
-        /* once nothing is owed, a slot is as good as free: taken over */
-        now += 5 * S;
+        assert_ptr_equal(addr_slot_get(t, 1000, now), a); /* kept its own */
+        /* quiet for the hold time: given up to a newcomer */
+        now += 1 * S + LIMIT_ADDR_HOLD_NS;
         struct addr_slot *n = addr_slot_get(t, 99999999, now);
-        assert_ptr_not_equal(n, overflow);
-        assert_int_equal(bucket_take(&n->requests, r, 1, now, &wait), 0);
+        assert_false(is_shared(t, n));
+        assert_int_equal(addr_take(n, &n->requests, r, 1, now, &wait), 0);
         free(t);
+}
+
+/* count keys whose two sets are those of key */
+static void colliding(struct addr_table *t, uint64_t key, uint64_t *ret, unsigned count)
+{
+        size_t want[2], got[2];
+        addr_sets(t, key, want);
+        for (uint64_t k = key + 1; count; k++) {
+                addr_sets(t, k, got);
+                if ((got[0] == want[0] && got[1] == want[1]) ||
+                    (got[0] == want[1] && got[1] == want[0]))
+                        ret[--count] = k;
+        }
+}
+
+/* An address refused gives its slot up first, and takes what it owes along
+ * to its shared slot and to the next slot it takes. */
+static void test_addr_table_debt(void **state)
+{
+        (void)state;
+        struct addr_table *t = table();
+        struct rate r = {10};
+        int64_t now = 10 * S, wait;
+        uint64_t keys[2 * LIMIT_ADDR_WAYS + 1];
+        colliding(t, 5, keys, 2 * LIMIT_ADDR_WAYS + 1);
+        /* 16 addresses fill the two sets; the first floods (refused) */
+        struct addr_slot *s[2 * LIMIT_ADDR_WAYS];
+        for (int i = 0; i < 2 * LIMIT_ADDR_WAYS; i++) {
+                s[i] = addr_slot_get(t, keys[i], now);
+                assert_false(is_shared(t, s[i]));
+                assert_int_equal(addr_take(s[i], &s[i]->requests, r, 1, now, &wait), 0);
+        }
+        for (int i = 0; i < 9; i++)
+                assert_int_equal(addr_take(s[0], &s[0]->requests, r, 1, now, &wait), 0);
+        assert_int_equal(addr_take(s[0], &s[0]->requests, r, 1, now, &wait), -1);
+        /* a newcomer to the full sets takes the flooder's slot, full */
+        uint64_t newcomer = keys[2 * LIMIT_ADDR_WAYS];
+        struct addr_slot *n = addr_slot_get(t, newcomer, now);
+        assert_ptr_equal(n, s[0]);
+        for (int i = 0; i < 10; i++)
+                assert_int_equal(addr_take(n, &n->requests, r, 1, now, &wait), 0);
+        /* the flooder, in its shared slot (the rest pay their way), still owes */
+        struct addr_slot *f = addr_slot_get(t, keys[0], now);
+        assert_true(is_shared(t, f));
+        assert_int_equal(addr_take(f, &f->requests, r, 1, now, &wait), -1);
+        /* and in a slot of its own again, once one went quiet, still owes:
+         * 50 more at once (5 s' worth) */
+        for (int step = 0; step < 7; step++) {
+                now += S / 2;
+                for (int i = 2; i < 2 * LIMIT_ADDR_WAYS; i++)
+                        assert_int_equal(addr_take(s[i], &s[i]->requests, r, 1, now, &wait), 0);
+                assert_int_equal(addr_take(n, &n->requests, r, 1, now, &wait), 0);
+        }
+        assert_int_equal(addr_take(f, &f->requests, r, 50, now, &wait), 0);
+        f = addr_slot_get(t, keys[0], now);
+        assert_ptr_equal(f, s[1]);
+        assert_int_equal(addr_take(f, &f->requests, r, 1, now + S, &wait), -1);
+        assert_true(wait > 3 * S);
+        free(t);
+}
+
+#define FLOOD 24
+
+/* A polite address (a fifth of its rate) holds a slot; FLOOD addresses that
+ * share both its sets (chosen knowing the table's key) flood at four times
+ * their rate for 20 s: the polite one is served every request from its own
+ * slot, a polite newcomer to the same sets is served from its first request,
+ * and each flooder, for all the slots changing hands, is granted no more
+ * than its burst and its rate. */
+static void test_addr_table_flood(void **state)
+{
+        (void)state;
+        struct addr_table *t = table();
+        struct rate r = {10};
+        uint64_t polite = 7, flood[FLOOD + 1];
+        colliding(t, polite, flood, FLOOD + 1);
+        uint64_t newcomer = flood[FLOOD];
+        int64_t start = 100 * S, wait;
+        struct addr_slot *own = addr_slot_get(t, polite, start);
+        assert_false(is_shared(t, own));
+        long granted[FLOOD] = {0}, refused = 0, moves = 0, newcomer_served = 0;
+        struct addr_slot *last[FLOOD] = {0}, *newcomer_slot = NULL;
+        for (int64_t ms = 0; ms < 20000; ms += 25) {
+                int64_t now = start + ms * (S / 1000);
+                for (int i = 0; i < FLOOD; i++) {
+                        struct addr_slot *s = addr_slot_get(t, flood[i], now);
+                        moves += s != last[i];
+                        last[i] = s;
+                        if (addr_take(s, &s->requests, r, 1, now, &wait) == 0)
+                                granted[i]++;
+                        else
+                                refused++;
+                }
+                if (ms % 500 == 0) {
+                        struct addr_slot *s = addr_slot_get(t, polite, now);
+                        assert_ptr_equal(s, own);
+                        assert_int_equal(addr_take(s, &s->requests, r, 1, now, &wait), 0);
+                }
+                if (ms >= 10000 && ms % 500 == 250) {
+                        struct addr_slot *s = addr_slot_get(t, newcomer, now);
+                        assert_false(is_shared(t, s));
+                        if (newcomer_slot)
+                                assert_ptr_equal(s, newcomer_slot);
+                        newcomer_slot = s;
+                        assert_int_equal(addr_take(s, &s->requests, r, 1, now, &wait), 0);
+                        newcomer_served++;
+                }
+        }
+        long total = 0;
+        for (int i = 0; i < FLOOD; i++) {
+                assert_true(granted[i] <= 10 * 20 + 10);
+                total += granted[i];
+        }
+        print_message("polite: 40 of 40 from its own slot; newcomer: %ld of 20; %d flooders "
+                      "at 40/s for 20 s: %ld granted (at most %d), %ld refused, %ld moves\n",
+                      newcomer_served, FLOOD, total, FLOOD * 210, refused, moves);
+        assert_int_equal(newcomer_served, 20);
+        assert_true(refused > 0);
+        free(t);
+}
+
+static void test_conn_counts(void **state)
+{
+        (void)state;
+        struct conn_counts c;
+        assert_int_equal(conn_counts_init(&c, 128), 0);
+        /* 8 addresses of one /64, 16 connections each, a cap of 16: the /64
+         * is held to 16 */
+        struct sockaddr_in6 a = {.sin6_family = AF_INET6};
+        static const uint8_t net[8] = {0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 0};
+        memcpy(a.sin6_addr.s6_addr, net, 8);
+        unsigned ok = 0;
+        for (int host = 1; host <= 8; host++) {
+                a.sin6_addr.s6_addr[15] = (uint8_t)host;
+                for (int i = 0; i < 16; i++)
+                        ok += conn_counts_add(&c, addr_key((void *)&a), 16) == 0;
+        }
+        assert_int_equal(ok, 16);
+        assert_int_equal(conn_counts_get(&c, addr_key((void *)&a)), 16);
+        /* another /64 is not held back by it */
+        struct sockaddr_in6 b = a;
+        b.sin6_addr.s6_addr[7] = 2;
+        assert_int_equal(conn_counts_add(&c, addr_key((void *)&b), 16), 0);
+        /* IPv4: each address its own */
+        struct sockaddr_in v = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000002)};
+        for (int i = 0; i < 16; i++)
+                assert_int_equal(conn_counts_add(&c, addr_key((void *)&v), 16), 0);
+        assert_int_equal(conn_counts_add(&c, addr_key((void *)&v), 16), -EBUSY);
+        v.sin_addr.s_addr = htonl(0x7f000003);
+        assert_int_equal(conn_counts_add(&c, addr_key((void *)&v), 16), 0);
+        /* one closed: one more may open */
+        conn_counts_del(&c, addr_key((void *)&a));
+        assert_int_equal(conn_counts_add(&c, addr_key((void *)&a), 16), 0);
+        assert_int_equal(conn_counts_add(&c, addr_key((void *)&a), 16), -EBUSY);
+        conn_counts_free(&c);
+
+        /* many keys coming and going in a small table: the counts stay exact */
+        assert_int_equal(conn_counts_init(&c, 64), 0);
+        unsigned want[200] = {0};
+        srandom(1);
+        for (int step = 0; step < 200000; step++) {
+                unsigned k = (unsigned)random() % 200;
+                if (random() % 2 && want[k]) {
+                        conn_counts_del(&c, k + 1);
+                        want[k]--;
+                } else if (conn_counts_add(&c, k + 1, 3) == 0)
+                        want[k]++;
+                else
+                        assert_true(want[k] == 3 || c.used == c.mask);
+        }
+        unsigned keys = 0;
+        for (unsigned k = 0; k < 200; k++) {
+                assert_int_equal(conn_counts_get(&c, k + 1), want[k]);
+                keys += want[k] > 0;
+        }
+        assert_int_equal(keys, c.used);
+        conn_counts_free(&c);
 }
 
 static const char *write_file(const char *text)
@@ -256,9 +468,11 @@ static void test_tokens(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_bucket),         cmocka_unit_test(test_bucket_large_charge),
-                cmocka_unit_test(test_bucket_threads), cmocka_unit_test(test_addr_key),
-                cmocka_unit_test(test_addr_table),     cmocka_unit_test(test_tokens),
+                cmocka_unit_test(test_bucket),          cmocka_unit_test(test_bucket_large_charge),
+                cmocka_unit_test(test_bucket_threads),  cmocka_unit_test(test_addr_key),
+                cmocka_unit_test(test_addr_hash),       cmocka_unit_test(test_addr_table),
+                cmocka_unit_test(test_addr_table_debt), cmocka_unit_test(test_addr_table_flood),
+                cmocka_unit_test(test_conn_counts),     cmocka_unit_test(test_tokens),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,15 +3,20 @@
 a connection limit per address, a read deadline that a trickle cannot
 extend.  Clients come from several loopback addresses (127.0.0.2, .3, ...),
 as clients of several hosts would."""
+import ctypes
 import http.client
 import json
+import os
 import resource
+import shutil
 import socket
 import subprocess
 import threading
 import time
 
 from harness import SNOWIDD, Daemon, Etcd, free_port, log, metric, run, wait_for
+
+CLONE_NEWNET = 0x40000000
 
 
 def post(port, path, src, token=None, timeout=10):
@@ -117,6 +122,111 @@ def test_rate_limits(h):
     d.stop()
 
 
+# The address table's hash before it was keyed: fixed and public, so anyone
+# could pick addresses that share a victim's slots.  The tests reproduce it
+# to choose such addresses; the table must not care.
+MASK64 = (1 << 64) - 1
+
+
+def fixed_hash_slot(ip):
+    """The first slot that the fixed hash gave an IPv4 address (of 4,096)."""
+    x = int.from_bytes(socket.inet_aton(ip), "little") | 4 << 56
+    x ^= x >> 33
+    x = (x * 0xff51afd7ed558ccd) & MASK64
+    x ^= x >> 33
+    return x & 4095
+
+
+def colliding(victim, n):
+    """n loopback addresses whose first slot under the fixed hash is the
+    victim's: they probe the very slots the victim probes."""
+    want, found = fixed_hash_slot(victim), []
+    for i in range(1 << 22):
+        ip = f"127.{64 + (i >> 16) % 64}.{(i >> 8) & 255}.{i & 255}"
+        if i & 255 in (0, 255):
+            continue
+        if fixed_hash_slot(ip) == want:
+            found.append(ip)
+            if len(found) == n:
+                return found
+    raise AssertionError("no colliding addresses found")
+
+
+def paced(port, path, src, rate, stop, counts, n=None):
+    """Requests from src at rate per second on one keep-alive connection, until
+    stop is set (or n are sent); counts by status, and the 429s' "by"."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(src, 0))
+    t0, i = time.monotonic(), 0
+    try:
+        while not stop.is_set() and (n is None or i < n):
+            c.request("POST", path)
+            r = c.getresponse()
+            body = r.read()
+            counts[r.status] = counts.get(r.status, 0) + 1
+            if r.status == 429:
+                by = json.loads(body)["by"]
+                counts[by] = counts.get(by, 0) + 1
+            i += 1
+            delay = t0 + i / rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)  # the client's pace, not a wait for a condition
+    finally:
+        c.close()
+
+
+def test_chosen_neighbours(h):
+    """Twelve addresses chosen to share a victim's slots under the table's old
+    fixed hash flood at 40 requests/s each (4 times their rate); the victim
+    and a control address, each at 2 requests/s (a fifth of the rate), are
+    served every request.  Once for the request rate, once for the ID rate."""
+    etcd = Etcd(h)
+    victim, control = "127.0.3.7", "127.0.5.9"
+    flood = colliding(victim, 12)
+    assert abs(fixed_hash_slot(control) - fixed_hash_slot(victim)) > 16
+    cases = [("requests", ["--http-address-requests", "10", "--http-address-ids", "0"],
+              "/v1/ids", 10),
+             ("ids", ["--http-address-ids", "1000"], "/v1/ids?count=100", 1000 / 100)]
+    for limit, args, path, per_s in cases:
+        port = free_port()
+        d = Daemon(h, etcd, instance=f"{h.instance}-{limit}", name=f"d-{limit}",
+                   args=["--http", f"127.0.0.1:{port}", "--http-threads", "2"] + args).start()
+        wait_for(lambda: metric(port, "snowid_http_connections") is not None, 5, "the HTTP API")
+        stop = threading.Event()
+        floods = [{} for _ in flood]
+        workers = [threading.Thread(target=paced, args=(port, path, a, 40, stop, c))
+                   for a, c in zip(flood, floods)]
+        t0 = time.monotonic()
+        for w in workers:
+            w.start()
+        # every flooding address over its rate (its burst spent) before the
+        # victim's first request
+        wait_for(lambda: all(c.get(429, 0) for c in floods), 20, "every flooder refused")
+        n = 25
+        polite = {victim: {}, control: {}}
+        clients = [threading.Thread(target=paced, args=(port, path, a, 2, stop, c, n))
+                   for a, c in polite.items()]
+        for w in clients:
+            w.start()
+        for w in clients:
+            w.join()
+        stop.set()
+        for w in workers:
+            w.join()
+        secs = time.monotonic() - t0
+        served = sum(c.get(200, 0) for c in floods)
+        log(f"{limit}: victim served {polite[victim].get(200, 0)} of {n} "
+            f"({polite[victim].get('address', 0)} refused by address), control "
+            f"{polite[control].get(200, 0)} of {n}; 12 chosen neighbours at 40/s: "
+            f"{served} served, {sum(c.get(429, 0) for c in floods)} refused in {secs:.1f} s")
+        assert polite[control].get(200, 0) == n, polite[control]
+        assert polite[victim].get(200, 0) == n, polite[victim]
+        # the flood is still limited: each address its burst and its rate
+        for c in floods:
+            assert c.get("address", 0) == c.get(429, 0) > 0, c
+        assert served <= len(flood) * per_s * (secs + 1) + len(flood), (served, secs)
+        d.stop()
+
+
 def test_idle_connections(h):
     """5,000 idle connections from one address: at most its 64 are kept; the
     API keeps serving other addresses at once."""
@@ -152,6 +262,99 @@ def test_idle_connections(h):
     assert max(counts) <= 64 + 1 + 3, counts
     log(f"5000 idle connections from one address: {held:.0f} held; other addresses served, "
         f"slowest {max(took) * 1000:.0f} ms of 50")
+    d.stop()
+
+
+def read_answer(s):
+    """One whole HTTP answer from s (headers and a Content-Length body), or b"" if
+    the connection ends first."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = s.recv(4096)
+        if not chunk:
+            return b""
+        buf += chunk
+    head, body = buf.split(b"\r\n\r\n", 1)
+    length = [int(v) for k, _, v in (ln.partition(b":") for ln in head.split(b"\r\n"))
+              if k.lower() == b"content-length"]
+    while len(body) < (length[0] if length else 0):
+        chunk = s.recv(4096)
+        if not chunk:
+            return b""
+        body += chunk
+    return head
+
+
+def answered(port, src, timeout=5):
+    """A new connection from src on which GET /healthz is answered, left open;
+    None if it is closed or refused unanswered."""
+    s = socket.socket(socket.AF_INET6)
+    s.settimeout(timeout)
+    try:
+        s.bind((src, 0))
+        s.connect(("::1", port))
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        if read_answer(s).startswith(b"HTTP/1.1 "):
+            return s
+    except OSError:
+        pass
+    s.close()
+    return None
+
+
+def test_connections_per_64(h):
+    """8 addresses of one IPv6 /64 open 16 connections each, with
+    --http-connections 128 --http-connections-per-address 16: the /64 holds
+    16, and a client of another /64 is answered every time.  In a network
+    namespace of the test's own, where lo holds the addresses."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        log("skipped: a network namespace needs root and ip(8)")
+        return
+    ns = f"snowid-h64-{os.getpid()}"
+    if subprocess.run(["ip", "netns", "add", ns], capture_output=True).returncode != 0:
+        log("skipped: no network namespace could be made")
+        return
+    h.cleanup(lambda: subprocess.run(["ip", "netns", "del", ns], capture_output=True))
+    hosts = [f"2001:db8:1::{i}" for i in range(1, 9)]
+    other = "2001:db8:2::1"
+    subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
+    for a in hosts + [other]:
+        subprocess.run(["ip", "-n", ns, "addr", "add", f"{a}/64", "dev", "lo", "nodad"],
+                       check=True)
+    # this thread (and what it starts: etcd, snowidd, sockets) in the namespace
+    libc = ctypes.CDLL(None, use_errno=True)
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    there = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+    assert libc.setns(there, CLONE_NEWNET) == 0, os.strerror(ctypes.get_errno())
+    os.close(there)
+    h.cleanup(lambda: (libc.setns(home, CLONE_NEWNET), os.close(home)))
+
+    etcd = Etcd(h)
+    port = free_port()
+    d = Daemon(h, etcd, args=["--http", f"[::]:{port}", "--http-connections", "128",
+                              "--http-connections-per-address", "16",
+                              "--http-read-timeout", "120"]).start()
+    wait_for(lambda: answered(port, other), 5, "the HTTP API")
+    held = []
+    h.cleanup(lambda: [s.close() for s in held])
+    for a in hosts:
+        for _ in range(16):
+            s = answered(port, a)
+            if s:
+                held.append(s)
+    others = [answered(port, other) for _ in range(10)]
+    n_other = sum(1 for s in others if s)
+    for s in others:
+        if s:
+            s.close()
+    log(f"8 addresses of one /64, 16 connections each: {len(held)} answered and held; "
+        f"a client of another /64 answered {n_other} of 10")
+    assert len(held) == 16, len(held)
+    assert n_other == 10, n_other
+    # those held are held: each answers again
+    for s in held:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_answer(s).startswith(b"HTTP/1.1 ")
     d.stop()
 
 
@@ -233,4 +436,4 @@ def test_token_file_errors(h):
 
 
 if __name__ == "__main__":
-    run([test_rate_limits, test_idle_connections, test_slowloris, test_token_file_errors])
+    run([test_rate_limits, test_chosen_neighbours, test_idle_connections, test_connections_per_64, test_slowloris, test_token_file_errors])
