@@ -880,15 +880,20 @@ class Chaos:
         self.note(f"{kind}: era {len(self.eras)} ended at revision "
                   f"{max((e[0] for e in events), default=0)} ({len(events)} events); "
                   f"members killed; restoring")
+        # the procedure (docs/fences.md): a new cluster token, so a new
+        # cluster ID, which no daemon acts on until the fence names it
+        token = f"{flag_value(self.etcd.cmds[0], '--initial-cluster-token').split('-r')[0]}" \
+                f"-r{len(self.eras)}"
         for m in range(self.etcd.n):
             cmd = self.etcd.cmds[m]
+            cmd[cmd.index("--initial-cluster-token") + 1] = token
             data = flag_value(cmd, "--data-dir")
             subprocess.run(["rm", "-rf", data], check=True)
             r = subprocess.run(
                 ["etcdctl", "snapshot", "restore", path, "--name", flag_value(cmd, "--name"),
                  "--data-dir", data,
                  "--initial-cluster", flag_value(cmd, "--initial-cluster"),
-                 "--initial-cluster-token", flag_value(cmd, "--initial-cluster-token"),
+                 "--initial-cluster-token", token,
                  "--initial-advertise-peer-urls", flag_value(cmd, "--initial-advertise-peer-urls")],
                 capture_output=True, text=True)
             if r.returncode != 0:

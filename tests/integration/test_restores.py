@@ -15,7 +15,7 @@ import signal
 from harness import (BUILD, STORE, Daemon, PgStore, Taker, Store, check_unique_and_increasing, cli, cli_status,
                      decode, fence, id_time_now, log, mark, run, store_args, take, wait_for)
 from test_clock import faketime_lib
-from test_fences import (FAST, RATE, TINY, deadline_passed, hold_by_third_party, hwm,
+from test_fences import (FAST, RATE, TINY, deadline_of, deadline_passed, hold_by_third_party, hwm,
                          make_cluster, snapshot, tw)
 
 
@@ -34,14 +34,17 @@ def test_restore_refilled(h):
     a = Daemon(h, etcd, instance=h.instance + "-a", name="a", args=FAST).start()
     b = Daemon(h, etcd, instance=h.instance + "-b", name="b", args=FAST).start()
     n = {d: decode(take(d.instance)[0])[1] for d in (a, b)}
-    at_snap = {d: hwm(etcd, "default", n[d]) for d in (a, b)}
     snap, restored_ok = snapshot(h, etcd)
+    # each daemon has published a deadline past the mark the snapshot holds:
+    # it got etcd's acknowledgement of a write made after the snapshot
+    after = {d: hwm(etcd, "default", n[d]) for d in (a, b)}
     for d in (a, b):
-        wait_for(lambda d=d: hwm(etcd, "default", n[d]) > at_snap[d], 10,
-                 f"{d.name}'s mark to move past the snapshot's")
+        wait_for(lambda d=d: deadline_of(d.instance) > after[d], 10,
+                 f"{d.name} to publish a mark written after the snapshot")
     seen = etcd.revision()
     etcd.restore(snap, refill_to=seen + 10)
     restored_ok()
+    at_snap = {d: hwm(etcd, "default", n[d]) for d in (a, b)}
     assert etcd.revision() >= seen + 10, "the refill did not bring the revision back"
     for d in (a, b):
         wait_for(lambda d=d: state(d.instance) == "etcd-restored", 10,
@@ -91,7 +94,9 @@ def test_move_after_restore(h):
     assert nc == 1 - na
     ta = Taker(h, instance=a.instance, name="a", extra=RATE)
     tc = Taker(h, instance=c.instance, name="c", extra=RATE)
-    wait_for(lambda: hwm(etcd, "mv", na) > at_snap, 10, "A's mark to move past the snapshot's")
+    after = hwm(etcd, "mv", na)
+    wait_for(lambda: deadline_of(a.instance) > after, 10,
+             "A to publish a mark written after the snapshot")
     # the restored mark of C's number behind A's clock once stepped back:
     # a number a move may take
     wait_for(lambda: id_time_now() - 2500 > other, 10, f"hwm/{nc} as restored to fall behind")
