@@ -8,18 +8,20 @@ import json
 import mmap
 import os
 import re
+import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 
 from harness import (BUILD, CLI, SNOWIDD, Daemon, Etcd, Taker, check_unique_and_increasing, decode,
                      fence, free_port, id_time_now, http_get, kill_quietly, log, mark, metric,
-                     run, take, wait_for)
+                     run, stage_for_others, take, wait_for)
 
 LIBSNOWID = os.path.join(BUILD, "libclient", "libsnowid.so.1")
 
@@ -87,11 +89,12 @@ def handshake(path, hello=None):
                 nonce=nonce, mono_ns=mono_ns, uid=uid), fds
 
 
-def as_nobody(*cmd, groups=None):
-    """cmd run as uid/gid 65534, with these supplementary groups."""
+def as_nobody(*cmd, groups=None, env=None):
+    """cmd run as uid/gid 65534, with these supplementary groups.  What it
+    runs must be where that user can reach it (stage_for_others())."""
     g = ["--groups", ",".join(map(str, groups))] if groups else ["--clear-groups"]
     return subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", *g, *cmd],
-                          capture_output=True, text=True, timeout=30)
+                          capture_output=True, text=True, timeout=30, env=env)
 
 
 def test_handshake_and_seals(h):
@@ -166,17 +169,43 @@ def test_who_may_take_ids(h):
     etcd = Etcd(h)
     d = Daemon(h, etcd, args=["--allow-groups", "4242"]).start()
     assert len(take(h.instance, 3)) == 3  # root always may
-    r = as_nobody(CLI, "next", "--instance", h.instance)
+    cli_copy, env = stage_for_others(h)
+    r = as_nobody(cli_copy, "next", "--instance", h.instance, env=env)
     assert r.returncode != 0 and "permission denied" in r.stderr, (r.returncode, r.stderr)
     # a supplementary group in allow-groups
-    r = as_nobody(CLI, "next", "-n", "3", "--instance", h.instance, groups=[4242])
+    r = as_nobody(cli_copy, "next", "-n", "3", "--instance", h.instance, groups=[4242], env=env)
     assert r.returncode == 0 and len(r.stdout.split()) == 3, r.stderr
     d.stop()
     d = Daemon(h, etcd, name="d2", args=["--allow-users", "65534"]).start()
-    r = as_nobody(CLI, "next", "--instance", h.instance)
+    r = as_nobody(cli_copy, "next", "--instance", h.instance, env=env)
     assert r.returncode == 0, r.stderr
     assert "Refused the segment to uid" not in d.log_text()
     d.stop()
+
+
+def test_staged_from_private_tree(h):
+    """A build in a directory only its owner may enter (a clone in root's 0700
+    home): run as another user, its command cannot load libsnowid (the
+    loader follows its RUNPATH from the real path, through that directory);
+    the copy stage_for_others() makes of that build can."""
+    private = tempfile.mkdtemp(prefix="snowid-private-")
+    h.cleanup(lambda: shutil.rmtree(private, ignore_errors=True))
+    os.chmod(private, 0o700)
+    tree = os.path.join(private, "build")
+    for sub, f in (("cli", CLI), ("libclient", LIBSNOWID)):
+        os.makedirs(os.path.join(tree, sub))
+        shutil.copy(f, os.path.join(tree, sub))
+    os.chmod(tree, 0o755)
+    # started from inside the tree, as a relative path needs no way in (and
+    # not from a library path meson may have set for the tests)
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    r = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+                        "cli/snowid", "--help"], cwd=tree, capture_output=True, text=True,
+                       timeout=30, env=env)
+    assert r.returncode != 0 and "libsnowid.so.1" in r.stderr, (r.returncode, r.stderr)
+    cmd, env = stage_for_others(h, build=tree)
+    r = as_nobody(cmd, "--help", env=env)
+    assert r.returncode == 0 and "Usage: snowid" in r.stdout + r.stderr, (r.returncode, r.stderr)
 
 
 def test_planted_socket(h):
@@ -345,7 +374,8 @@ def test_client_that_never_reads(h):
         idle.append(s)
     wait_for(lambda: (metric(port, 'snowid_handshakes_total{result="busy"}') or 0) >= 50, 5,
              "answers refused to the user holding 128 unread")
-    r = as_nobody(CLI, "next", "-n", "3", "--instance", h.instance)
+    cli_copy, env = stage_for_others(h)
+    r = as_nobody(cli_copy, "next", "-n", "3", "--instance", h.instance, env=env)
     assert r.returncode == 0 and len(r.stdout.split()) == 3, r.stderr
     for s in idle:
         s.close()
@@ -547,7 +577,8 @@ exec {CLI} next -n 20 --instance {h.instance}
 
 
 if __name__ == "__main__":
-    run([test_handshake_and_seals, test_who_may_take_ids, test_planted_socket,
+    run([test_handshake_and_seals, test_who_may_take_ids, test_staged_from_private_tree,
+         test_planted_socket,
          test_damaged_counters_replaced, test_stopped_daemon_and_budget,
          test_client_that_never_reads, test_refused_flood,
          test_restart_without_fd_store, test_restart_ahead_without_fd_store,
