@@ -235,9 +235,10 @@ static int handshake(const char *path, int64_t timeout_ns, struct seg **ret)
 
         shm_hello_make(&hello);
         int64_t t0 = real_monotonic_ns();
-        bool sent = send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) == (ssize_t)sizeof(hello);
-        if (!sent && errno != EPIPE) {
-                r = errno == EAGAIN ? -ETIMEDOUT : -EPROTO;
+        ssize_t n = send(fd, &hello, sizeof(hello), MSG_NOSIGNAL);
+        bool sent = n == (ssize_t)sizeof(hello);
+        if (!sent && !(n < 0 && errno == EPIPE)) {
+                r = n < 0 && errno == EAGAIN ? -ETIMEDOUT : -EPROTO;
                 goto out;
         }
         /* EPIPE: closed before the hello, which a refusal at accept does

@@ -484,7 +484,7 @@ def stage_for_others(h, build=BUILD):
     build tree may be out of their reach (a clone in root's 0700 home).
     (the command's path, the environment to run it with); removed at the
     end of the test."""
-    d = tempfile.mkdtemp(prefix="snowid-staged-", dir="/tmp")
+    d = tempfile.mkdtemp(prefix="snowid-for-others-", dir="/tmp")
     h.cleanup(lambda: shutil.rmtree(d, ignore_errors=True))
     os.chmod(d, 0o755)
     cmd = os.path.join(d, "snowid")
