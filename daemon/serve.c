@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The handshake's server side.  Every step is non-blocking and bounded: a
- * connection is read when it is readable, answered with one sendmsg() of 64
- * bytes into its empty buffer; a peer that sends nothing is closed after
- * SHM_HS_TIMEOUT_MS, and past SERVE_CONN_MAX the oldest goes.  An answer
- * with descriptors is held open until the peer closes (serve.h: the kernel
- * charges unread descriptors to snowidd), within per-uid and total caps.
+ * The handshake's server side.  Every step is non-blocking and bounded.  A
+ * peer that may not take IDs is refused as it is accepted: its credentials
+ * read from the new socket, an -EACCES welcome sent and the socket closed,
+ * with nothing allocated and no timer, so that a flood of them costs the
+ * others a few system calls each.  Any other connection is read when it is
+ * readable, answered with one sendmsg() of 64 bytes into its empty buffer; a
+ * peer that sends nothing is closed after SHM_HS_TIMEOUT_MS, and past
+ * SERVE_PENDING_PER_UID of one uid, or SERVE_CONN_MAX in all, the oldest of
+ * the uid with the most goes.  An answer with descriptors is held open until
+ * the peer closes (serve.h: the kernel charges unread descriptors to
+ * snowidd), within per-uid and total caps.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -26,7 +31,9 @@
 #include "log.h"
 #include "serve.h"
 
-#define ACCEPT_PER_TURN 64
+/* accept4() calls per turn of the loop: refusals cost a few system calls
+ * each, and the loop's other work (renewals) must go on under a flood */
+#define ACCEPT_PER_TURN 256
 #define PEER_GROUPS_MAX 256
 
 struct conn {
@@ -51,6 +58,13 @@ struct serve {
                 struct conn *head, *tail;
                 unsigned n;
         } pending, held;
+        /* handshakes waiting for a hello, per uid: one entry per uid with
+         * any (so at most SERVE_CONN_MAX) */
+        struct uid_count {
+                uid_t uid;
+                unsigned n;
+        } pending_uids[SERVE_CONN_MAX];
+        unsigned n_pending_uids;
         sd_event_source *accept_retry; /* accept4() ran out of descriptors */
         uint64_t refused_logged_ms, refused_unlogged;
         unsigned held_max; /* SERVE_HELD_MAX, or less where RLIMIT_NOFILE is low */
@@ -84,10 +98,41 @@ static void list_del(struct list *l, struct conn *c)
         l->n--;
 }
 
+static struct uid_count *pending_of(struct serve *s, uid_t uid)
+{
+        for (unsigned i = 0; i < s->n_pending_uids; i++)
+                if (s->pending_uids[i].uid == uid)
+                        return &s->pending_uids[i];
+        return NULL;
+}
+
+static void pending_add(struct serve *s, struct conn *c)
+{
+        struct uid_count *u = pending_of(s, c->uid);
+        if (!u) {
+                /* never full: an entry per uid with a pending connection */
+                u = &s->pending_uids[s->n_pending_uids++];
+                *u = (struct uid_count){.uid = c->uid};
+        }
+        u->n++;
+        list_add(&s->pending, c);
+}
+
+static void pending_del(struct serve *s, struct conn *c)
+{
+        struct uid_count *u = pending_of(s, c->uid);
+        if (u && --u->n == 0)
+                *u = s->pending_uids[--s->n_pending_uids];
+        list_del(&s->pending, c);
+}
+
 static void conn_free(struct conn *c)
 {
         struct serve *s = c->srv;
-        list_del(c->held ? &s->held : &s->pending, c);
+        if (c->held)
+                list_del(&s->held, c);
+        else
+                pending_del(s, c);
         if (s->accept_paused && !s->accept_retry) {
                 /* a descriptor is free again (the pause had no timer) */
                 s->accept_paused = false;
@@ -131,7 +176,8 @@ static unsigned sweep(struct serve *s, uid_t uid, bool all)
         return n;
 }
 
-/* May this peer take IDs?  Its uid, primary gid and supplementary groups. */
+/* May this peer take IDs?  Its uid, primary gid and supplementary groups,
+ * as the kernel recorded them at connect(). */
 static int peer_allowed(struct serve *s, int fd, uid_t *ret_uid)
 {
         struct ucred cred;
@@ -175,9 +221,6 @@ static void answer(struct conn *c)
         if (shm_hello_check(c->buf, c->got, &version) < 0) {
                 w.status = -EPROTO;
                 s->stats.bad++;
-        } else if (!peer_allowed(s, c->fd, &c->uid)) {
-                w.status = -EACCES;
-                s->stats.refused++;
         } else if (sweep(s, c->uid, s->held.n >= s->held_max) >= SERVE_HELD_PER_UID ||
                    s->held.n >= s->held_max) {
                 w.status = -EAGAIN;
@@ -199,7 +242,7 @@ static void answer(struct conn *c)
         s->stats.given++;
         /* held until the peer closes: then its descriptors are no longer
          * in flight (libsnowid closes right after reading) */
-        list_del(&s->pending, c);
+        pending_del(s, c);
         c->held = true;
         list_add(&s->held, c);
         sd_event_source_disable_unref(c->timer);
@@ -259,12 +302,56 @@ static int on_conn_timeout(sd_event_source *src, uint64_t usec, void *userdata)
         return 0;
 }
 
+/* Makes room for a handshake of uid: past SERVE_PENDING_PER_UID of its own,
+ * its oldest goes; past SERVE_CONN_MAX in all, the oldest of the uid with
+ * the most.  Answered if its hello has come (a burst accepted in one turn,
+ * not read yet), else closed: a client that means it has sent it by now. */
+static void make_room(struct serve *s, uid_t uid)
+{
+        const struct uid_count *u = pending_of(s, uid);
+        if ((!u || u->n < SERVE_PENDING_PER_UID) && s->pending.n < SERVE_CONN_MAX)
+                return;
+        if (!u || u->n < SERVE_PENDING_PER_UID)
+                for (unsigned i = 0; i < s->n_pending_uids; i++)
+                        if (!u || s->pending_uids[i].n > u->n)
+                                u = &s->pending_uids[i];
+        uid_t victim = u->uid;
+        struct conn *c = s->pending.head;
+        while (c->uid != victim)
+                c = c->next;
+        ssize_t n = recv(c->fd, c->buf + c->got, sizeof(c->buf) - c->got, MSG_DONTWAIT);
+        if (n > 0)
+                c->got += (size_t)n;
+        if (c->got == sizeof(c->buf)) {
+                answer(c); /* out of pending: held, or closed */
+                return;
+        }
+        s->stats.evicted++;
+        conn_free(c);
+}
+
+/* Refuses a peer that may not take IDs at once: the welcome, -EACCES, into
+ * the new socket's empty buffer (read by the client after its hello, even
+ * once closed), and the socket closed; 1 if it was refused. */
+static int refuse_early(struct serve *s, int fd, uid_t *ret_uid)
+{
+        if (peer_allowed(s, fd, ret_uid))
+                return 0;
+        struct shm_welcome w = {.version = SHM_VERSION, .status = -EACCES};
+        memcpy(w.magic, SHM_HS_WELCOME_MAGIC, sizeof(w.magic));
+        w.mono_ns = monotonic_now_ns();
+        (void)shm_welcome_send(fd, &w, -1, -1); /* a peer gone already: nothing to say */
+        close(fd);
+        s->stats.refused++;
+        return 1;
+}
+
 static void conn_add(struct serve *s, int fd)
 {
-        if (s->pending.n >= SERVE_CONN_MAX) {
-                s->stats.evicted++;
-                conn_free(s->pending.head); /* a client that means it has sent its hello by now */
-        }
+        uid_t uid = 0;
+        if (refuse_early(s, fd, &uid))
+                return;
+        make_room(s, uid);
         struct conn *c = calloc(1, sizeof(*c));
         if (!c) {
                 close(fd);
@@ -272,7 +359,8 @@ static void conn_add(struct serve *s, int fd)
         }
         c->srv = s;
         c->fd = fd;
-        list_add(&s->pending, c);
+        c->uid = uid;
+        pending_add(s, c);
         uint64_t now;
         sd_event_now(s->event, CLOCK_MONOTONIC, &now);
         if (sd_event_add_io(s->event, &c->io, fd, EPOLLIN, on_conn_io, c) < 0 ||

@@ -8,7 +8,12 @@
 #include "config.h"
 #include "publish.h"
 
-#define SERVE_CONN_MAX 256 /* handshakes under way at once; the oldest makes room */
+/* Handshakes under way (accepted, waiting for a hello) at once, and of one
+ * peer uid: past either, the oldest of that uid, or of the uid with the
+ * most, makes room.  Peers that may not take IDs are refused as they are
+ * accepted and never count. */
+#define SERVE_CONN_MAX 256
+#define SERVE_PENDING_PER_UID 64
 /* Descriptors sent and not yet taken stay charged to snowidd's user until the
  * peer reads or closes (past RLIMIT_NOFILE of them, the kernel refuses to
  * send any): an answered connection is held until the peer closes it, at
@@ -19,7 +24,7 @@
 
 struct serve_stats {
         uint64_t given;    /* segments handed out */
-        uint64_t refused;  /* peers that may not take IDs */
+        uint64_t refused;  /* peers that may not take IDs (refused at accept) */
         uint64_t bad;      /* malformed hellos */
         uint64_t timeouts; /* no hello within SHM_HS_TIMEOUT_MS */
         uint64_t evicted;  /* dropped to make room for a newer connection */

@@ -35,8 +35,9 @@
  *
  * What a client reads must be nothing, an EOF (or a reset: closed with its
  * data unread), or one 64-byte welcome: the right magic, the version, status
- * -EPROTO when the first 16 bytes sent were not a valid hello, else -EACCES
- * when the peer is not allowed, else 0 or -EAGAIN; with status 0 exactly two
+ * -EACCES when the peer is not allowed (answered as it is accepted, whatever
+ * it sent, even nothing), else -EPROTO when the first 16 bytes sent were not
+ * a valid hello, else 0 or -EAGAIN; with status 0 exactly two
  * descriptors, sealed memfds of the sizes announced (the first read-only,
  * the second read-write) holding the nonce announced, and no descriptor
  * otherwise; mono_ns between the connect and the read.  After a refusal the
@@ -251,7 +252,7 @@ static bool hello_valid(const unsigned char *b)
  * -EAGAIN (which the server may answer instead of 0). */
 static int status_for(const struct client *c)
 {
-        return !hello_valid(c->first) ? -EPROTO : !c->allowed ? -EACCES : 0;
+        return !c->allowed ? -EACCES : !hello_valid(c->first) ? -EPROTO : 0;
 }
 
 /* Status-0 welcomes still unread in open clients, of uid (or of all): their
@@ -280,8 +281,9 @@ static void observe(unsigned held_before, uint64_t answers)
                 int inq = 0;
                 int32_t status;
                 unsigned char head[12];
-                /* the server answers a whole hello, and nothing else */
-                if (c->arrived || c->sent < sizeof(c->first))
+                /* the server answers a whole hello, and nothing else; a
+                 * peer that may not take IDs as it is accepted */
+                if (c->arrived || (c->sent < sizeof(c->first) && c->allowed))
                         continue;
                 if (ioctl(c->fd, SIOCINQ, &inq) < 0)
                         fail("SIOCINQ");
@@ -602,7 +604,7 @@ static void read_from(struct client *c, bool final)
         for (size_t i = 0; i < sizeof(w.reserved); i++)
                 if (w.reserved[i])
                         fail("a welcome's reserved bytes not zero");
-        if (c->sent < sizeof(c->first))
+        if (c->sent < sizeof(c->first) && c->allowed)
                 fail("an answer before 16 bytes came");
         /* observe() saw it come, after the turn that sent it, and checked
          * its status against the caps */

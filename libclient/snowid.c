@@ -235,11 +235,17 @@ static int handshake(const char *path, int64_t timeout_ns, struct seg **ret)
 
         shm_hello_make(&hello);
         int64_t t0 = real_monotonic_ns();
-        if (send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) != (ssize_t)sizeof(hello)) {
-                r = errno == EAGAIN ? -ETIMEDOUT : errno == EPIPE ? -ECONNRESET : -EPROTO;
+        ssize_t n = send(fd, &hello, sizeof(hello), MSG_NOSIGNAL);
+        bool sent = n == (ssize_t)sizeof(hello);
+        if (!sent && !(n < 0 && errno == EPIPE)) {
+                r = n < 0 && errno == EAGAIN ? -ETIMEDOUT : -EPROTO;
                 goto out;
         }
+        /* EPIPE: closed before the hello, which a refusal at accept does
+         * after its welcome: that may be waiting still */
         r = read_welcome(fd, &w, fds, &nfds);
+        if (!sent && (r < 0 || w.status == 0))
+                r = -ECONNRESET;
         int64_t t1 = real_monotonic_ns();
         if (r < 0)
                 goto out;

@@ -116,7 +116,7 @@ int shm_listen(const char *dir, const char *instance, int *ret_fd)
         /* made under a temporary name and renamed: a client connecting
          * meanwhile finds the old socket or the new one, never none */
         if (bind(fd, (struct sockaddr *)&tmp, sizeof(tmp)) < 0 || chmod(tmp.sun_path, 0666) < 0 ||
-            listen(fd, SOMAXCONN) < 0 || rename(tmp.sun_path, to.sun_path) < 0) {
+            listen(fd, SHM_LISTEN_BACKLOG) < 0 || rename(tmp.sun_path, to.sun_path) < 0) {
                 r = -errno;
                 unlink(tmp.sun_path);
                 close(fd);

@@ -9,15 +9,19 @@
  * from the peer's credentials, not from the file's mode).
  *
  *   client                                   snowidd
- *   connect()
- *   hello, 16 bytes  ------------------->    SO_PEERCRED + SO_PEERGROUPS
- *                                            checked against the allow lists
+ *   connect()                                accept(): SO_PEERCRED +
+ *                                            SO_PEERGROUPS checked against
+ *                                            the allow lists (a refusal is
+ *                                            answered here, and closed)
+ *   hello, 16 bytes  ------------------->
  *              <-------------------  welcome, 64 bytes; when status is 0,
  *                                    SCM_RIGHTS with two descriptors:
  *                                    [0] control memfd, opened read-only
  *                                    [1] counter memfd, read-write
  *   the client closes the connection after the welcome (the daemon
- *   closes it at once after a refusal)
+ *   closes it at once after a refusal, which may come before the hello: a
+ *   hello that finds the connection closed, EPIPE, may find the welcome
+ *   waiting)
  *
  * All integers are in the host's byte order (both ends are on one host).
  *
@@ -66,6 +70,11 @@
 #define SHM_HS_HELLO_MAGIC "SNOWIDh1"
 #define SHM_HS_WELCOME_MAGIC "SNOWIDw1"
 #define SHM_HS_TIMEOUT_MS 1000
+/* Connections queued on the socket, not yet accepted.  A client waits for
+ * those ahead of it, so not thousands (SOMAXCONN): past this many, connect()
+ * waits (libsnowid: up to SHM_HS_TIMEOUT_MS) and is woken as one is
+ * accepted. */
+#define SHM_LISTEN_BACKLOG 128
 #define SHM_RUNTIME_DIR_DEFAULT "/run/snowid"
 /* sun_path is 108 bytes: the directory gets what the name leaves */
 #define SHM_SOCK_PATH_MAX 108

@@ -405,15 +405,15 @@ func handshake(path string, timeoutNs int64) (*seg, syscall.Errno) {
 			break
 		}
 	}
-	if err != nil || n != len(hello) {
-		switch err {
-		case syscall.EAGAIN:
+	sent := err == nil && n == len(hello)
+	if !sent && err != syscall.EPIPE {
+		if err == syscall.EAGAIN {
 			return nil, syscall.ETIMEDOUT
-		case syscall.EPIPE:
-			return nil, syscall.ECONNRESET
 		}
 		return nil, syscall.EPROTO
 	}
+	// EPIPE: closed before the hello, which a refusal at accept does
+	// after its welcome: that may be waiting still
 	w, fds, e := readWelcome(fd)
 	t1 := nanotime()
 	defer func() {
@@ -421,6 +421,9 @@ func handshake(path string, timeoutNs int64) (*seg, syscall.Errno) {
 			syscall.Close(f)
 		}
 	}()
+	if !sent && (e != 0 || w.status == 0) {
+		return nil, syscall.ECONNRESET
+	}
 	if e != 0 {
 		return nil, e
 	}

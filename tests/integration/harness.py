@@ -516,6 +516,23 @@ class Taker(Client):
         return out
 
 
+def stage_for_others(h, build=BUILD):
+    """The snowid command of build, and the libsnowid it loads, copied where
+    any user can reach them, for a test that runs it as another user: the
+    build tree may be out of their reach (a clone in root's 0700 home).
+    (the command's path, the environment to run it with); removed at the
+    end of the test."""
+    d = tempfile.mkdtemp(prefix="snowid-for-others-", dir="/tmp")
+    h.cleanup(lambda: shutil.rmtree(d, ignore_errors=True))
+    os.chmod(d, 0o755)
+    cmd = os.path.join(d, "snowid")
+    shutil.copy(os.path.join(build, "cli", "snowid"), cmd)
+    # the file the soname names (a symlink in the build: its target)
+    shutil.copy(os.path.join(build, "libclient", "libsnowid.so.1"), d)
+    # searched before the command's RUNPATH ($ORIGIN/../libclient)
+    return cmd, dict(os.environ, LD_LIBRARY_PATH=d)
+
+
 def take(instance, n=1, wait_ms=1000):
     r = subprocess.run([CLI, "next", "-n", str(n), "--instance", instance, "--wait",
                         str(wait_ms)], capture_output=True, text=True)

@@ -8,17 +8,20 @@ import json
 import mmap
 import os
 import re
+import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 
 from harness import (BUILD, CLI, SNOWIDD, Daemon, Etcd, Taker, check_unique_and_increasing, decode,
-                     fence, free_port, id_time_now, http_get, log, mark, metric, run, take, wait_for)
+                     fence, free_port, id_time_now, http_get, kill_quietly, log, mark, metric,
+                     run, stage_for_others, take, wait_for)
 
 LIBSNOWID = os.path.join(BUILD, "libclient", "libsnowid.so.1")
 
@@ -86,11 +89,12 @@ def handshake(path, hello=None):
                 nonce=nonce, mono_ns=mono_ns, uid=uid), fds
 
 
-def as_nobody(*cmd, groups=None):
-    """cmd run as uid/gid 65534, with these supplementary groups."""
+def as_nobody(*cmd, groups=None, env=None):
+    """cmd run as uid/gid 65534, with these supplementary groups.  What it
+    runs must be where that user can reach it (stage_for_others())."""
     g = ["--groups", ",".join(map(str, groups))] if groups else ["--clear-groups"]
     return subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", *g, *cmd],
-                          capture_output=True, text=True, timeout=30)
+                          capture_output=True, text=True, timeout=30, env=env)
 
 
 def test_handshake_and_seals(h):
@@ -165,17 +169,43 @@ def test_who_may_take_ids(h):
     etcd = Etcd(h)
     d = Daemon(h, etcd, args=["--allow-groups", "4242"]).start()
     assert len(take(h.instance, 3)) == 3  # root always may
-    r = as_nobody(CLI, "next", "--instance", h.instance)
+    cli_copy, env = stage_for_others(h)
+    r = as_nobody(cli_copy, "next", "--instance", h.instance, env=env)
     assert r.returncode != 0 and "permission denied" in r.stderr, (r.returncode, r.stderr)
     # a supplementary group in allow-groups
-    r = as_nobody(CLI, "next", "-n", "3", "--instance", h.instance, groups=[4242])
+    r = as_nobody(cli_copy, "next", "-n", "3", "--instance", h.instance, groups=[4242], env=env)
     assert r.returncode == 0 and len(r.stdout.split()) == 3, r.stderr
     d.stop()
     d = Daemon(h, etcd, name="d2", args=["--allow-users", "65534"]).start()
-    r = as_nobody(CLI, "next", "--instance", h.instance)
+    r = as_nobody(cli_copy, "next", "--instance", h.instance, env=env)
     assert r.returncode == 0, r.stderr
     assert "Refused the segment to uid" not in d.log_text()
     d.stop()
+
+
+def test_staged_from_private_tree(h):
+    """A build in a directory only its owner may enter (a clone in root's 0700
+    home): run as another user, its command cannot load libsnowid (the
+    loader follows its RUNPATH from the real path, through that directory);
+    the copy stage_for_others() makes of that build can."""
+    private = tempfile.mkdtemp(prefix="snowid-private-")
+    h.cleanup(lambda: shutil.rmtree(private, ignore_errors=True))
+    os.chmod(private, 0o700)
+    tree = os.path.join(private, "build")
+    for sub, f in (("cli", CLI), ("libclient", LIBSNOWID)):
+        os.makedirs(os.path.join(tree, sub))
+        shutil.copy(f, os.path.join(tree, sub))
+    os.chmod(tree, 0o755)
+    # started from inside the tree, as a relative path needs no way in (and
+    # not from a library path meson may have set for the tests)
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    r = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+                        "cli/snowid", "--help"], cwd=tree, capture_output=True, text=True,
+                       timeout=30, env=env)
+    assert r.returncode != 0 and "libsnowid.so.1" in r.stderr, (r.returncode, r.stderr)
+    cmd, env = stage_for_others(h, build=tree)
+    r = as_nobody(cmd, "--help", env=env)
+    assert r.returncode == 0 and "Usage: snowid" in r.stdout + r.stderr, (r.returncode, r.stderr)
 
 
 def test_planted_socket(h):
@@ -344,7 +374,8 @@ def test_client_that_never_reads(h):
         idle.append(s)
     wait_for(lambda: (metric(port, 'snowid_handshakes_total{result="busy"}') or 0) >= 50, 5,
              "answers refused to the user holding 128 unread")
-    r = as_nobody(CLI, "next", "-n", "3", "--instance", h.instance)
+    cli_copy, env = stage_for_others(h)
+    r = as_nobody(cli_copy, "next", "-n", "3", "--instance", h.instance, env=env)
     assert r.returncode == 0 and len(r.stdout.split()) == 3, r.stderr
     for s in idle:
         s.close()
@@ -352,6 +383,101 @@ def test_client_that_never_reads(h):
     assert len(take(h.instance, 3)) == 3
     log(f"500 idle or unread connections: a real client served in {took * 1000:.0f} ms, "
         "another user served while one held 128 unread answers")
+    d.stop()
+
+
+# a user who may not take IDs, as fast as it can: connect, hello, close; or
+# (idle) connect and keep the last 200 connections open, sending nothing
+FLOOD = r"""
+import collections, socket, struct, sys
+path, idle = sys.argv[1], sys.argv[2] == "idle"
+hello = struct.pack("=8sII", b"SNOWIDh1", 2, 2)
+kept = collections.deque()
+print("flooding", flush=True)
+while True:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.setblocking(False)
+    try:
+        s.connect(path)
+        if idle:
+            kept.append(s)
+            s = kept.popleft() if len(kept) > 200 else None
+        else:
+            s.send(hello)
+    except OSError:
+        pass  # the backlog full (EAGAIN), or refused before the hello
+    if s:
+        s.close()
+"""
+
+
+def open_times(lib, instance, n):
+    """n snowid_open() + snowid_close() in a row: each open's time, in ms."""
+    import ctypes
+    times = []
+    for _ in range(n):
+        handle = ctypes.c_void_p()
+        t0 = time.perf_counter()
+        r = lib.snowid_open(instance.encode(), ctypes.byref(handle))
+        times.append((time.perf_counter() - t0) * 1000)
+        assert r == 0, r
+        lib.snowid_close(handle)
+    return times
+
+
+def median(xs):
+    return sorted(xs)[len(xs) // 2]
+
+
+def test_refused_flood(h):
+    """A user who may not take IDs flooding the socket from three processes
+    is refused as each connection is accepted: an allowed client's
+    snowid_open() takes about as long as without the flood."""
+    import ctypes
+    lib = ctypes.CDLL(LIBSNOWID)
+    lib.snowid_open.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+    lib.snowid_close.argtypes = [ctypes.c_void_p]
+    etcd = Etcd(h)
+    port = free_port()
+    d = Daemon(h, etcd, args=["--http", f"127.0.0.1:{port}"]).start()
+    quiet = open_times(lib, h.instance, 200)
+    flooders = []
+    for mode in ("hello", "hello", "idle"):
+        p = subprocess.Popen(["setpriv", "--reuid", "65534", "--regid", "65534",
+                              "--clear-groups", "python3", "-c", FLOOD, sock_path(h), mode],
+                             stdout=subprocess.PIPE, text=True)
+        h.cleanup(lambda p=p: kill_quietly(p))
+        flooders.append(p)
+    for p in flooders:
+        assert p.stdout.readline().strip() == "flooding"
+    wait_for(lambda: (metric(port, 'snowid_handshakes_total{result="refused"}') or 0) > 10000,
+             20, "the flood to reach the daemon")
+    refused, t0 = metric(port, 'snowid_handshakes_total{result="refused"}'), time.monotonic()
+    flood = open_times(lib, h.instance, 60)
+    for p in flooders:
+        assert p.poll() is None, "a flooder stopped"
+    # /metrics moves on once a renewal (a second)
+    more = wait_for(lambda: time.monotonic() - t0 > 1 and
+                    (m := metric(port, 'snowid_handshakes_total{result="refused"}')) > refused
+                    and m, 5, "the refused count to move on")
+    rate = (more - refused) / (time.monotonic() - t0)
+    for p in flooders:
+        kill_quietly(p)
+    log(f"snowid_open: median {median(quiet):.2f} ms alone, {median(flood):.2f} ms while "
+        f"3 processes of a user who may not take IDs flood the socket (~{rate:.0f} refused/s); "
+        f"worst {max(quiet):.2f} / {max(flood):.2f} ms")
+    # refused at accept, a few system calls each: what an open waits for is
+    # the backlog ahead of it (hundreds of ms when each refusal took a
+    # connection's whole handshake); the bound leaves room for a loaded
+    # machine, where the flooders take CPU from the daemon and the client
+    assert median(flood) < median(quiet) + 50, \
+        f"an allowed client's open took {median(flood):.1f} ms during the flood"
+    # the flooders were refused, and never counted among the handshakes
+    # under way: none of theirs waited for a hello, none made room
+    assert "Refused the segment to uid 65534" in d.log_text()
+    for result in ("timeout", "evicted"):
+        n = metric(port, f'snowid_handshakes_total{{result="{result}"}}')
+        assert n == 0, f"{n:.0f} handshakes ended as {result}"
     d.stop()
 
 
@@ -450,8 +576,9 @@ exec {CLI} next -n 20 --instance {h.instance}
 
 
 if __name__ == "__main__":
-    run([test_handshake_and_seals, test_who_may_take_ids, test_planted_socket,
+    run([test_handshake_and_seals, test_who_may_take_ids, test_staged_from_private_tree,
+         test_planted_socket,
          test_damaged_counters_replaced, test_stopped_daemon_and_budget,
-         test_client_that_never_reads,
+         test_client_that_never_reads, test_refused_flood,
          test_restart_without_fd_store, test_restart_ahead_without_fd_store,
          test_pod_namespaces])
