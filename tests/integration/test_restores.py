@@ -12,7 +12,7 @@ import json
 import os
 import signal
 
-from harness import (BUILD, STORE, Daemon, PgStore, Taker, Store, check_unique_and_increasing, cli, cli_status,
+from harness import (BUILD, EPOCH_MS, STORE, Daemon, PgStore, Taker, Store, check_unique_and_increasing, cli, cli_status,
                      decode, fence, id_time_now, log, mark, run, store_args, take, wait_for)
 from test_clock import faketime_lib
 from test_fences import (FAST, RATE, TINY, deadline_of, deadline_passed, hold_by_third_party, hwm,
@@ -161,10 +161,18 @@ def test_new_token_before_fence(h):
     c.wait_message("READY=1", 15)
     ids = [take(a.instance, 5), take(c.instance, 5)]
     check_unique_and_increasing(ids)
-    # a second fence on the same cluster ID says so
+    # a second fence on the same cluster ID says so; and, hours before the
+    # first fence's lead can have slewed away, it starts above that lead too
+    first = stored_fence(etcd, "default")
     r = cli("fence", *store_args(etcd), "--cluster", "default")
     assert r.returncode == 0, r.stderr
     assert "cluster ID" in r.stderr and "unchanged" in r.stderr, r.stderr
+    second = stored_fence(etcd, "default")
+
+    def lead(f):
+        return f["claims_above"] - (f["era"] - EPOCH_MS)
+    assert lead(second) >= lead(first) + 60000 - 1000, (first, second)
+    log(f"second fence: lead {lead(first) / 1000:.1f} s, then {lead(second) / 1000:.1f} s")
     log(f"new token: cluster {old_id} -> {new_id}; C claimed nothing until the fence")
     a.stop()
     c.stop()
