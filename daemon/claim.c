@@ -107,7 +107,7 @@ static void on_grant(void *userdata, const struct etcd_reply *r)
                 return;
         }
         g->lease = id;
-        lease_lives(g, ttl, r->usec);
+        lease_lives(g, ttl);
         g->state = H_SCAN;
         scan(h, false);
 }
@@ -116,6 +116,7 @@ static void step_grant(struct holder *h)
 {
         struct holding *g = &h->next;
         g->state = H_GRANT;
+        g->lease_asked_ms = holder_boot_ms();
         json_t *body = json_pack("{s:I}", "TTL", (json_int_t)h->cfg->lease_ttl_s);
         if (store_call(h->store, "/v3/lease/grant", body, on_grant, h, g->id) < 0)
                 retry_in(h, next_backoff(h, RETRY_MAX_MS));
@@ -336,15 +337,24 @@ static void on_claim(void *userdata, const struct etcd_reply *r)
                 claimed(h);
                 return;
         }
-        /* failure read 4: the mark of the number held now, whose last write
-         * by this daemon the claim compared */
+        /* failure read 4: the mark of the number held when the claim was
+         * sent, whose last write by this daemon it compared */
         struct kv own = {0};
-        if (etcd_ok(r) && h->cur.state != H_NONE && h->cur.mark_rev &&
-            txn_kv(r->json, 4, &own) >= 0) {
+        if (etcd_ok(r) && g->own_worker >= 0 && txn_kv(r->json, 4, &own) >= 0) {
                 int64_t modrev = own.key ? own.mod_revision : 0;
+                uint64_t m = 0;
+                bool low = !own.key || parse_mark(own.value, own.value_len, &m) < 0;
                 kv_clear(&own);
-                if (forgotten(h, h->cur.worker, h->cur.mark_rev, modrev, "claiming another number"))
+                if (forgotten(h, g->own_worker, g->own_rev, modrev, "claiming another number"))
                         return;
+                /* deleted or lowered since (by hand): raised back, or every
+                 * claim would fail on it */
+                if ((low || m < h->cur.mark) && h->cur.state != H_NONE &&
+                    h->cur.worker == g->own_worker) {
+                        marks_raise(h, h->cur.worker, h->cur.mark, 0, 0, 0);
+                        restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
+                        return;
+                }
         }
         /* taken by another daemon, the mark moved, or the lease died */
         log_debug("Worker %" PRId32 " could not be claimed (%s)", g->worker,
@@ -396,7 +406,10 @@ static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t 
         /* this daemon's last acknowledged write of the number it holds is
          * still there: a restore that took it back refuses the claim (its
          * revisions refilled or not), and the failure branch shows it */
+        g->own_worker = -1;
         if (h->cur.state != H_NONE && h->cur.mark_rev) {
+                g->own_worker = h->cur.worker;
+                g->own_rev = h->cur.mark_rev;
                 json_array_append_new(cmp, txn_cmp(key_json(h, "hwm/", h->cur.worker), "MOD",
                                                    "GREATER", NULL, h->cur.mark_rev - 1));
                 json_array_append_new(json_object_get(body, "failure"),

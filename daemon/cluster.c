@@ -257,13 +257,15 @@ static void on_cluster(void *userdata, const struct etcd_reply *r)
                 cluster_halt(h, HALT_RESTORED);
                 goto retry;
         }
-        /* the mark of the number held, as of this daemon's last write */
+        /* the mark of the number held when the read was sent, whose last
+         * write by this daemon etcd had acknowledged at revision r->tag */
         struct kv own = {0};
-        if (h->halted == HALT_NONE && h->cur.state != H_NONE &&
-            r->tag == (uint64_t)h->cur.worker + 1 && txn_kv(r->json, 6, &own) >= 0) {
-                int64_t modrev = own.key ? own.mod_revision : 0;
+        if (h->halted == HALT_NONE && r->tag && txn_kv(r->json, 6, &own) == 1) {
+                const char *n = strrchr(own.key, '/');
+                int64_t modrev = own.mod_revision;
+                int32_t worker = n ? (int32_t)strtol(n + 1, NULL, 10) : -1;
                 kv_clear(&own);
-                if (forgotten(h, h->cur.worker, h->cur.mark_rev, modrev, "reading the cluster"))
+                if (forgotten(h, worker, (int64_t)r->tag, modrev, "reading the cluster"))
                         goto out;
         }
         bool same = c.fence_len == h->cl.fence_len && !memcmp(c.fence, h->cl.fence, c.fence_len);
@@ -332,7 +334,7 @@ void cluster_read(struct holder *h)
         if (h->halted == HALT_NONE && h->cur.state != H_NONE && h->cur.mark_rev) {
                 json_array_append_new(ops,
                                       txn_range(txn_key(p, "hwm/", h->cur.worker), NULL, false));
-                tag = (uint64_t)h->cur.worker + 1;
+                tag = (uint64_t)h->cur.mark_rev;
         }
         if (store_call(h->store, "/v3/kv/txn", body, on_cluster, h, tag) < 0)
                 reread_in(h, REREAD_MS);
@@ -354,6 +356,8 @@ void cluster_halt(struct holder *h, enum halt why)
         }
         h->halted = why;
         holder_halted(h);
+        if (why == HALT_RESTORED)
+                marks_protect(h);
         holder_update_status(h);
 }
 
@@ -425,6 +429,19 @@ void holder_fence_adopted(struct holder *h)
         }
 }
 
+void marks_protect(struct holder *h)
+{
+        unsigned n = h->n_published < PUBLISHED_MAX ? h->n_published : PUBLISHED_MAX;
+        uint64_t now = holder_mono_ms();
+        if (h->cur.state != H_NONE)
+                marks_raise(h, h->cur.worker, h->cur.mark, 0, 0, 0);
+        for (unsigned i = 0; i < n; i++) {
+                struct published *p = &h->published[i];
+                if (now - p->mono_ms < PUBLISHED_KEEP_MS)
+                        marks_raise(h, p->worker, p->mark, 0, 0, 0);
+        }
+}
+
 /* ---- raising a mark: read it, then compare its mod revision and put ---- */
 
 static void raise_send(struct holder *h, struct mark_raise *m, bool cas, int64_t modrev);
@@ -478,8 +495,17 @@ static void on_raise(void *userdata, const struct etcd_reply *r)
         uint64_t stored = 0;
         if (!m)
                 return;
-        /* [hwm, fence, layout] read in either branch */
-        if (!cluster_ok(h, r, 1)) {
+        /* [hwm, fence, layout] read in either branch.  Once a restore is
+         * seen, the raise goes on against the store as it is (a higher mark
+         * only fences more) until a fence other than the one it compares
+         * is found there: that fence's adoption raises again */
+        if (h->halted == HALT_RESTORED) {
+                if (etcd_ok(r) && !json_is_true(json_object_get(r->json, "succeeded")) &&
+                    txn_cluster_same(r->json, 1, &h->cl) != 1) {
+                        raise_done(h, m, false);
+                        return;
+                }
+        } else if (!cluster_ok(h, r, 1)) {
                 if (h->halted != HALT_NONE) {
                         raise_done(h, m, false); /* a new fence re-raises what it must */
                         return;
@@ -505,7 +531,7 @@ static void on_raise(void *userdata, const struct etcd_reply *r)
         kv_clear(&kv);
         /* a mark this daemon wrote, back below that write: etcd forgot it.
          * Writing it again would erase what shows the restore */
-        if (!put && present && forgotten(h, m->worker, m->acked_rev, modrev, "raising its mark")) {
+        if (!put && present && forgotten(h, m->worker, m->acked_sent, modrev, "raising its mark")) {
                 raise_done(h, m, false);
                 return;
         }
@@ -538,6 +564,7 @@ static void on_raise(void *userdata, const struct etcd_reply *r)
 static void raise_send(struct holder *h, struct mark_raise *m, bool cas, int64_t modrev)
 {
         const char *p = h->prefix;
+        m->acked_sent = m->acked_rev;
         json_t *cmp = json_array(), *success = json_array();
         txn_cluster_compares(cmp, p, &h->cl);
         if (cas) {

@@ -208,6 +208,8 @@ void etcd_history_note(struct etcd_history *hist, int64_t rev_at_send, unsigned 
                        bool linearizable, struct etcd_reply *r)
 {
         json_t *hdr = json_object_get(r->json, "header");
+        if (!hdr) /* a keepalive's answer is a stream's message: {"result": {"header"...}} */
+                hdr = json_object_get(json_object_get(r->json, "result"), "header");
         const char *cid = json_string_value(json_object_get(hdr, "cluster_id"));
         char *end;
         if (etcd_int64(hdr, "revision", &r->revision) < 0 || r->revision <= 0 || !cid)
@@ -222,7 +224,7 @@ void etcd_history_note(struct etcd_history *hist, int64_t rev_at_send, unsigned 
                 hist->went_back = true;
         else if (linearizable && r->revision < rev_at_send)
                 hist->went_back = true;
-        else if (!linearizable && r->revision < hist->max_rev)
+        else if (!linearizable && r->revision < rev_at_send)
                 r->behind = true;
         if (!hist->cluster_id)
                 hist->cluster_id = r->cluster_id;

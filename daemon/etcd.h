@@ -43,7 +43,8 @@ struct etcd_reply {
          * answer until etcd_history_reset(). */
         bool went_back;
         /* a lease answer (not linearizable: a member that lags may give it)
-         * whose revision is lower than the highest seen: worth a check */
+         * whose revision is lower than the highest seen before it was sent:
+         * worth a check */
         bool behind;
         /* etcd refused a write because its store is full (NOSPACE alarm) */
         bool nospace;
@@ -79,10 +80,11 @@ struct etcd_history {
         bool went_back;      /* sticky until reset */
         unsigned gen;        /* resets so far: answers to requests sent before one are not noted */
 };
-/* Reads an answer's header into r->revision and r->cluster_id.  Sets
- * r->went_back if it is from another cluster, or (linearizable: a kv answer)
- * lower than rev_at_send (the history's max_rev when the request was sent),
- * or was already; sets r->behind for a lease answer lower than max_rev. */
+/* Reads an answer's header (a keepalive's: result.header) into r->revision
+ * and r->cluster_id.  Sets r->went_back if it is from another cluster, or
+ * (linearizable: a kv answer) lower than rev_at_send (the history's max_rev
+ * when the request was sent), or was already; sets r->behind for a lease
+ * answer lower than rev_at_send. */
 void etcd_history_note(struct etcd_history *hist, int64_t rev_at_send, unsigned gen_at_send,
                        bool linearizable, struct etcd_reply *r);
 const char *etcd_endpoint(const struct etcd *e);

@@ -127,22 +127,19 @@ bool forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64_t modr
         return true;
 }
 
-/* CLOCK_BOOTTIME ms: a lease's time runs on in etcd while this host is
- * suspended or paused, which CLOCK_MONOTONIC does not count */
-static uint64_t boot_ms(void)
+uint64_t holder_boot_ms(void)
 {
         struct timespec ts;
         clock_gettime(CLOCK_BOOTTIME, &ts);
         return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-void lease_lives(struct holding *g, int64_t ttl_s, uint64_t usec)
+void lease_lives(struct holding *g, int64_t ttl_s)
 {
         /* etcd counts the TTL from when it took the request, after it was
          * sent; a second (or a tenth of the TTL) of margin for its clock */
         uint64_t ttl_ms = (uint64_t)ttl_s * 1000, margin = ttl_ms / 10 > 1000 ? ttl_ms / 10 : 1000;
-        uint64_t sent = boot_ms() - usec / 1000;
-        g->lease_until_ms = ttl_ms > margin ? sent + ttl_ms - margin : 0;
+        g->lease_until_ms = ttl_ms > margin ? g->lease_asked_ms + ttl_ms - margin : 0;
 }
 
 void note_etcd(struct holder *h, const struct etcd_reply *r)
@@ -464,6 +461,46 @@ static void lost(struct holder *h, const char *why)
 
 /* ---- renewing: keepalive, and the guarded extension of the mark ---- */
 
+static void lease_check(struct holder *h, struct holding *g);
+
+static void on_lease_check(void *userdata, const struct etcd_reply *r)
+{
+        struct holder *h = userdata;
+        struct holding *g = by_tag(h, r->tag);
+        struct kv kv = {0};
+        note_etcd(h, r);
+        if (!g || g != &h->cur || !g->lease_checking)
+                return;
+        /* [hwm/n, fence, layout] */
+        if (!cluster_ok(h, r, 1))
+                return;
+        if (!etcd_ok(r) || txn_kv(r->json, 0, &kv) < 0) {
+                lease_check(h, g); /* again, at the next answer */
+                return;
+        }
+        int64_t modrev = kv.key ? kv.mod_revision : 0;
+        kv_clear(&kv);
+        g->lease_checking = false;
+        if (g->state != H_HELD || forgotten(h, g->worker, g->own_rev, modrev, "its lease unknown"))
+                return;
+        /* the write that came after the grant is there: so would the lease
+         * be, after a restore */
+        lost(h, "its lease was revoked before its TTL ran out (by hand, or by etcd); its mark "
+                "is as this daemon wrote it");
+}
+
+/* Reads the held number's mark: a write of it forgotten is a restore. */
+static void lease_check(struct holder *h, struct holding *g)
+{
+        g->lease_checking = true;
+        g->own_rev = g->mark_rev;
+        json_t *body = json_pack("{s:[o]}", "success",
+                                 range_op(key_json(h, "hwm/", g->worker), NULL, false));
+        txn_cluster_reads(json_object_get(body, "success"), h->prefix);
+        if (store_call(h->store, "/v3/kv/txn", body, on_lease_check, h, g->id) < 0)
+                lost(h, "its lease is unknown and its mark could not be read");
+}
+
 static void on_keepalive(void *userdata, const struct etcd_reply *r)
 {
         struct holder *h = userdata;
@@ -483,20 +520,21 @@ static void on_keepalive(void *userdata, const struct etcd_reply *r)
                 return;
         }
         if (ttl > 0) {
-                lease_lives(g, ttl, r->usec);
+                lease_lives(g, ttl);
                 return;
         }
-        uint64_t now = boot_ms();
+        uint64_t now = holder_boot_ms();
         if (now < g->lease_until_ms) {
                 /* never revoked by this daemon, and its TTL cannot have run
-                 * out: etcd lost it.  Not a lease to claim again after */
-                log_error("%s does not know the lease of worker %" PRId32 ", which it "
-                          "gave %" PRIu64 " ms more to live and this daemon never revoked. "
-                          "It was restored from a snapshot or backup (or the lease was "
-                          "revoked by hand)",
-                          store_name(h->store), g->worker, g->lease_until_ms - now);
-                cluster_halt(h, HALT_RESTORED);
-                cluster_read_in(h, 1000);
+                 * out: a restore (the lease granted after the snapshot), or
+                 * a lease revoked early (by hand, or by an etcd leader that
+                 * stalled).  Not a lease to claim again after until its mark
+                 * shows which */
+                log_warning("%s does not know the lease of worker %" PRId32 ", which it gave "
+                            "%" PRIu64 " ms more to live and this daemon never revoked: "
+                            "reading its mark to tell a restore from a lease revoked early",
+                            store_name(h->store), g->worker, g->lease_until_ms - now);
+                lease_check(h, g);
                 return;
         }
         lost(h, "its lease expired");
@@ -566,8 +604,9 @@ static void send_renewal(struct holder *h)
         /* keepalives store nothing: a third of the TTL apart is enough for
          * the lease (a failed one is retried at the next renewal) */
         uint64_t mono = holder_mono_ms();
-        if (!g->keepalive_busy && mono >= g->keepalive_next_ms) {
+        if (!g->keepalive_busy && !g->lease_checking && mono >= g->keepalive_next_ms) {
                 g->keepalive_next_ms = mono + (uint64_t)h->cfg->lease_ttl_s * 1000 / 3;
+                g->lease_asked_ms = holder_boot_ms();
                 g->keepalive_busy = store_call(h->store, "/v3/lease/keepalive",
                                                json_pack("{s:s}", "ID", i64(g->lease, l)),
                                                on_keepalive, h, g->id) == 0;
@@ -787,6 +826,13 @@ static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
         return 0;
 }
 
+static int on_stop_post(sd_event_source *s, void *userdata)
+{
+        (void)s;
+        holder_stop_check(userdata);
+        return 0;
+}
+
 /* Rule 4 at a stop: the number is given up (its lease revoked) only once
  * etcd has confirmed its mark at or above the last deadline published,
  * raising it if it was lowered; otherwise the lease expires by itself. */
@@ -813,10 +859,15 @@ void holder_stop(struct holder *h)
         else
                 log_info("Stopping; the segment stays valid until its deadline");
         h->cur.state = h->next.state = H_NONE;
-        holder_stop_check(h);
+        /* done once nothing is in flight and no raise is left, checked
+         * after every event; at most a request's timeout (capped at 2 s,
+         * so that the whole stop fits systemd's TimeoutStopSec) and a
+         * second */
+        sd_event_add_post(h->event, &h->stop_post, on_stop_post, h);
+        unsigned ms = h->cfg->etcd_timeout_ms < 2000 ? h->cfg->etcd_timeout_ms : 2000;
         sd_event_add_time_relative(h->event, &h->stop_timer, CLOCK_MONOTONIC,
-                                   (uint64_t)h->cfg->etcd_timeout_ms * 1000 + 1000000, 1000,
-                                   on_stop_timer, h);
+                                   (uint64_t)ms * 1000 + 1000000, 1000, on_stop_timer, h);
+        holder_stop_check(h);
 }
 
 void holder_free(struct holder *h)
@@ -826,6 +877,7 @@ void holder_free(struct holder *h)
         sd_event_source_disable_unref(h->retry_timer);
         sd_event_source_disable_unref(h->setclock_io);
         sd_event_source_disable_unref(h->stop_timer);
+        sd_event_source_disable_unref(h->stop_post);
         sd_event_source_disable_unref(h->reread_timer);
         sd_event_source_disable_unref(h->raise_timer);
         h->store = store_free(h->store);

@@ -51,7 +51,13 @@ struct holding {
          * (the last TTL etcd gave, counted from when it was asked, less a
          * margin): etcd not knowing it before then is a restore */
         uint64_t lease_until_ms;
-        bool fresh; /* a clock reset: ID time back to the wall clock */
+        uint64_t lease_asked_ms; /* CLOCK_BOOTTIME ms the grant or keepalive in flight was sent */
+        /* what the claim in flight compared: the holding's own last write of
+         * its mark (worker, revision), or -1 */
+        int32_t own_worker;
+        int64_t own_rev;
+        bool lease_checking; /* its lease unknown early: reading its mark to tell why */
+        bool fresh;          /* a clock reset: ID time back to the wall clock */
         bool keepalive_busy, extend_busy;
         uint64_t keepalive_next_ms; /* CLOCK_MONOTONIC ms of the next keepalive */
         bool raising;               /* its mark read back low: raised before anything else */
@@ -81,6 +87,7 @@ struct mark_raise {
         int64_t lease;        /* revoked once the mark is confirmed; 0: none */
         uint64_t for_holding; /* the holding whose renewal waits for it; 0: none */
         int64_t acked_rev;    /* this daemon's last acknowledged write of the mark; 0: unknown */
+        int64_t acked_sent;   /* acked_rev as it was when the request in flight was sent */
         unsigned tries;
         bool active, waiting;
 };
@@ -127,6 +134,7 @@ struct holder {
         uint64_t fresh_not_before_ms;  /* monotonic ms: throttles fresh-number attempts */
         uint64_t claims_not_before_ms; /* monotonic ms: after a new fence */
         sd_event_source *renew_timer, *clock_timer, *retry_timer, *setclock_io, *stop_timer;
+        sd_event_source *stop_post; /* stopping: after every event, whether anything is left */
         bool ready_sent, stopping, etcd_reachable;
         struct cluster_ident cl;
         uint64_t cluster_id; /* header.cluster_id of the last answer that had one */
@@ -179,8 +187,15 @@ int read_back(const struct holding *g, const json_t *root, bool *ret_ours, uint6
  * known): then halted as restored. */
 bool forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64_t modrev,
                const char *where);
-/* The lease's TTL as etcd gave it, asked at usec ago: lease_until_ms. */
-void lease_lives(struct holding *g, int64_t ttl_s, uint64_t usec);
+/* The lease's TTL as etcd gave it, asked at g->lease_asked_ms: lease_until_ms. */
+void lease_lives(struct holding *g, int64_t ttl_s);
+/* CLOCK_BOOTTIME ms: a lease's time runs on in etcd while this host is
+ * suspended or paused, which CLOCK_MONOTONIC does not count */
+uint64_t holder_boot_ms(void);
+/* A restore seen: every mark this daemon published (the held number's, and
+ * those of the last hour) raised again on the store as it is now; a higher
+ * mark only fences more. */
+void marks_protect(struct holder *h);
 void publish(struct holder *h);
 /* next_backoff(), up to half a lease TTL when etcd did not answer or
  * answered 5xx, else up to a second */

@@ -44,10 +44,12 @@ IF to_regclass('snowid.meta') IS NOT NULL THEN
                 RETURN;
         END IF;
 END IF;
--- an upgrade takes the meta row first, as every call does, so that its
--- DDL's table locks come after it in the same order (no deadlock)
+-- an upgrade takes snowid.meta first, as every call does, so that its
+-- DDL's table locks come after it in the same order; the whole table (not
+-- only its row), so that a call waiting for the row, which holds the
+-- table's ROW SHARE, does not meet the ALTER TABLE below in a deadlock
 IF to_regclass('snowid.meta') IS NOT NULL THEN
-        PERFORM 1 FROM snowid.meta FOR UPDATE;
+        LOCK TABLE snowid.meta IN ACCESS EXCLUSIVE MODE;
 END IF;
 EXECUTE $schema$
 

@@ -204,6 +204,16 @@ static void test_history(void **state)
         r = noted(&hist, "8", 100, 0, false);
         assert_true(r.went_back);
         assert_int_equal(r.cluster_id, 8);
+        /* a keepalive's answer: the header inside "result" */
+        hist = (struct etcd_history){.cluster_id = 7};
+        r = (struct etcd_reply){0};
+        const char *ka = "{\"result\":{\"header\":{\"cluster_id\":\"8\",\"revision\":\"3\"},"
+                         "\"ID\":\"5\",\"TTL\":\"9\"}}";
+        etcd_reply_parse(&r, 200, ka, strlen(ka));
+        etcd_history_note(&hist, 0, 0, false, &r);
+        assert_int_equal(r.revision, 3);
+        assert_true(r.went_back);
+        json_decref(r.json);
         /* no header: nothing noted */
         hist = (struct etcd_history){0};
         r = (struct etcd_reply){0};
