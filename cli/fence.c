@@ -156,7 +156,7 @@ static void on_read(void *userdata, const struct etcd_reply *r)
         /* hosts that claimed after the last fence started its lead (its
          * claims_above less its era) ahead of the clock, and slew it back
          * at slew-rate: what may be left of it counts on top of --ahead */
-        uint64_t left = previous_lead(f, &old);
+        uint64_t left = f->ahead_ms ? previous_lead(f, &old) : 0;
         bound += left;
         uint64_t above = bound;
         uint64_t stored = floor > highest ? floor : highest;

@@ -30,7 +30,7 @@ struct call {
         uint64_t tag;
         int64_t rev_at_send;
         unsigned gen_at_send;
-        bool is_kv;
+        bool is_kv, is_lease;
         struct call *next;
 };
 
@@ -85,7 +85,8 @@ int store_call(struct store *e, const char *path, json_t *body, etcd_cb cb, void
                            .tag = tag,
                            .rev_at_send = e->hist.max_rev,
                            .gen_at_send = e->hist.gen,
-                           .is_kv = !strncmp(path, "/v3/kv/", 7)};
+                           .is_kv = !strncmp(path, "/v3/kv/", 7),
+                           .is_lease = !strncmp(path, "/v3/lease/", 10)};
         *e->tail = c;
         e->tail = &c->next;
         e->in_flight++;
@@ -95,6 +96,11 @@ int store_call(struct store *e, const char *path, json_t *body, etcd_cb cb, void
 void store_history_reset(struct store *e)
 {
         e->hist = (struct etcd_history){.gen = e->hist.gen + 1};
+}
+
+void store_expect_cluster(struct store *e, uint64_t cluster_id)
+{
+        e->hist.cluster_id = cluster_id;
 }
 
 unsigned store_in_flight(const struct store *e)
@@ -158,7 +164,7 @@ static bool answer(struct store *e, const char *part, size_t len)
         if (!e->head)
                 e->tail = &e->head;
         e->in_flight--;
-        struct etcd_reply r = {.tag = c->tag, .usec = 1000};
+        struct etcd_reply r = {.tag = c->tag, .usec = 1000, .kv = c->is_kv};
         long http = 200;
         if (len == 1 && part[0] == '!') {
                 r.error = "Timeout was reached";
@@ -172,8 +178,8 @@ static bool answer(struct store *e, const char *part, size_t len)
                         len -= 5;
                 }
                 etcd_reply_parse(&r, http, part, len);
-                if (c->is_kv && etcd_ok(&r))
-                        etcd_history_note(&e->hist, c->rev_at_send, c->gen_at_send, true, &r);
+                if ((c->is_kv || c->is_lease) && etcd_ok(&r))
+                        etcd_history_note(&e->hist, c->rev_at_send, c->gen_at_send, c->is_kv, &r);
         }
         /* a refusal (auth, roles, a certificate), as the real client reports it */
         if (r.err != ETCD_ERR_NONE && e->problem_cb) {
