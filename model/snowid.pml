@@ -3,7 +3,15 @@
  * cluster.c, shm/publish.c, libclient/next.c and cli/fence.c implement it
  * (docs/design.md, "Why two hosts never make the same ID", rules 8-14),
  * with the fences of docs/fences.md (rules 1-6, numbered alike in
- * docs/design.md) and the restore rules R-A..R-F of issue 26 below.
+ * docs/design.md).  This model's names for parts of those rules:
+ *   R-A  rules 5 and 6: a fence names the cluster ID it was written on; an
+ *        answer from another cluster ID is acted on for nothing
+ *   R-B  rule 5: every answer's revision against the highest seen
+ *   R-C  rule 5: this daemon's own acknowledged writes read back forgotten
+ *   R-D  rule 5: a lease unknown before its TTL could have run out
+ *   R-E  rule 4: a stop confirms the mark before it revokes the lease
+ *   R-F  "what each rule guarantees": the fence's clock bound, and the lead
+ *        of the fence it replaces
  *
  *   etcd      one linearizable store (etcd, or PostgreSQL, which applies
  *             the same transactions one at a time under a row lock, leases
