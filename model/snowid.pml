@@ -1,76 +1,107 @@
 /*
- * snowid.pml: a model of snowid's protocol, as daemon/holder.c, shm/publish.c
- * and libclient/next.c implement it (docs/design.md, "Why two hosts never
- * make the same ID", rules 8-14), with the fences of docs/fences.md (rules
- * 1-6, numbered alike in docs/design.md).
+ * snowid.pml: a model of snowid's protocol, as daemon/holder.c, claim.c,
+ * cluster.c, shm/publish.c, libclient/next.c and cli/fence.c implement it
+ * (docs/design.md, "Why two hosts never make the same ID", rules 8-14),
+ * with the fences of docs/fences.md (rules 1-6, numbered alike in
+ * docs/design.md).  This model's names for parts of those rules:
+ *   R-A  rules 5 and 6: a fence names the cluster ID it was written on; an
+ *        answer from another cluster ID is acted on for nothing
+ *   R-B  rule 5: every answer's revision against the highest seen
+ *   R-C  rule 5: this daemon's own acknowledged writes read back forgotten
+ *   R-D  rule 5: a lease unknown before its TTL could have run out
+ *   R-E  rule 4: a stop confirms the mark before it revokes the lease
+ *   R-F  "what each rule guarantees": the fence's clock bound, and the lead
+ *        of the fence it replaces
  *
  *   etcd      one linearizable store (etcd, or PostgreSQL, which applies
  *             the same transactions one at a time under a row lock, leases
- *             on its own clock: docs/postgres.md): workers/<n> (a lease and a holder
- *             token), hwm/<n> (the mark) and its mod revision (0: absent),
- *             floor, fence (a token and claims_above), the revision, leases.
+ *             on its own clock: docs/postgres.md): workers/<n> (a lease and
+ *             a holder token), hwm/<n> (the mark) and its mod revision (0:
+ *             absent), floor, fence (a token, claims_above and the cluster
+ *             ID it was written on), the revision, the cluster ID, leases.
  *             Requests are applied atomically, whenever etcd gets to them:
  *             an answer may be lost (the daemon timed out) while the request
- *             is applied later, after the daemon's later requests.  Any live
- *             lease may expire at any moment (STEADY: only leases no daemon
- *             keeps alive).  LOSS=0 (the fault configurations, to stay small):
- *             no answer is lost, a daemon waits for each; requests are still
- *             applied late, after other requests, expiries and faults.  Every transaction compares the fence token the
- *             daemon read (rule 1); every mark write raises the floor (rule
- *             2).  The revision counts the writes of marks and of the fence
- *             (a lease's expiry and workers/<n> alone do not bump it: fewer
- *             bumps only hide restores from rule 5, the cautious side).
- *   faults    DELS: an operator deletes a mark (hwm/<n> absent) at any
- *             moment.  RESTORE: a snapshot of etcd's whole state (workers/,
- *             hwm/, floor, leases alive, revision; the fence is the first
- *             one, since the only fence comes after) is taken at any moment;
- *             later etcd reverts to it (its leases alive again, requests in
- *             flight still applied afterwards), and `snowid fence` writes a
- *             new token and claims_above = max(floor, every mark, every
- *             deadline any daemon published or may still publish): the last
- *             term is the ASSUMPTION of docs/fences.md (no host's deadline is
- *             more than ahead + window past the fencing host's clock),
- *             modelled as the fence knowing every mark etcd ever acknowledged
- *             before it, restored away or not (a ghost): a daemon may publish
- *             a deadline after the fence from an answer it got before.  The fence
- *             comes at once (GAP=0: the procedure is followed, no daemon
- *             reaches the restored cluster before the fence) or at any later
- *             moment (GAP=1).  LOWFENCE: the assumption broken, claims_above
- *             = max(floor, every mark); with STEADY the restore is one that
- *             re-raising alone must cover (the holders in the snapshot are
- *             the holders now, alive and keeping their leases).
- *   daemons   one per host: read the fence, grant, scan (any free number),
- *             claim (one attempt per lease; a number with no mark starts
- *             above the floor and compares floor < start, every claim starts
- *             above claims_above: rule 3), settle a claim whose answer never
- *             came, publish (the generation protocol), renew with the
- *             guarded mark; on a read-back of its own claim with the mark
- *             absent or below the acknowledged one, re-raise it (CAS on the
- *             mod revision) before anything else; give a number up (a lost
- *             lease, a lost claim, MOVES: a move to a fresh number at any
- *             point) only once etcd confirmed its mark >= the deadline
- *             published for it, raising it if needed (rule 4); a revision
- *             lower than one seen on an earlier answer: act on nothing, wait
- *             for a new fence (rule 5); a new fence token: re-raise every
- *             number published, then claim again (rule 6).  Crash and restart
- *             at chosen points (a crash mid-switch leaves gen odd; the new
- *             process remembers nothing it published); a stall past the
- *             lease is any interleaving in which it waits.
+ *             is applied later, after the daemon's later requests.  LOSS=0
+ *             (the fault configurations, to stay small): no answer is lost,
+ *             a daemon waits for each; requests are still applied late,
+ *             after other requests, expiries and faults.  Every transaction
+ *             compares the fence token the daemon read (rule 1); every mark
+ *             write raises the floor (rule 2).  Every answer carries
+ *             header.cluster_id and header.revision.  The revision counts
+ *             the writes of marks and of the fence, and deletions.
+ *   leases    a lease expires only once its daemon stopped keeping it
+ *             alive for a TTL: a stall (STALLS per daemon, at any moment,
+ *             STALL0=0: never daemon 0), a crash, a stop, or a revocation.
+ *             Any lease so left may expire at any moment.  A daemon knows
+ *             whether its TTL could have run out (its own monotonic clock):
+ *             a lease etcd says is unknown while it could not is a restore
+ *             (R-D), not an expiry.
+ *   faults    DELS: an operator deletes a mark at any moment.  RESTORE: a
+ *             snapshot of etcd's state (workers/, hwm/, floor, leases alive,
+ *             revision) is taken at any moment; later etcd reverts to it
+ *             (requests in flight still applied afterwards).  NEWID=1 (the
+ *             procedure, R-A): the restored cluster has a new cluster ID;
+ *             NEWID=0: the operator forgot the new --initial-cluster-token.
+ *             REFILL: after a restore, other clients' writes bring the
+ *             revision back to the highest it ever was, so that "revision
+ *             went back" alone stops firing.  Then `snowid fence` writes a
+ *             new token, the cluster ID it wrote on, and claims_above =
+ *             max(claims_above, floor, every mark, wall + AHEAD + W +
+ *             LEADPREV) (R-F), at once (GAP=0) or at any later moment
+ *             (GAP=1: requests and daemon starts reach the restored cluster
+ *             before the fence).
+ *   clocks    every `now` (daemon or client) is chosen freely in 0..T-1 at
+ *             each use: clocks stepping back and forward, and hosts that
+ *             disagree, are all covered.  `wall` is the fencing host's wall
+ *             clock in ID time, a ghost that only grows.  The ASSUMPTION of
+ *             docs/fences.md (no host's deadline more than ahead + window
+ *             past it, LEADPREV more while a previous fence's lead may not
+ *             have slewed back) is modelled as: a mark etcd acknowledges
+ *             happens at a wall time at or past mark - AHEAD - W - LEADPREV
+ *             (the wall clock catches up with it).  HOSTAHEAD: host 0 runs
+ *             past that bound (its marks move no wall clock); only its
+ *             re-raising (rule 6), the settle pause and its stop (R-E)
+ *             cover it, and only while it is alive (STALL0=0).  Sequence
+ *             bits are 0: one value per ms, which keeps the counter's
+ *             semantics (values only grow).
+ *   daemons   one per host: read the fence (its token and cluster ID)
+ *             and the answer's cluster ID (a daemon starting on a cluster
+ *             other than its fence's halts), grant, scan (any free number),
+ *             claim (one attempt per lease; start = max(now, hwm + 1,
+ *             claims_above + 1, own last deadline + 1), a number with no
+ *             mark starts above the floor and compares floor < start: rule
+ *             3), settle a claim whose answer never came, publish (the
+ *             generation protocol), renew with the guarded mark, keepalive.
+ *             Every answer, scan, read-back and keepalive is checked: a
+ *             cluster ID other than its fence's (R-A) or a revision lower
+ *             than the highest seen (R-B, rule 5): act on nothing, halt
+ *             until a fence names the cluster it answers from.  A renewal
+ *             read-back of its own mark with a mod revision below the one
+ *             etcd acknowledged, or of its workers/<n> gone while its lease
+ *             is alive (R-C), or a lease unknown before its TTL could have
+ *             run out (R-D): restored, as well.  A renewal read-back with
+ *             the mark absent or below the acknowledged value: re-raise it
+ *             (CAS on the mod revision) before anything else (rule 4).  A
+ *             number is given up (a lost lease, a lost claim, MOVES, a stop)
+ *             only once etcd confirmed its mark >= the deadline published
+ *             for it, raising it if needed (rule 4); a stop (STOPS, SIGTERM)
+ *             that cannot confirm does not revoke (R-E).  A new fence: re-
+ *             raise every number published (rule 6), then wait the settle
+ *             pause (no claim until every other daemon that is alive has
+ *             adopted it and re-raised its own), then claim again.  Crash
+ *             and restart at chosen points (a crash mid-switch leaves gen
+ *             odd; the new process remembers nothing it published).
  *   clients   C per host, sharing the host's segment: read gen, read worker
  *             and deadline, take a counter value, check it, re-read gen.
- *   clocks    every `now` (daemon or client; a client reads the vDSO or the
- *             TSC clock that snowidd calibrates) is chosen freely in 0..T-1 at
- *             each use: clocks stepping back and forward, and hosts that
- *             disagree, are all covered.  Sequence bits are 0: one value per
- *             ms, which keeps the counter's semantics (values only grow).
  *
- * Left out: the layout key and rule 7 (a lost layout), a deleted floor or
- * fence key, cluster IDs (rule 5 is modelled by revisions only), the slack
- * of rule 3 (SLACK, 0 by default: it only spares failed claims), the
- * "published in the last hour" horizon (a daemon re-raises every number it
- * published), more than one restore or fence, the daemon's own log/healthz
- * reports, batches, and the daemon remembering its deadlines across a crash
- * (the fence's assumption covers a crashed daemon's clients).
+ * Left out: the layout key and rule 7 (a lost layout: IDs of two layouts
+ * are not modelled), a deleted floor or fence key, the slack of rule 3
+ * (SLACK, 0 by default: it only spares failed claims), the "published in
+ * the last hour" horizon, more than one restore (a second one is the
+ * LEADPREV configuration: hosts ahead by the first fence's lead, and the
+ * fence adding it), the daemon's own log/healthz reports, batches, and the
+ * daemon remembering its deadlines across a crash (the fence's assumption
+ * covers a crashed daemon's clients).
  *
  * Properties, asserted at each ID a client makes:
  *   - no ID is made twice (a ghost set of every ID);
@@ -81,20 +112,33 @@
  *     without following its old counter (the code's one documented case).
  *
  * MUTANT (spin -DMUTANT=k) breaks one rule; model/check.sh expects each to
- * fail:
- *   1 publish the deadline when the renewal is sent, not when acknowledged
- *   2 the client skips its second read of gen
- *   3 a claimed number starts at now instead of max(now, hwm + 1)
- *   4 the renewal is guarded only on the lease (not on "stored mark < V")
- *   5 several claim attempts under one lease, the read-back adopting the last
- *   6 a lowered mark abandoned: no re-raise, a number given up unconfirmed
- *   7 a claim of a number with no mark starts at max(now, 1), floor ignored
- *   8 no fence compare, no revision check: a restored cluster is extended
- *   9 claims after a fence ignore claims_above
- *  10 an experiment, not a code mutant: the within-client check expects a
+ * fail in a configuration where the model passes:
+ *   1 rule 1: no fence compare, and the fence in answers not looked at
+ *   2 rule 2: a mark write does not raise the floor
+ *   3 rule 3: a claimed number starts at now, not max(now, hwm + 1)
+ *   4 rule 3: a number with no mark starts at max(now, 1), floor ignored
+ *   5 rule 3: claims after a fence ignore claims_above
+ *   6 rule 3: the claim start ignores this daemon's own last deadline
+ *   7 rule 4: a renewal that reads back its mark absent or low does not
+ *     raise it (the holding goes on)
+ *   8 rule 4: a number given up without its mark confirmed
+ *   9 rule 5 (R-B): revisions are not compared
+ *  10 rule 6: a new fence: the numbers published are not re-raised
+ *  11 rule 6: no settle pause after a new fence
+ *  12 R-A: the cluster ID of answers is not compared
+ *  13 R-C: forgotten own writes are not looked for
+ *  14 R-D: a lease unknown before its TTL ran out is taken as expired
+ *  15 R-E: a stop revokes its lease without confirming the mark
+ *  16 R-F: claims_above without the clock bound: max(floor, marks)
+ *  17 R-F: claims_above without the lead of the previous fence
+ *  18 rule 10: the deadline published when the renewal is sent
+ *  19 rule 12: the client skips its second read of gen
+ *  20 rule 11: the renewal is guarded only on the lease (not "mark < V")
+ *  21 rule 9: several claim attempts under one lease, the read-back
+ *     adopting the last
+ *  22 an experiment, not a code mutant: the within-client check expects a
  *     decrease; its failure shows the check is evaluated on pairs of IDs of
- *     one client.  (A switch that does not follow the old counter is no
- *     decrease in the 'move' bounds: a fresh number starts above the floor.)
+ *     one client.
  */
 #ifndef MUTANT
 #define MUTANT 0
@@ -137,12 +181,32 @@
 #ifndef GAP
 #define GAP 0     /* 1: requests may reach the restored cluster before the fence */
 #endif
-#ifndef LOWFENCE
-#define LOWFENCE 0 /* 1: claims_above = max(floor, marks): the assumption broken */
+#ifndef NEWID
+#define NEWID 1   /* 1: a restored cluster has a new cluster ID (R-A) */
 #endif
-#ifndef STEADY
-#define STEADY 0  /* 1: a lease a daemon keeps alive never expires; the restore
-                   * keeps the holders of the snapshot (see above) */
+#ifndef REFILL
+#define REFILL 1  /* 1: after a restore the revision climbs back (other writes) */
+#endif
+#ifndef AHEAD
+#define AHEAD 0   /* snowid fence --ahead, in model ms */
+#endif
+#ifndef LEADPREV
+#define LEADPREV 0 /* a previous fence's lead, not yet slewed back */
+#endif
+#ifndef HOSTAHEAD
+#define HOSTAHEAD 0 /* 1: host 0's deadlines may run past the clock bound */
+#endif
+#ifndef STALLS
+#define STALLS 1  /* stalls of a daemon past its lease TTL */
+#endif
+#ifndef STALL0
+#define STALL0 1  /* 0: daemon 0 never stalls */
+#endif
+#ifndef STOPS
+#define STOPS 0   /* stops (SIGTERM) of daemon 0 */
+#endif
+#ifndef STOPAFTER
+#define STOPAFTER 0 /* 1: the stop comes only after the fence */
 #endif
 #ifndef MOVES
 #define MOVES 0   /* moves to a fresh number, per daemon */
@@ -171,11 +235,17 @@ byte hwm[N];        /* the mark (0 when absent) */
 byte hrev[N];       /* hwm/<n>'s mod revision; 0: absent */
 byte floor;         /* rule 2 */
 byte ftok = 1;      /* the fence's token */
+byte fcid = 1;      /* the cluster ID the fence was written on (R-A) */
 byte cabove;        /* the fence's claims_above */
 byte erev = 1;      /* the revision: layout, fence and floor written at 1 */
+byte ecid = 1;      /* header.cluster_id */
 bool alive[LMAX + 1];
 byte nlease = 1;
 byte ntok = 1;
+byte curL[H];       /* the lease each daemon keeps alive; 0: none */
+byte stalls[H];
+byte adopted[H];    /* the fence token each daemon adopted and re-raised for */
+byte wall;          /* ghost: the fencing host's wall clock, in ID time */
 
 #if RESTORE
 byte phase;         /* 0, 1 snapshot taken, 2 restored, 3 fenced */
@@ -186,9 +256,10 @@ byte s_hrev[N];
 byte s_floor;
 byte s_erev;
 bool s_alive[LMAX + 1];
+#if REFILL
+byte rmax;          /* ghost: the highest revision etcd ever reached */
+bool refilled;
 #endif
-#if STEADY
-byte curL[H];       /* the lease each daemon keeps alive */
 #endif
 #if FAULTS
 byte faults;        /* ghost: deletions and restores so far */
@@ -218,9 +289,8 @@ bool ans_ours[H];   /* read back: workers/<n> has our lease and token */
 byte ans_hwm[H];    /* read back: the stored mark */
 byte ans_hrev[H];   /* read back: its mod revision (0: absent) */
 byte ans_ft[H];     /* read back: the fence token */
-#if RESTORE
 byte ans_rev[H];    /* header.revision */
-#endif
+byte ans_cid[H];    /* header.cluster_id */
 byte hold[H];       /* the daemon's current holding */
 
 /* ---- segments ---- */
@@ -233,7 +303,7 @@ byte epoch[H];      /* ghost: bumped by a switch that does not follow */
 /* ---- ghosts ---- */
 bool used[N * T];
 
-#if MUTANT == 8
+#if MUTANT == 1
 #define FENCE_OK(i) (1)
 #define NEWFENCE(h) (0) /* nor does the daemon look at the fence on answers */
 #else
@@ -242,18 +312,56 @@ bool used[N * T];
 #endif
 
 /* rule 3: a claim of a number with no mark compares floor < start */
-#if MUTANT == 7
+#if MUTANT == 4
 #define FLOOR_OK(i) (1)
 #else
 #define FLOOR_OK(i) (req[i].rev != 0 || floor + W < req[i].v)
 #endif
 
-/* a mark write: the mark, its revision, the floor (rule 2) */
-inline put_mark(n, val) {
-        hwm[n] = val;
+/* R-A and R-B: an answer from a cluster other than the fence's, or with a
+ * revision below the highest seen, is acted on for nothing */
+#if MUTANT == 12
+#define CID_BAD(c) (0)
+#else
+#define CID_BAD(c) ((c) != mycid)
+#endif
+#if MUTANT == 9
+#define REV_BAD(r) (0)
+#else
+#define REV_BAD(r) ((r) < seen)
+#endif
+#if RESTORE
+#define ANS_STALE(h) (CID_BAD(ans_cid[h]) || REV_BAD(ans_rev[h]))
+#define READ_STALE (CID_BAD(ecid) || REV_BAD(erev))
+#else
+/* without restores neither ever differs: left out, to stay small */
+#define ANS_STALE(h) (0)
+#define READ_STALE (0)
+#endif
+
+/* a revision bumped; the highest one kept for REFILL */
+inline bump() {
         erev++;
+#if RESTORE && REFILL
+        if :: rmax < erev -> rmax = erev :: else -> skip fi
+#endif
+}
+
+/* a mark write: the mark, its revision, the floor (rule 2); the wall clock
+ * is at least mark - AHEAD - W - LEADPREV then (the ASSUMPTION), unless the
+ * host runs past the bound (HOSTAHEAD, host 0) */
+inline put_mark(n, val, hst) {
+        hwm[n] = val;
+        bump();
         hrev[n] = erev;
+#if MUTANT != 2
         if :: floor < val -> floor = val :: else -> skip fi;
+#endif
+        if
+        :: (!HOSTAHEAD || hst != 0) && wall + AHEAD + W + LEADPREV < val ->
+                wall = val - AHEAD - W - LEADPREV
+        :: else -> skip
+        fi;
 #if FAULTS
         if :: hmax[n] < val -> hmax[n] = val :: else -> skip fi
 #endif
@@ -271,26 +379,26 @@ inline apply(i) {
                    FLOOR_OK(i) ->
                         owner[n] = req[i].lease;
                         otok[n] = req[i].tok;
-                        put_mark(n, req[i].v);
+                        put_mark(n, req[i].v, req[i].host);
                         res = 1
                 :: else -> skip
                 fi
         :: req[i].kind == R_EXTEND ->
                 if
-#if MUTANT == 4
+#if MUTANT == 20
                 :: owner[n] == req[i].lease && otok[n] == req[i].tok && FENCE_OK(i) ->
 #else
                 :: owner[n] == req[i].lease && otok[n] == req[i].tok && FENCE_OK(i) &&
                    hrev[n] != 0 && hwm[n] < req[i].v -> /* an absent value compares false */
 #endif
-                        put_mark(n, req[i].v);
+                        put_mark(n, req[i].v, req[i].host);
                         res = 1
                 :: else -> skip
                 fi
         :: req[i].kind == R_RAISE ->
                 if
                 :: FENCE_OK(i) && hrev[n] == req[i].rev ->
-                        put_mark(n, req[i].v);
+                        put_mark(n, req[i].v, req[i].host);
                         res = 1
                 :: else -> skip
                 fi
@@ -305,9 +413,11 @@ inline apply(i) {
 #else
                 ans_hrev[req[i].host] = (hrev[n] != 0); /* all a build without faults uses */
 #endif
-                ans_ft[req[i].host] = ftok;
+                ans_ft[req[i].host] = ftok
 #if RESTORE
-                ans_rev[req[i].host] = erev
+                ;
+                ans_rev[req[i].host] = erev;
+                ans_cid[req[i].host] = ecid
 #endif
         :: else -> skip
         fi;
@@ -340,10 +450,21 @@ inline expire(l) {
 #endif
 }
 
-#if STEADY
+/* a lease expires only once no daemon keeps it alive; without restores a
+ * daemon cannot tell an expiry from a forgotten lease, nor needs to (R-D):
+ * there any lease may expire at any moment, a superset of the stalls */
+#if RESTORE
 #define MAY_EXPIRE(l) (curL[0] != l && curL[1] != l)
+#define KEPT(h) (curL[h] == L)
 #else
 #define MAY_EXPIRE(l) (1)
+#define KEPT(h) (0)
+#endif
+
+#if RESTORE && STOPAFTER
+#define STOP_OK (phase == 3)
+#else
+#define STOP_OK (1)
 #endif
 
 #if DELS > 0
@@ -353,7 +474,7 @@ inline delete_mark(n) {
         faults++;
         hwm[n] = 0;
         hrev[n] = 0;
-        erev++
+        bump()
 }
 #endif
 
@@ -411,43 +532,37 @@ inline restore() {
 #if LMAX > 4
         s_alive[5] = 0;
 #endif
+#if NEWID
+        ecid = 2;   /* the procedure: a new --initial-cluster-token */
+#endif
         faults++;
         phase = 2
 }
 
-/* snowid fence: a new token, claims_above (see the ASSUMPTION above) */
+/* snowid fence (R-F): a new token, the cluster ID it writes on, and
+ * claims_above = max(claims_above, floor, every mark, wall + ahead + window
+ * + the previous fence's lead) */
 inline fence() {
         ftok = 2;
-        cabove = floor;
+        fcid = ecid;
+        if :: cabove < floor -> cabove = floor :: else -> skip fi;
         if :: cabove < hwm[0] -> cabove = hwm[0] :: else -> skip fi;
 #if N > 1
         if :: cabove < hwm[1] -> cabove = hwm[1] :: else -> skip fi;
 #endif
-#if !LOWFENCE
-        /* the ASSUMPTION: at or above every deadline published, or still to
-         * be published from an answer etcd gave before the fence: every mark
-         * etcd ever acknowledged, restored away or not (a ghost) */
-        if :: cabove < hmax[0] -> cabove = hmax[0] :: else -> skip fi;
-#if N > 1
-        if :: cabove < hmax[1] -> cabove = hmax[1] :: else -> skip fi;
+#if MUTANT != 16
+#if MUTANT == 17
+        if :: cabove < wall + AHEAD + W -> cabove = wall + AHEAD + W :: else -> skip fi;
+#else
+        if
+        :: cabove < wall + AHEAD + W + LEADPREV -> cabove = wall + AHEAD + W + LEADPREV
+        :: else -> skip
+        fi;
 #endif
 #endif
-        erev++;
+        bump();
         phase = 3
 }
-
-#if STEADY
-/* the restore STEADY allows: each number's holder in the snapshot is its
- * holder now, under the same claim */
-#if N > 1
-#define RESTORE_OK (s_owner[0] != 0 && owner[0] == s_owner[0] && otok[0] == s_otok[0] && \
-                    s_owner[1] != 0 && owner[1] == s_owner[1] && otok[1] == s_otok[1])
-#else
-#define RESTORE_OK (s_owner[0] != 0 && owner[0] == s_owner[0] && otok[0] == s_otok[0])
-#endif
-#else
-#define RESTORE_OK (1)
-#endif
 #endif
 
 proctype Etcd() {
@@ -466,6 +581,13 @@ end:    do
 #if LMAX > 4
         :: atomic { alive[5] && MAY_EXPIRE(5) -> expire(5) }
 #endif
+#if RESTORE
+        /* a daemon stalls past its TTL: its lease may expire from now on */
+#if STALL0
+        :: atomic { stalls[0] < STALLS && curL[0] != 0 -> curL[0] = 0; stalls[0]++ }
+#endif
+        :: atomic { stalls[1] < STALLS && curL[1] != 0 -> curL[1] = 0; stalls[1]++ }
+#endif
 #if DELS > 0
         :: atomic { dels < DELS && hrev[0] != 0 -> delete_mark(0) }
 #if N > 1
@@ -475,10 +597,14 @@ end:    do
 #if RESTORE
         :: atomic { phase == 0 -> snapshot() }
 #if GAP
-        :: atomic { phase == 1 && RESTORE_OK -> restore() }
+        :: atomic { phase == 1 -> restore() }
         :: atomic { phase == 2 -> fence() }
 #else
-        :: atomic { phase == 1 && RESTORE_OK -> restore(); fence() }
+        :: atomic { phase == 1 -> restore(); fence() }
+#endif
+#if REFILL
+        /* other clients' writes: the revision back at the highest it was */
+        :: atomic { phase >= 2 && !refilled && erev < rmax -> erev = rmax; refilled = 1 }
 #endif
 #endif
         od
@@ -551,23 +677,22 @@ inline pick_time(v) {
 inline forget_answer(h) {
         d_step {
                 ans[h] = 0; ans_ours[h] = 0; ans_hwm[h] = 0; ans_hrev[h] = 0; ans_ft[h] = 0;
-#if RESTORE
-                ans_rev[h] = 0
-#endif
+                ans_rev[h] = 0; ans_cid[h] = 0
         }
 }
 
-/* rule 5: a revision lower than one seen: act on nothing, wait for the fence */
-#if RESTORE && MUTANT != 8
-inline revcheck(h) {
-        if
-        :: ans_rev[h] < seen -> forget_answer(h); goto restored
-        :: else -> seen = ans_rev[h]
-        fi
+/* an answer acted on: its revision is the highest seen (R-B) */
+#if RESTORE
+inline heard(h) {
+        if :: seen < ans_rev[h] -> seen = ans_rev[h] :: else -> skip fi
 }
-#define REVCHECK(h) revcheck(h);
+inline heard_now() {
+        if :: seen < erev -> seen = erev :: else -> skip fi
+}
 #else
-#define REVCHECK(h)
+/* without restores revisions never go back: nothing to keep */
+#define heard(h) skip
+#define heard_now() skip
 #endif
 
 inline crash_point() {
@@ -577,38 +702,75 @@ inline crash_point() {
         fi
 }
 
-/* what a daemon published: the deadline, for rule 6 */
+/* what a daemon published: the deadline, for rule 3's own term and rule 6 */
+#if FAULTS
 inline published(num, d) {
-#if RESTORE
         if :: pubd[num] < d + 1 -> pubd[num] = d + 1 :: else -> skip fi
-#else
-        skip
-#endif
 }
+#else
+/* without faults a mark never falls below a deadline: rule 3's own term
+ * and rule 6 need nothing kept */
+#define published(num, d) skip
+#endif
+
+/* R-C: the renewal read back its own mark with a mod revision below the one
+ * etcd acknowledged for its last write of it: that write was forgotten */
+#if RESTORE && MUTANT != 13
+#define OWN_FORGOTTEN(h) (ans_hrev[h] != 0 && ans_hrev[h] < ackrev)
+#else
+#define OWN_FORGOTTEN(h) (0)
+#endif
+#if RESTORE
+#define ACKREV(r) ackrev = (r)
+#define SEEN_START seen = erev
+#define PUBD_ON 1
+#else
+/* only a restore forgets an acknowledged write: nothing to keep */
+#define ACKREV(r) skip
+#define SEEN_START skip
+#endif
 
 proctype Daemon(byte h) {
         byte L, n, start, mark, V, srev, shwm, sfl, sca, tok, slot, now, acked, renewals, f, s, li, crashes;
-        byte attempts, myft, moves, cn, cd, crev, cval, ctries, ret, i;
-#if RESTORE
-        byte seen;
+        byte attempts, myft, mycid, seen, ackrev, moves, cn, cd, crev, ctries, ret, i, stops;
+        bool quit, pause, kalost;
         byte pubd[N];   /* deadline + 1 published for each number; 0: none */
-#endif
 
-        myft = ftok;    /* a daemon starts by reading the fence */
+        /* a daemon starts by reading the fence (its token and cluster ID)
+         * and the cluster ID of the answer: another one is a restore not
+         * yet fenced (R-A) */
+        atomic {
+                myft = ftok; mycid = fcid; SEEN_START;
+                if :: CID_BAD(ecid) -> goto restored :: else -> skip fi
+        }
 new_lease:
+#if MUTANT != 11
+        /* rule 6's settle pause: after a new fence, no claim until every
+         * other daemon that is alive has adopted it and re-raised its marks */
+        if
+        :: pause -> atomic { adopted[1 - h] == ftok || curL[1 - h] == 0 -> pause = 0 }
+        :: else -> skip
+        fi;
+#else
+        pause = 0;
+#endif
         /* grant */
         atomic {
                 if
-                :: nlease > LMAX -> goto done
-                :: else -> L = nlease; nlease++; alive[L] = 1; hold[h]++; attempts = 0;
-#if STEADY
-                        curL[h] = L
-#endif
+                :: READ_STALE -> goto restored
+                :: !READ_STALE && nlease > LMAX -> goto done
+                :: !READ_STALE && nlease <= LMAX ->
+                        heard_now();
+                        L = nlease; nlease++; alive[L] = 1; hold[h]++; attempts = 0; curL[h] = L
                 fi
         }
 scan:
         /* read the fence, a free number, its mark, the floor; pick a start */
         atomic {
+                if
+                :: READ_STALE -> goto restored
+                :: else -> heard_now()
+                fi;
                 if
                 :: ftok != myft -> goto refence
                 :: else -> skip
@@ -626,14 +788,18 @@ scan:
 #if MUTANT != 3
                 if
                 :: srev != 0 -> if :: start <= shwm -> start = shwm + 1 :: else -> skip fi
-#if MUTANT == 7
+#if MUTANT == 4
                 :: else -> if :: start < 1 -> start = 1 :: else -> skip fi
 #else
                 :: else -> if :: start <= sfl + SLACK -> start = sfl + SLACK + 1 :: else -> skip fi
 #endif
                 fi;
-#if MUTANT != 9
+#if MUTANT != 5
                 if :: start <= sca -> start = sca + 1 :: else -> skip fi;
+#endif
+#if MUTANT != 6
+                /* above the last deadline this daemon published for n */
+                if :: start < pubd[n] -> start = pubd[n] :: else -> skip fi;
 #endif
 #endif
                 now = 0; shwm = 0; sfl = 0; sca = 0
@@ -650,32 +816,36 @@ scan:
         await(h, slot);
         slot = 0;
         if
-        :: ans[h] != 0 && NEWFENCE(h) -> forget_answer(h); goto refence
-        :: ans[h] == 1 && !NEWFENCE(h) -> REVCHECK(h) forget_answer(h); goto held
-        :: ans[h] == 2 && !NEWFENCE(h) ->
-                REVCHECK(h)
+        :: ans[h] != 0 && ANS_STALE(h) -> forget_answer(h); goto restored
+        :: ans[h] != 0 && !ANS_STALE(h) && NEWFENCE(h) -> forget_answer(h); goto refence
+        :: ans[h] == 1 && !ANS_STALE(h) && !NEWFENCE(h) ->
+                heard(h); ACKREV(ans_hrev[h]); forget_answer(h); goto held
+        :: ans[h] == 2 && !ANS_STALE(h) && !NEWFENCE(h) ->
+                heard(h);
                 forget_answer(h);
-#if MUTANT == 5
+#if MUTANT == 21
                 if :: attempts < 2 -> goto scan :: else -> skip fi;
 #endif
                 revoke(L); goto new_lease
         :: ans[h] == 0 -> skip /* no answer: settle by reading back */
         fi;
-#if MUTANT == 5
+#if MUTANT == 21
         /* another attempt under the same lease, before settling */
         if :: attempts < 2 -> goto scan :: else -> skip fi;
         atomic {
                 if
-                :: owner[n] == L -> goto held /* adopts the last attempt's start and mark */
+                :: owner[n] == L -> ACKREV(hrev[n]); goto held /* adopts the last attempt's start and mark */
                 :: else -> skip
                 fi
         }
 #else
         atomic {
                 if
-                :: ftok != myft -> goto refence
-                :: ftok == myft && owner[n] == L && otok[n] == tok && hwm[n] == mark -> goto held
-                :: else -> skip
+                :: READ_STALE -> goto restored
+                :: !READ_STALE && ftok != myft -> goto refence
+                :: !READ_STALE && ftok == myft && owner[n] == L && otok[n] == tok && hwm[n] == mark ->
+                        heard_now(); ACKREV(hrev[n]); goto held
+                :: else -> heard_now()
                 fi
         }
 #endif
@@ -714,7 +884,8 @@ held:
         acked = mark;
         renewals = 0;
 
-        /* renew: the guarded extension of the mark */
+renew:
+        /* renew: the guarded extension of the mark, and the keepalive */
         do
         :: renewals < RENEWALS ->
                 renewals++;
@@ -722,7 +893,7 @@ held:
                 if
                 :: V >= T || V <= acked -> skip
                 :: else ->
-#if MUTANT == 1
+#if MUTANT == 18
                         atomic { sdead[h] = V; published(n, V) } /* before etcd acknowledged it */
 #endif
                         send(h, R_EXTEND, n, L, tok, V, 0, slot);
@@ -731,19 +902,24 @@ held:
                         slot = 0;
                         if
                         :: ans[h] == 0 -> skip
-                        :: ans[h] != 0 && NEWFENCE(h) -> forget_answer(h); goto refence
-                        :: ans[h] != 0 && !NEWFENCE(h) ->
-                                REVCHECK(h)
+                        :: ans[h] != 0 && ANS_STALE(h) -> forget_answer(h); goto restored
+                        :: ans[h] != 0 && !ANS_STALE(h) && NEWFENCE(h) -> forget_answer(h); goto refence
+                        :: ans[h] != 0 && !ANS_STALE(h) && !NEWFENCE(h) ->
+                                heard(h);
                                 if
-                                :: ans[h] == 1 || (ans_ours[h] && ans_hrev[h] != 0 && ans_hwm[h] >= V) ->
+                                :: ans[h] == 1 || (ans_ours[h] && ans_hrev[h] != 0 && !OWN_FORGOTTEN(h) && ans_hwm[h] >= V) ->
+                                        ACKREV(ans_hrev[h]);
                                         forget_answer(h);
                                         acked = V;
                                         atomic {
                                                 if :: sdead[h] < V -> sdead[h] = V :: else -> skip fi;
                                                 published(n, V)
                                         }
-                                :: ans[h] == 2 && ans_ours[h] && (ans_hrev[h] == 0 || ans_hwm[h] < acked) ->
-#if MUTANT == 6
+                                :: ans[h] == 2 && ans_ours[h] && OWN_FORGOTTEN(h) ->
+                                        /* R-C: our last write of the mark is gone */
+                                        forget_answer(h); goto restored
+                                :: ans[h] == 2 && ans_ours[h] && !OWN_FORGOTTEN(h) && (ans_hrev[h] == 0 || ans_hwm[h] < acked) ->
+#if MUTANT == 7
                                         forget_answer(h);
                                         revoke(L); goto new_lease /* abandoned */
 #else
@@ -755,47 +931,85 @@ held:
                                         await(h, slot);
                                         slot = 0;
                                         if
-                                        :: ans[h] != 0 && NEWFENCE(h) -> forget_answer(h); goto refence
-                                        :: else -> skip
+                                        :: ans[h] != 0 && ANS_STALE(h) -> forget_answer(h); goto restored
+                                        :: ans[h] != 0 && !ANS_STALE(h) && NEWFENCE(h) -> forget_answer(h); goto refence
+                                        :: ans[h] == 1 && !ANS_STALE(h) && !NEWFENCE(h) -> heard(h); ACKREV(ans_hrev[h])
+                                        :: ans[h] == 2 && !ANS_STALE(h) && !NEWFENCE(h) -> heard(h)
+                                        :: ans[h] == 0 -> skip
                                         fi;
-#if RESTORE && MUTANT != 8
-                                        if
-                                        :: ans[h] != 0 -> revcheck(h)
-                                        :: else -> skip
-                                        fi;
-#endif
                                         forget_answer(h) /* the next renewal reads it back again */
 #endif
-                                :: ans[h] == 2 && ans_ours[h] && ans_hrev[h] != 0 && ans_hwm[h] >= acked && ans_hwm[h] < V ->
+                                :: ans[h] == 2 && ans_ours[h] && !OWN_FORGOTTEN(h) && ans_hrev[h] != 0 && ans_hwm[h] >= acked && ans_hwm[h] < V ->
                                         forget_answer(h) /* not reached: such a renewal succeeds */
                                 :: ans[h] == 2 && !ans_ours[h] ->
                                         forget_answer(h);
-                                        d_step { cn = n; cd = acked }; goto giveup /* lost */
+                                        kalost = 1; goto keepalive /* is the lease alive? */
                                 fi
                         fi;
                         V = 0
                 fi
-        :: atomic { !alive[L] -> cn = n; cd = acked }; goto giveup /* keepalive: the lease is gone */
+        :: atomic { !alive[L] -> kalost = 0 }; goto keepalive
 #if MOVES > 0
         :: atomic { moves < MOVES -> moves++; cn = n; cd = acked }; goto giveup /* a move to a fresh number */
+#endif
+#if STOPS > 0
+        :: atomic { h == 0 && stops < STOPS && STOP_OK ->
+                stops++; quit = 1; cn = n; cd = acked }; goto stop
 #endif
         :: renewals >= RENEWALS -> break
         od;
         goto done;
+
+keepalive:
+        /* a keepalive's answer: the lease etcd knows, or not (R-C, R-D) */
+        atomic {
+                if
+                :: READ_STALE -> goto restored
+                :: else -> heard_now()
+                fi;
+                if
+                :: alive[L] && !kalost -> goto renew /* not reached: asked only when gone */
+#if MUTANT == 13
+                :: alive[L] && kalost -> kalost = 0; cn = n; cd = acked; goto giveup
+#else
+                :: alive[L] && kalost -> kalost = 0; goto restored /* R-C: workers/<n> gone, lease alive */
+#endif
+#if MUTANT == 14
+                :: !alive[L] && KEPT(h) -> kalost = 0; cn = n; cd = acked; goto giveup
+#else
+                :: !alive[L] && KEPT(h) -> kalost = 0; goto restored /* R-D: it could not have expired */
+#endif
+                :: !alive[L] && !KEPT(h) -> kalost = 0; cn = n; cd = acked; goto giveup /* lost */
+                fi
+        }
+
+stop:
+        /* SIGTERM (R-E): confirm the mark, then revoke; never confirmed: the
+         * lease is left to expire */
+#if MUTANT == 15
+        atomic { revoke(L); curL[h] = 0 };
+        goto end_exit;
+#else
+        goto giveup;
+#endif
 
 giveup:
         /* rule 4: number cn is given up only once etcd confirmed its mark at
          * or above cd, the deadline published for it.  Without deletions or
          * restores a mark never falls below an acknowledged value, so the
          * confirmation is immediate: it is left out of those builds. */
-#if FAULTS && MUTANT != 6
+#if FAULTS && MUTANT != 8
 confirm:
         atomic {
+                if
+                :: READ_STALE -> goto restored
+                :: else -> heard_now()
+                fi;
                 if
                 :: ftok != myft -> goto refence /* rule 6 raises it */
                 :: ftok == myft && hrev[cn] != 0 && hwm[cn] >= cd -> goto confirmed
                 :: ftok == myft && !(hrev[cn] != 0 && hwm[cn] >= cd) && ctries >= CTRIES ->
-                        goto done /* never confirmed: never given up; the daemon stays */
+                        goto unconfirmed
                 :: ftok == myft && !(hrev[cn] != 0 && hwm[cn] >= cd) && ctries < CTRIES ->
                         crev = hrev[cn]; ctries++
                 fi
@@ -805,8 +1019,10 @@ confirm:
         await(h, slot);
         slot = 0;
         if
-        :: ans[h] == 1 -> forget_answer(h); goto confirmed
-        :: else -> forget_answer(h); goto confirm
+        :: ans[h] != 0 && ANS_STALE(h) -> forget_answer(h); goto restored
+        :: ans[h] == 1 && !ANS_STALE(h) -> heard(h); forget_answer(h); goto confirmed
+        :: ans[h] == 2 && !ANS_STALE(h) -> heard(h); forget_answer(h); goto confirm
+        :: ans[h] == 0 -> goto confirm
         fi;
 confirmed:
 #else
@@ -815,25 +1031,36 @@ confirm:
         atomic {
                 ctries = 0; cn = 0; cd = 0;
                 if
-                :: ret == 0 -> revoke(L); goto new_lease
-                :: else -> ret = 0; goto refence_next
+                :: ret != 0 -> ret = 0; goto refence_next
+                :: ret == 0 && quit -> revoke(L); curL[h] = 0; goto end_exit /* a stop */
+                :: ret == 0 && !quit -> revoke(L); goto new_lease
+                fi
+        }
+unconfirmed:
+        /* never confirmed: never given up; the daemon stays, or a stop exits
+         * leaving the lease to expire (R-E) */
+        atomic {
+                ctries = 0; cn = 0; cd = 0; ret = 0;
+                if
+                :: quit -> curL[h] = 0; goto end_exit
+                :: else -> goto done
                 fi
         }
 
 refence:
-        /* rule 6: a new fence: re-raise every number published, then claim
-         * again; rule 1: nothing else from the answer that showed it */
+        /* rule 6: a fence naming this cluster: re-raise every number
+         * published, then claim again after the settle pause; rule 1: nothing
+         * else from the answer that showed it */
         atomic {
                 myft = ftok;
-#if RESTORE
-                seen = erev;
-#endif
+                mycid = fcid;
+                SEEN_START;
                 i = 0
         }
-#if RESTORE && MUTANT != 6
+#if RESTORE && MUTANT != 10
 refence_loop:
         if
-        :: i >= N -> revoke(L); goto new_lease
+        :: i >= N -> goto refenced
         :: i < N && pubd[i] == 0 -> i++; goto refence_loop
         :: i < N && pubd[i] != 0 -> cn = i; cd = pubd[i] - 1; ret = 1; goto confirm
         fi;
@@ -842,44 +1069,54 @@ refence_next:
         goto refence_loop;
 #else
 refence_next:
-        revoke(L);
+#endif
+refenced:
+        atomic {
+                adopted[h] = ftok; pause = 1; i = 0;
+                revoke(L);
+                if
+                :: quit -> curL[h] = 0; goto end_exit
+                :: else -> skip
+                fi
+        }
         goto new_lease;
-#endif
 
-#if RESTORE
 restored:
-        /* rule 5: says `restored`, stops extending, waits for the fence */
-        atomic { ftok != myft -> skip };
+        /* rule 5: says `restored`, stops extending, waits for a fence that
+         * names the cluster etcd answers from */
+        atomic { ftok != myft && fcid == ecid -> skip };
         goto refence;
-#endif
 
 crashed:
         /* a new daemon process: its holdings are new; the old lease is left
          * to expire; requests in flight may still be applied */
         skip;
-        d_step {
+        atomic {
                 hold[h]++;
                 L = 0; n = 0; start = 0; mark = 0; V = 0; tok = 0; slot = 0; acked = 0; renewals = 0;
                 ans[h] = 0; ans_ours[h] = 0; ans_hwm[h] = 0; ans_hrev[h] = 0; ans_ft[h] = 0;
-                myft = ftok;
-#if RESTORE
-                ans_rev[h] = 0;
-                seen = 0;
+                ans_rev[h] = 0; ans_cid[h] = 0;
+                curL[h] = 0;
                 pubd[0] = 0;
 #if N > 1
                 pubd[1] = 0;
 #endif
-#endif
-#if STEADY
-                curL[h] = 0;
-#endif
-                moves = 0
+                moves = 0; ackrev = 0; pause = 0; quit = 0;
+                myft = ftok; mycid = fcid; SEEN_START;
+                if :: CID_BAD(ecid) -> goto restored :: else -> skip fi
         };
         goto new_lease;
 done:
+#if RESTORE
+        /* a daemon that runs on: a new fence reaches it at a renewal, and it
+         * re-raises what it published */
+end_wait:
+        atomic { ftok != myft && fcid == ecid -> quit = 1 };
+        goto refence;
+#endif
+end_exit:
         skip
 }
-
 proctype Client(byte h; byte c) {
         byte g, w, d, x, now, k, li, lastx, lastw, lep, tries;
         bool have;
@@ -908,7 +1145,7 @@ proctype Client(byte h; byte c) {
                         if
                         :: x > d -> skip /* past the deadline: not used */
                         :: else ->
-#if MUTANT != 2
+#if MUTANT != 19
                                 if
                                 :: gen[h] != g -> skip /* dropped */
                                 :: else ->
@@ -924,7 +1161,7 @@ proctype Client(byte h; byte c) {
 #endif
                                                 if
                                                 :: have && lep == epoch[h] ->
-#if MUTANT == 10
+#if MUTANT == 22
                                                         assert(x < lastx || (x == lastx && w < lastw))
 #else
                                                         assert(x > lastx || (x == lastx && w > lastw))
@@ -937,7 +1174,7 @@ proctype Client(byte h; byte c) {
                                                 lep = epoch[h];
                                                 k++
                                         }
-#if MUTANT != 2
+#if MUTANT != 19
                                 fi
 #endif
                         fi
@@ -951,6 +1188,8 @@ init {
         atomic {
                 gen[0] = 1; /* nothing published yet */
                 gen[1] = 1;
+                adopted[0] = 1;
+                adopted[1] = 1;
                 run Etcd();
                 run Daemon(0);
                 run Daemon(1);
