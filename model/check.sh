@@ -6,7 +6,7 @@
 # cover, named in docs/fences.md) must fail too.  Prints, per line: the
 # configuration or mutant, the rule, the result and the states searched.
 # The test command runs the configurations and mutants that fit in its
-# minutes; --full runs every one (about an hour on two cores), including
+# minutes; --full runs every one (over an hour on two cores), including
 # the mutants of rules the model cannot show needed (each then searched
 # exhaustively, and reported as such, not as a failure).
 # Usage: model/check.sh [-k] [--full]   (-k keeps the work directory)
