@@ -14,7 +14,7 @@
  * as snowidd does, so it needs no daemon.  Figures go to stdout as Markdown
  * tables.  Last, what snowid_open() costs: a handshake over the socket.
  *
- * It also runs the TSC clock's calibration (daemon/tsc-cal.c) on a thread of
+ * It also runs the TSC clock's calibration (daemon/clock/tsc-cal.c) on a thread of
  * its own, as snowidd does every 100 ms, and publishes the line in its
  * segment.  The first section measures snowid with the TSC clock, with the
  * vDSO clock (the line turned off) and the lockfree baseline, in rounds of

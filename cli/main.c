@@ -414,7 +414,7 @@ static const char *state_name(int state)
 }
 
 /* How etcd refuses the daemon, if it does: snowidd keeps "class<TAB>message"
- * in <runtime-dir>/<instance>.etcd-error while it lasts (daemon/refusal.c). */
+ * in <runtime-dir>/<instance>.etcd-error while it lasts (daemon/holder/refusal.c). */
 static int read_etcd_error(const char *instance, char *cls, size_t cls_size, char *msg,
                            size_t msg_size)
 {

@@ -12,7 +12,7 @@
 #define ETCD_ENDPOINTS_MAX 16
 #define ALLOW_MAX 64
 
-/* Where the leases and marks live: etcd, or PostgreSQL (daemon/pg.c). */
+/* Where the leases and marks live: etcd, or PostgreSQL (daemon/store/pg.c). */
 enum store_kind { STORE_ETCD, STORE_POSTGRES };
 
 /* The TSC clock (tsc-clock.h, docs/clocks.md) */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * etcd's answers, fed to the holder's state machine (daemon/holder.c) in
+ * etcd's answers, fed to the holder's state machine (daemon/holder/holder.c) in
  * place of libcurl: this file is the etcd client the holder talks to, and
  * each request it sends gets the next part of the input as the answer's
  * body, through etcd_reply_parse() as the real client does.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The handshake's server side (daemon/serve.c) on an sd-event loop, as in
+ * The handshake's server side (daemon/serve/serve.c) on an sd-event loop, as in
  * snowidd: a real publisher, the settings from settings_load() (allow-users
  * 4242, allow-groups 4343), a fresh listening socket for each input.  The
  * input is a script of operations over many clients of this process; each

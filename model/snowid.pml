@@ -1,5 +1,5 @@
 /*
- * snowid.pml: a model of snowid's protocol, as daemon/holder.c, claim.c,
+ * snowid.pml: a model of snowid's protocol, as daemon/holder/holder.c, claim.c,
  * cluster.c, shm/publish.c, libclient/next.c and cli/fence.c implement it
  * (docs/design.md, "Why two hosts never make the same ID", rules 8-14),
  * with the fences of docs/fences.md (rules 1-6, numbered alike in

@@ -2,7 +2,7 @@
 /*
  * A handshake server on a thread of its own, blocking: for the tests, the
  * benchmark and the fuzzers, which publish a segment without snowidd.
- * snowidd serves from its event loop instead (daemon/serve.c).
+ * snowidd serves from its event loop instead (daemon/serve/serve.c).
  */
 #pragma once
 

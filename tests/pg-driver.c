@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/pg.c in a real sd-event loop, driven line by line from stdin by
+ * daemon/store/pg.c in a real sd-event loop, driven line by line from stdin by
  * tests/integration/test_pg_transport.py:
  *   call TAG PATH JSON   pg_call(); the answer comes as one JSON line
  *   stats                the counters, as one JSON line

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The clock policy (daemon/clock.c): a table of scenarios, each a starting
+ * The clock policy (daemon/clock/clock.c): a table of scenarios, each a starting
  * lead and a sequence of steps (ticks, wall clock steps, switches), with the
  * actions, flags and leads expected; and extreme inputs for UBSan.
  */

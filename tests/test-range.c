@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Worker ranges (daemon/range.c): the forms --worker-range accepts and
+ * Worker ranges (daemon/holder/range.c): the forms --worker-range accepts and
  * refuses, whether a range fits a layout, overlaps, and region records.
  */
 #include <errno.h>

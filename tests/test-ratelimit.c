@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The HTTP API's rate limits (daemon/ratelimit.c): buckets on a fake clock,
+/* The HTTP API's rate limits (daemon/serve/ratelimit.c): buckets on a fake clock,
  * many threads on one bucket without a lock, the address table, the token
  * file. */
 #include <errno.h>

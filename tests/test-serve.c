@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The handshake's server side (daemon/serve.c).  At exit: a client whose
+/* The handshake's server side (daemon/serve/serve.c).  At exit: a client whose
  * connection was accepted just before snowidd stops is still answered, and
  * one still queued on the listening socket is left to the next snowidd;
  * one that never sends a hello holds the exit only until its deadline.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The TSC clock (shm/tsc.h, daemon/tsc-cal.c, clock_ns() in
+ * The TSC clock (shm/tsc.h, daemon/clock/tsc-cal.c, clock_ns() in
  * libclient/internal.h).  This machine's kernel may or may not choose the
  * TSC (--tsc-clock auto); these tests force it on, as --tsc-clock on does,
  * and say so.

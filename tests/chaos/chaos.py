@@ -47,7 +47,7 @@ TIME_SHIFT = 22  # worker bits + sequence bits of the default layout
 WORKER_MASK = 1023
 PGBIN = os.environ.get("SNOWID_PGBIN", "/usr/lib/postgresql/15/bin")
 PG_PORT = 5432
-SCHEMA_SQL = os.path.join(HERE, "..", "..", "daemon", "postgres.sql")
+SCHEMA_SQL = os.path.join(HERE, "..", "..", "daemon", "store", "postgres.sql")
 
 
 def ip(*args, check=True):
@@ -369,7 +369,7 @@ class PgServer(harness.KV):
             raise RuntimeError(f"restoring {path}: {r.stderr.strip()[:500]}")
 
     def install_audit(self):
-        """The schema, made as the daemons make it (daemon/postgres.sql, the
+        """The schema, made as the daemons make it (daemon/store/postgres.sql, the
         file they embed), and the audit trigger on it before any daemon writes."""
         with open(SCHEMA_SQL) as f:
             self.psql(f.read(), timeout=60)

@@ -19,7 +19,7 @@ from harness import free_port, log, wait_for
 
 PGBIN = os.environ.get("SNOWID_PGBIN", "/usr/lib/postgresql/15/bin")
 SQL = os.environ.get("SNOWID_PG_SQL", os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                  "../../daemon/postgres.sql"))
+                                                  "../../daemon/store/postgres.sql"))
 
 
 def available():

@@ -25,7 +25,7 @@ LAYOUT = '{"epoch_ms":1735689600000,"time_bits":41,"worker_bits":3,"seq_bits":12
 WORKERS = 8
 
 
-# ---- the daemon's request shapes (daemon/txn.c, claim.c, cluster.c, holder.c, region.c,
+# ---- the daemon's request shapes (daemon/store/txn.c, claim.c, cluster.c, holder.c, region.c,
 # cli/fence.c), built the same way ----
 
 def key(what, n=None, prefix=P):

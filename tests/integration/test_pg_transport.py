@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The PostgreSQL store's transport (daemon/pg.c) against a real PostgreSQL
+"""The PostgreSQL store's transport (daemon/store/pg.c) against a real PostgreSQL
 15, in a real sd-event loop (tests/pg-driver.c): calls answered in order,
 server errors classed, a stopped server, a killed backend and a statement
 that outlives its deadline each fail the calls on the connection as

@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "etcd.h"
-#include "hold.h"
+#include "store-refusal.h"
 #include "log.h"
 
 #define BODY_MAX (16u << 20) /* an answer larger than this is not one of ours */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The store on PostgreSQL: the same calls as daemon/etcd.h (a path and an
+ * The store on PostgreSQL: the same calls as daemon/store/etcd.h (a path and an
  * etcd-shaped JSON body, an etcd-shaped answer), each one run as
  * SELECT snowid.call(path, body) on one connection, driven by libpq's
  * asynchronous API inside the daemon's sd-event loop: nothing here blocks.
@@ -36,7 +36,7 @@ const struct etcd_stats *pg_stats(const struct pg *p);
 void pg_on_problem(struct pg *p, void (*cb)(void *userdata, const struct etcd_problem *p),
                    void *userdata);
 
-/* The schema and snowid.call(), daemon/postgres.sql, embedded at build time. */
+/* The schema and snowid.call(), daemon/store/postgres.sql, embedded at build time. */
 extern const char snowid_postgres_sql[];
 
 /* ---- pure parts, apart from the connection (tests/test-pg.c) ---- */

@@ -788,7 +788,7 @@ DECLARE
         status int;
         code int;
 BEGIN
-        -- one call at a time: see the top of daemon/postgres.sql
+        -- one call at a time: see the top of daemon/store/postgres.sql
         IF current_setting('transaction_isolation') <> 'read committed' THEN
                 RETURN snowid._err(500, 13, 'snowid.call runs only at READ COMMITTED, not ' ||
                                    current_setting('transaction_isolation'));

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hold.h"
+#include "store-refusal.h"
 #include "log.h"
 #include "pg.h"
 
@@ -59,7 +59,7 @@ enum conn_state {
 enum setup_step {
         S_SETTINGS, /* the setup's timeouts, isolation and application_name */
         S_CHECKS,   /* a primary, and how durable its commits are */
-        S_SCHEMA,   /* daemon/postgres.sql: idempotent */
+        S_SCHEMA,   /* daemon/store/postgres.sql: idempotent */
         S_WARM,     /* one harmless call: the server compiles snowid.call's functions */
         S_TIMEOUTS, /* then every statement bounded by etcd-timeout */
         S_DONE,

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "hold.h"
+#include "store-refusal.h"
 
 #define HOLD_MIN_MS 1000 /* after a refusal (auth, TLS...), the first wait */
 #define HOLD_MAX_MS 30000
