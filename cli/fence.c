@@ -37,7 +37,7 @@ static void send_read(struct fence_run *f);
 
 static json_t *layout_value(const snowid_layout *l)
 {
-        return etcd_b64("{\"epoch_ms\":%" PRIu64 ",\"time_bits\":%u,\"worker_bits\":%u,"
+        return store_b64("{\"epoch_ms\":%" PRIu64 ",\"time_bits\":%u,\"worker_bits\":%u,"
                         "\"seq_bits\":%u}",
                         l->epoch_ms, l->time_bits, l->worker_bits, l->seq_bits);
 }
@@ -48,10 +48,10 @@ static void done(struct fence_run *f, int result)
         sd_event_exit(f->event, 0);
 }
 
-static void on_write(void *userdata, const struct etcd_reply *r)
+static void on_write(void *userdata, const struct store_reply *r)
 {
         struct fence_run *f = userdata;
-        if (!etcd_ok(r)) {
+        if (!store_ok(r)) {
                 fprintf(stderr,
                         "snowid fence: no answer from etcd (%s): the fence may or may "
                         "not be in place; run it again\n",
@@ -104,14 +104,14 @@ static uint64_t previous_lead(const struct fence_run *f, const struct cluster_id
         return back >= lead ? 0 : lead - back;
 }
 
-static void on_read(void *userdata, const struct etcd_reply *r)
+static void on_read(void *userdata, const struct store_reply *r)
 {
         struct fence_run *f = userdata;
         struct kv lk, fk, flk, kv;
         struct cluster_ident old = {0}, c;
         uint64_t floor = 0, highest = 0, m;
         const char *p = f->prefix;
-        if (!etcd_ok(r)) {
+        if (!store_ok(r)) {
                 fprintf(stderr, "snowid fence: cannot read the cluster from etcd: %s\n",
                         r->error ? r->error : "malformed answer");
                 /* the client moves on to the next endpoint after a failure */
@@ -193,7 +193,7 @@ static void on_read(void *userdata, const struct etcd_reply *r)
                 json_array_append_new(cmp, c);
         }
         json_t *ops =
-                json_pack("[o, o]", txn_put(txn_key(p, "fence", -1), etcd_b64("%s", c.fence), 0),
+                json_pack("[o, o]", txn_put(txn_key(p, "fence", -1), store_b64("%s", c.fence), 0),
                           txn_put(txn_key(p, "floor", -1), txn_mark(above), 0));
         if (rl == 0)
                 json_array_append_new(ops, txn_put(txn_key(p, "layout", -1), layout_value(l), 0));

@@ -413,8 +413,9 @@ static const char *state_name(int state)
         return state >= 0 && state < 7 ? names[state] : "unknown";
 }
 
-/* How etcd refuses the daemon, if it does: snowidd keeps "class<TAB>message"
- * in <runtime-dir>/<instance>.etcd-error while it lasts (daemon/holder/refusal.c). */
+/* How the store refuses the daemon, if it does: snowidd keeps
+ * "class<TAB>message" in <runtime-dir>/<instance>.store-error while it lasts
+ * (daemon/holder/refused.c); an earlier snowidd kept it in .etcd-error. */
 static int read_etcd_error(const char *instance, char *cls, size_t cls_size, char *msg,
                            size_t msg_size)
 {
@@ -426,8 +427,12 @@ static int read_etcd_error(const char *instance, char *cls, size_t cls_size, cha
         size_t n = strlen(path);
         if (n < 5 || strcmp(path + n - 5, ".sock"))
                 return 0;
-        strcpy(path + n - 5, ".etcd-error");
+        strcpy(path + n - 5, ".store-error");
         FILE *f = fopen(path, "re");
+        if (!f) {
+                strcpy(path + n - 5, ".etcd-error");
+                f = fopen(path, "re");
+        }
         if (!f)
                 return 0;
         char *got = fgets(line, sizeof(line), f);

@@ -44,9 +44,9 @@ static void on_holder_change(struct holder *h, void *userdata)
                         .lease = h->cur.state == H_HELD   ? "held"
                                  : h->cur.state == H_LOST ? "lost"
                                                           : "claiming",
-                        .etcd_reachable = h->etcd_reachable,
+                        .etcd_reachable = h->store_reachable,
                         .halted = holder_halt_name(h->halted),
-                        .etcd_full = h->etcd_full,
+                        .etcd_full = h->store_full,
                         .offset_ns = h->clock.offset_ns,
                         .mono_started_ms = app->started_ms,
                         .holder = h->stats,
@@ -55,8 +55,8 @@ static void on_holder_change(struct holder *h, void *userdata)
                                 app->serve ? *serve_stats(app->serve) : (struct serve_stats){0},
                 };
                 snprintf(snap->etcd_error_message, sizeof(snap->etcd_error_message), "%s",
-                         h->etcd_err_message);
-                snap->etcd_error = etcd_err_name(h->etcd_err);
+                         h->store_err_message);
+                snap->etcd_error = store_err_name(h->store, h->store_err);
                 tsc_clock_stats(app->tsc, &snap->tsc);
                 http_publish(app->http, snap);
         }

@@ -49,13 +49,13 @@ static bool in_call;
 static char line[16 << 20]; /* a call of several megabytes fits */
 static size_t line_len;
 
-static void on_reply(void *userdata, const struct etcd_reply *r)
+static void on_reply(void *userdata, const struct store_reply *r)
 {
         (void)userdata;
         json_t *o = json_pack("{s:I, s:b, s:I, s:b, s:s?, s:s?, s:b, s:I, s:I, s:I, s:b, s:b}",
                               "tag", (json_int_t)r->tag, "answered", r->answered, "http",
-                              (json_int_t)r->http, "ok", etcd_ok(r), "error", r->error, "err",
-                              etcd_err_name(r->err), "nospace", r->nospace, "usec",
+                              (json_int_t)r->http, "ok", store_ok(r), "error", r->error, "err",
+                              pg_err_name(r->err), "nospace", r->nospace, "usec",
                               (json_int_t)r->usec, "revision", (json_int_t)r->revision, "in_flight",
                               (json_int_t)pg_in_flight(pg), "kv", r->kv, "inside_call", in_call);
         if (r->json)
@@ -67,11 +67,11 @@ static void on_reply(void *userdata, const struct etcd_reply *r)
         json_decref(o);
 }
 
-static void on_problem(void *userdata, const struct etcd_problem *p)
+static void on_problem(void *userdata, const struct store_problem *p)
 {
         (void)userdata;
         json_t *o = json_pack("{s:s, s:s?, s:s, s:s, s:I, s:I}", "problem",
-                              p->err ? etcd_err_name(p->err) : "cleared", "endpoint", p->endpoint,
+                              p->err ? pg_err_name(p->err) : "cleared", "endpoint", p->endpoint,
                               "message", p->message, "kind", "problem", "in_row",
                               (json_int_t)p->in_row, "hold_ms", (json_int_t)p->hold_ms);
         char *s = json_dumps(o, JSON_COMPACT);
@@ -98,7 +98,7 @@ static void command(char *cmd)
                 if (r < 0)
                         printf("{\"call_failed\": %d}\n", r);
         } else if (!strcmp(cmd, "stats")) {
-                const struct etcd_stats *s = pg_stats(pg);
+                const struct store_stats *s = pg_stats(pg);
                 printf("{\"stats\": {\"requests\": %llu, \"failures\": %llu, \"le\": [%llu, %llu, "
                        "%llu, %llu, %llu, %llu, %llu, %llu], \"in_flight\": %u, \"endpoint\": "
                        "\"%s\"}}\n",

@@ -60,20 +60,20 @@ static void test_sqlstate(void **state)
 {
         static const struct {
                 const char *sqlstate;
-                enum etcd_err err;
+                enum store_err err;
                 long http;
                 bool nospace;
         } cases[] = {
-                {"28P01", ETCD_ERR_AUTH, 401, false},       {"28000", ETCD_ERR_AUTH, 401, false},
-                {"42501", ETCD_ERR_PERMISSION, 403, false}, {"53100", ETCD_ERR_NONE, 429, true},
-                {"53200", ETCD_ERR_NONE, 500, false}, /* out of memory: transient */
-                {"40001", ETCD_ERR_NONE, 500, false}, /* serialization failure */
-                {"42883", ETCD_ERR_NONE, 500, false}, /* snowid.call() missing */
-                {NULL, ETCD_ERR_NONE, 500, false},
+                {"28P01", STORE_ERR_AUTH, 401, false},       {"28000", STORE_ERR_AUTH, 401, false},
+                {"42501", STORE_ERR_PERMISSION, 403, false}, {"53100", STORE_ERR_NONE, 429, true},
+                {"53200", STORE_ERR_NONE, 500, false}, /* out of memory: transient */
+                {"40001", STORE_ERR_NONE, 500, false}, /* serialization failure */
+                {"42883", STORE_ERR_NONE, 500, false}, /* snowid.call() missing */
+                {NULL, STORE_ERR_NONE, 500, false},
         };
         (void)state;
         for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
-                struct etcd_reply r = {0};
+                struct store_reply r = {0};
                 assert_int_equal(pg_sqlstate_err(cases[i].sqlstate), cases[i].err);
                 pg_error_reply(&r, cases[i].sqlstate, "ERROR:  something\nDETAIL:  more\n");
                 assert_true(r.answered);
@@ -82,9 +82,9 @@ static void test_sqlstate(void **state)
                 assert_int_equal(r.nospace, cases[i].nospace);
                 assert_string_equal(r.error, "ERROR:  something");
                 assert_null(r.json);
-                assert_false(etcd_ok(&r));
+                assert_false(store_ok(&r));
         }
-        struct etcd_reply r = {0};
+        struct store_reply r = {0};
         pg_error_reply(&r, "XX000", NULL);
         assert_string_equal(r.error, "PostgreSQL reported an error");
         pg_error_reply(&r, "XX000", "caf\xc3\xa9\tbar");
@@ -95,47 +95,47 @@ static void test_connect_err(void **state)
 {
         static const struct {
                 const char *msg;
-                enum etcd_err err;
+                enum store_err err;
         } cases[] = {
                 {"connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  password "
                  "authentication failed for user \"snowid\"\n",
-                 ETCD_ERR_AUTH},
+                 STORE_ERR_AUTH},
                 {"connection to server at \"127.0.0.1\", port 5432 failed: fe_sendauth: no "
                  "password supplied\n",
-                 ETCD_ERR_AUTH},
+                 STORE_ERR_AUTH},
                 {"connection to server on socket \"/tmp/.s.PGSQL.5432\" failed: FATAL:  no "
                  "pg_hba.conf entry for host \"[local]\", user \"x\", database \"y\", no "
                  "encryption\n",
-                 ETCD_ERR_AUTH},
-                {"FATAL:  role \"snowid\" does not exist\n", ETCD_ERR_AUTH},
+                 STORE_ERR_AUTH},
+                {"FATAL:  role \"snowid\" does not exist\n", STORE_ERR_AUTH},
                 {"FATAL:  permission denied for database \"snowid\"\nDETAIL:  User does not "
                  "have CONNECT privilege.\n",
-                 ETCD_ERR_PERMISSION},
+                 STORE_ERR_PERMISSION},
                 {"connection to server at \"db\" (10.0.0.1), port 5432 failed: SSL error: "
                  "certificate verify failed\n",
-                 ETCD_ERR_TLS},
+                 STORE_ERR_TLS},
                 {"server certificate for \"db.example\" does not match host name \"db\"\n",
-                 ETCD_ERR_TLS},
+                 STORE_ERR_TLS},
                 {"root certificate file \"/root/.postgresql/root.crt\" does not exist\n",
-                 ETCD_ERR_TLS},
-                {"server does not support SSL, but SSL was required\n", ETCD_ERR_TLS},
-                {"FATAL:  connection requires a valid client certificate\n", ETCD_ERR_CERT},
-                {"FATAL:  certificate authentication failed for user \"snowid\"\n", ETCD_ERR_CERT},
-                {"SSL error: sslv3 alert certificate required\n", ETCD_ERR_CERT},
-                {"SSL error: tlsv1 alert unknown ca\n", ETCD_ERR_CERT},
-                {"could not load private key file \"/k.pem\": No such file\n", ETCD_ERR_CERT},
+                 STORE_ERR_TLS},
+                {"server does not support SSL, but SSL was required\n", STORE_ERR_TLS},
+                {"FATAL:  connection requires a valid client certificate\n", STORE_ERR_CERT},
+                {"FATAL:  certificate authentication failed for user \"snowid\"\n", STORE_ERR_CERT},
+                {"SSL error: sslv3 alert certificate required\n", STORE_ERR_CERT},
+                {"SSL error: tlsv1 alert unknown ca\n", STORE_ERR_CERT},
+                {"could not load private key file \"/k.pem\": No such file\n", STORE_ERR_CERT},
                 /* outages */
                 {"connection to server at \"127.0.0.1\", port 5432 failed: Connection "
                  "refused\n\tIs the server running on that host and accepting TCP/IP "
                  "connections?\n",
-                 ETCD_ERR_NONE},
-                {"FATAL:  the database system is starting up\n", ETCD_ERR_NONE},
-                {"FATAL:  the database system is shutting down\n", ETCD_ERR_NONE},
-                {"FATAL:  sorry, too many clients already\n", ETCD_ERR_NONE},
-                {"server closed the connection unexpectedly\n", ETCD_ERR_NONE},
-                {"could not translate host name \"db\" to address\n", ETCD_ERR_NONE},
-                {"", ETCD_ERR_NONE},
-                {NULL, ETCD_ERR_NONE},
+                 STORE_ERR_NONE},
+                {"FATAL:  the database system is starting up\n", STORE_ERR_NONE},
+                {"FATAL:  the database system is shutting down\n", STORE_ERR_NONE},
+                {"FATAL:  sorry, too many clients already\n", STORE_ERR_NONE},
+                {"server closed the connection unexpectedly\n", STORE_ERR_NONE},
+                {"could not translate host name \"db\" to address\n", STORE_ERR_NONE},
+                {"", STORE_ERR_NONE},
+                {NULL, STORE_ERR_NONE},
         };
         (void)state;
         for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
@@ -150,57 +150,57 @@ static void test_answers(void **state)
                 const char *text;
                 long http;
                 bool ok;
-                enum etcd_err err;
+                enum store_err err;
                 bool nospace;
                 const char *error; /* NULL: none, or not checked when !ok */
         } cases[] = {
                 {"{\"status\": 200, \"body\": {\"header\": {\"revision\": \"7\"}}}", 200, true,
-                 ETCD_ERR_NONE, false, NULL},
-                {"{\"body\": {}, \"status\": 200}", 200, true, ETCD_ERR_NONE, false, NULL},
+                 STORE_ERR_NONE, false, NULL},
+                {"{\"body\": {}, \"status\": 200}", 200, true, STORE_ERR_NONE, false, NULL},
                 {"{\"status\": 400, \"body\": {\"error\": \"etcdserver: bad key\", \"code\": 3, "
                  "\"message\": \"etcdserver: bad key\"}}",
-                 400, false, ETCD_ERR_NONE, false, "etcdserver: bad key"},
+                 400, false, STORE_ERR_NONE, false, "etcdserver: bad key"},
                 {"{\"status\": 404, \"body\": {\"error\": \"etcdserver: requested lease not "
                  "found\", \"code\": 5, \"message\": \"etcdserver: requested lease not found\"}}",
-                 404, false, ETCD_ERR_NONE, false, "etcdserver: requested lease not found"},
+                 404, false, STORE_ERR_NONE, false, "etcdserver: requested lease not found"},
                 {"{\"status\": 403, \"body\": {\"message\": \"etcdserver: permission denied\"}}",
-                 403, false, ETCD_ERR_PERMISSION, false, NULL},
+                 403, false, STORE_ERR_PERMISSION, false, NULL},
                 {"{\"status\": 429, \"body\": {\"message\": \"etcdserver: mvcc: database space "
                  "exceeded\"}}",
-                 429, false, ETCD_ERR_NONE, true, NULL},
-                {"{\"status\": 500, \"body\": {}}", 500, false, ETCD_ERR_NONE, false,
-                 "etcd answered an error"},
+                 429, false, STORE_ERR_NONE, true, NULL},
+                {"{\"status\": 500, \"body\": {}}", 500, false, STORE_ERR_NONE, false,
+                 "the store answered an error"},
                 /* a 200 without an object body is not an answer to use */
-                {"{\"status\": 200}", 200, false, ETCD_ERR_NONE, false,
-                 "etcd's answer is not a JSON object"},
-                {"{\"status\": 200, \"body\": null}", 200, false, ETCD_ERR_NONE, false,
-                 "etcd's answer is not a JSON object"},
-                {"{\"status\": 200, \"body\": [1, 2]}", 200, false, ETCD_ERR_NONE, false,
-                 "etcd's answer is not a JSON object"},
-                {"{\"status\": 200, \"body\": \"x\"}", 200, false, ETCD_ERR_NONE, false,
-                 "etcd's answer is not a JSON object"},
+                {"{\"status\": 200}", 200, false, STORE_ERR_NONE, false,
+                 "the store's answer is not a JSON object"},
+                {"{\"status\": 200, \"body\": null}", 200, false, STORE_ERR_NONE, false,
+                 "the store's answer is not a JSON object"},
+                {"{\"status\": 200, \"body\": [1, 2]}", 200, false, STORE_ERR_NONE, false,
+                 "the store's answer is not a JSON object"},
+                {"{\"status\": 200, \"body\": \"x\"}", 200, false, STORE_ERR_NONE, false,
+                 "the store's answer is not a JSON object"},
                 /* malformed envelopes: a failure of the store, never an answer */
-                {"", 500, false, ETCD_ERR_NONE, false, NULL},
-                {"not json", 500, false, ETCD_ERR_NONE, false, NULL},
-                {"[]", 500, false, ETCD_ERR_NONE, false, NULL},
-                {"\"x\"", 500, false, ETCD_ERR_NONE, false, NULL},
-                {"{}", 500, false, ETCD_ERR_NONE, false, NULL},
-                {"{\"body\": {}}", 500, false, ETCD_ERR_NONE, false, NULL},
-                {"{\"status\": \"200\", \"body\": {}}", 500, false, ETCD_ERR_NONE, false, NULL},
-                {"{\"status\": 200.0, \"body\": {}}", 500, false, ETCD_ERR_NONE, false, NULL},
-                {"{\"status\": 99, \"body\": {}}", 500, false, ETCD_ERR_NONE, false, NULL},
-                {"{\"status\": 600, \"body\": {}}", 500, false, ETCD_ERR_NONE, false, NULL},
-                {"{\"status\": -1, \"body\": {}}", 500, false, ETCD_ERR_NONE, false, NULL},
-                {"{\"status\": 200, \"body\": {}", 500, false, ETCD_ERR_NONE, false, NULL},
+                {"", 500, false, STORE_ERR_NONE, false, NULL},
+                {"not json", 500, false, STORE_ERR_NONE, false, NULL},
+                {"[]", 500, false, STORE_ERR_NONE, false, NULL},
+                {"\"x\"", 500, false, STORE_ERR_NONE, false, NULL},
+                {"{}", 500, false, STORE_ERR_NONE, false, NULL},
+                {"{\"body\": {}}", 500, false, STORE_ERR_NONE, false, NULL},
+                {"{\"status\": \"200\", \"body\": {}}", 500, false, STORE_ERR_NONE, false, NULL},
+                {"{\"status\": 200.0, \"body\": {}}", 500, false, STORE_ERR_NONE, false, NULL},
+                {"{\"status\": 99, \"body\": {}}", 500, false, STORE_ERR_NONE, false, NULL},
+                {"{\"status\": 600, \"body\": {}}", 500, false, STORE_ERR_NONE, false, NULL},
+                {"{\"status\": -1, \"body\": {}}", 500, false, STORE_ERR_NONE, false, NULL},
+                {"{\"status\": 200, \"body\": {}", 500, false, STORE_ERR_NONE, false, NULL},
         };
         (void)state;
         for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
-                struct etcd_reply r = {0};
+                struct store_reply r = {0};
                 pg_answer_parse(&r, cases[i].text, strlen(cases[i].text));
-                if (!r.answered || r.http != cases[i].http || etcd_ok(&r) != cases[i].ok ||
+                if (!r.answered || r.http != cases[i].http || store_ok(&r) != cases[i].ok ||
                     r.err != cases[i].err || r.nospace != cases[i].nospace)
                         fail_msg("'%s': answered %d http %ld ok %d err %d nospace %d",
-                                 cases[i].text, r.answered, r.http, etcd_ok(&r), r.err, r.nospace);
+                                 cases[i].text, r.answered, r.http, store_ok(&r), r.err, r.nospace);
                 if (!cases[i].ok)
                         assert_non_null(r.error);
                 if (cases[i].error)
@@ -210,20 +210,20 @@ static void test_answers(void **state)
                 json_decref(r.json);
         }
         /* the body is what the holder reads; the envelope is gone */
-        struct etcd_reply r = {0};
+        struct store_reply r = {0};
         const char *text = "{\"status\": 200, \"body\": {\"header\": {\"revision\": \"42\", "
                            "\"cluster_id\": \"9\"}, \"kvs\": [{\"key\": \"YQ==\"}]}}";
         pg_answer_parse(&r, text, strlen(text));
-        assert_true(etcd_ok(&r));
+        assert_true(store_ok(&r));
         assert_null(json_object_get(r.json, "status"));
         assert_non_null(json_object_get(r.json, "kvs"));
-        struct etcd_history hist = {0};
-        etcd_history_note(&hist, 0, 0, true, &r);
+        struct store_history hist = {0};
+        store_history_note(&hist, 0, 0, true, &r);
         assert_int_equal(r.revision, 42);
         assert_int_equal(r.cluster_id, 9);
         json_decref(r.json);
         /* NULL text: no answer at all */
-        r = (struct etcd_reply){0};
+        r = (struct store_reply){0};
         pg_answer_parse(&r, NULL, 0);
         assert_int_equal(r.http, 500);
         assert_non_null(r.error);

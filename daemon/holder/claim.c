@@ -70,7 +70,7 @@ unsigned next_backoff(struct holder *h, unsigned max)
  * too busy to serve (5xx), backs off up to half a lease TTL, so that a
  * fleet starting at once does not keep an overloaded etcd overloaded with
  * retries; any other failure retries within a second. */
-unsigned failure_backoff(struct holder *h, const struct etcd_reply *r)
+unsigned failure_backoff(struct holder *h, const struct store_reply *r)
 {
         bool overloaded = !r->answered || r->http >= 500;
         return next_backoff(h, overloaded ? full_retry_max(h) : RETRY_MAX_MS);
@@ -87,20 +87,20 @@ void restart_acquisition(struct holder *h, unsigned delay_ms)
 
 static void scan(struct holder *h, bool full);
 
-static void on_grant(void *userdata, const struct etcd_reply *r)
+static void on_grant(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
         struct holding *g = by_tag(h, r->tag);
         int64_t id = 0, ttl = 0;
-        note_etcd(h, r);
+        holder_note_answer(h, r);
         if (!g || g != &h->next || g->state != H_GRANT) {
-                if (etcd_ok(r) && etcd_int64(r->json, "ID", &id) == 0)
+                if (store_ok(r) && store_int64(r->json, "ID", &id) == 0)
                         give_up_lease(h, id); /* granted for nobody */
                 return;
         }
-        if (!etcd_ok(r) || etcd_int64(r->json, "ID", &id) < 0 ||
-            etcd_int64(r->json, "TTL", &ttl) < 0 || id == 0 || ttl <= 0) {
-                if (r->err == ETCD_ERR_NONE) /* a refusal is said once, by refusal.c */
+        if (!store_ok(r) || store_int64(r->json, "ID", &id) < 0 ||
+            store_int64(r->json, "TTL", &ttl) < 0 || id == 0 || ttl <= 0) {
+                if (r->err == STORE_ERR_NONE) /* a refusal is said once, by refusal.c */
                         log_warning("Cannot get a lease from %s: %s", store_endpoint(h->store),
                                     r->error ? r->error : "malformed answer");
                 retry_in(h, failure_backoff(h, r));
@@ -144,7 +144,7 @@ static int64_t key_number(const struct holder *h, const char *key, const char *w
         return n < workers ? (int64_t)n : -1;
 }
 
-static void on_scan(void *userdata, const struct etcd_reply *r)
+static void on_scan(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
         struct holding *g = acquiring(h, r, H_SCAN);
@@ -155,9 +155,9 @@ static void on_scan(void *userdata, const struct etcd_reply *r)
          * 1 for a full scan, the sample's size else */
         bool sampled = g->sampled > 0;
         unsigned k = sampled ? g->sampled : 1;
-        int same = etcd_ok(r) ? txn_cluster_same(r->json, 2 * k + 1, &h->cl) : -1;
+        int same = store_ok(r) ? txn_cluster_same(r->json, 2 * k + 1, &h->cl) : -1;
         uint64_t floor = 0;
-        int rf = etcd_ok(r) ? txn_kv(r->json, 2 * k, &kv) : -1;
+        int rf = store_ok(r) ? txn_kv(r->json, 2 * k, &kv) : -1;
         if (rf == 1 &&
             (parse_mark(kv.value, kv.value_len, &floor) < 0 || floor >> h->layout.time_bits))
                 rf = 0; /* damaged: as if lost (the re-read halts) */
@@ -168,9 +168,9 @@ static void on_scan(void *userdata, const struct etcd_reply *r)
                 cluster_read(h);
                 return;
         }
-        if (!etcd_ok(r) || !json_is_true(json_object_get(r->json, "succeeded")) || same < 0 ||
+        if (!store_ok(r) || !json_is_true(json_object_get(r->json, "succeeded")) || same < 0 ||
             rf < 0) {
-                if (r->err == ETCD_ERR_NONE)
+                if (r->err == STORE_ERR_NONE)
                         log_warning("Cannot read the worker numbers: %s",
                                     r->error ? r->error : "malformed answer");
                 restart_acquisition(h, failure_backoff(h, r));
@@ -317,7 +317,7 @@ static void claimed(struct holder *h)
         publish(h);
 }
 
-static void on_claim(void *userdata, const struct etcd_reply *r)
+static void on_claim(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
         struct holding *g = acquiring(h, r, H_CLAIM);
@@ -332,7 +332,7 @@ static void on_claim(void *userdata, const struct etcd_reply *r)
                 step_settle(h);
                 return;
         }
-        if (etcd_ok(r) && json_is_true(json_object_get(r->json, "succeeded"))) {
+        if (store_ok(r) && json_is_true(json_object_get(r->json, "succeeded"))) {
                 g->mark_rev = r->revision; /* the put's mod revision is the txn's */
                 claimed(h);
                 return;
@@ -340,7 +340,7 @@ static void on_claim(void *userdata, const struct etcd_reply *r)
         /* failure read 4: the mark of the number held when the claim was
          * sent, whose last write by this daemon it compared */
         struct kv own = {0};
-        if (etcd_ok(r) && g->own_worker >= 0 && txn_kv(r->json, 4, &own) >= 0) {
+        if (store_ok(r) && g->own_worker >= 0 && txn_kv(r->json, 4, &own) >= 0) {
                 int64_t modrev = own.key ? own.mod_revision : 0;
                 uint64_t m = 0;
                 bool low = !own.key || parse_mark(own.value, own.value_len, &m) < 0;
@@ -395,7 +395,7 @@ static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t 
                 "{s:[o, o], s:[o, o, o], s:[o, o]}", "compare",
                 txn_cmp(key_json(h, "workers/", worker), "CREATE", "EQUAL", NULL, 0),
                 txn_cmp(key_json(h, "hwm/", worker), "MOD", "EQUAL", NULL, modrev), "success",
-                put_op(key_json(h, "workers/", worker), etcd_b64("%s", g->value), g->lease),
+                put_op(key_json(h, "workers/", worker), store_b64("%s", g->value), g->lease),
                 put_op(key_json(h, "hwm/", worker), mark_json(g->mark), 0),
                 txn_raise_floor(h->prefix, g->mark), "failure",
                 range_op(key_json(h, "workers/", worker), NULL, false),
@@ -428,7 +428,7 @@ static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t 
 
 static void on_settle_retry_timer(struct holder *h);
 
-static void on_settle(void *userdata, const struct etcd_reply *r)
+static void on_settle(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
         struct holding *g = acquiring(h, r, H_SETTLE);
@@ -437,14 +437,14 @@ static void on_settle(void *userdata, const struct etcd_reply *r)
         int64_t modrev;
         if (!g || !cluster_ok(h, r, -1))
                 return;
-        int same = etcd_ok(r) ? txn_cluster_same(r->json, 2, &h->cl) : -1;
+        int same = store_ok(r) ? txn_cluster_same(r->json, 2, &h->cl) : -1;
         if (same == 0) {
                 /* the claim compared the fence it knew: it was not applied */
                 cluster_halt(h, HALT_CHECKING);
                 cluster_read(h);
                 return;
         }
-        if (!etcd_ok(r) || same < 0 || read_back(g, r->json, &ours, &stored, &modrev) < 0) {
+        if (!store_ok(r) || same < 0 || read_back(g, r->json, &ours, &stored, &modrev) < 0) {
                 /* keep asking: the lease may expire meanwhile, which settles it too */
                 on_settle_retry_timer(h);
                 return;

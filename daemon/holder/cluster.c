@@ -61,7 +61,7 @@ static json_t *layout_value(const snowid_layout *l)
         snprintf(buf, sizeof(buf),
                  "{\"epoch_ms\":%" PRIu64 ",\"time_bits\":%u,\"worker_bits\":%u,\"seq_bits\":%u}",
                  l->epoch_ms, l->time_bits, l->worker_bits, l->seq_bits);
-        return etcd_b64("%s", buf);
+        return store_b64("%s", buf);
 }
 
 static int layout_parse(const struct kv *kv, snowid_layout *ret)
@@ -102,13 +102,13 @@ static bool never_used(const json_t *root, int rf, int rfl)
 static void create_cluster(struct holder *h);
 static void init_marks(struct holder *h, uint64_t from);
 
-static void on_init(void *userdata, const struct etcd_reply *r)
+static void on_init(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
         if (r->cluster_id)
                 h->cluster_id = r->cluster_id;
-        if (!etcd_ok(r) || !json_is_true(json_object_get(r->json, "succeeded"))) {
-                reread_in(h, etcd_ok(r) ? 0 : REREAD_MS); /* created meanwhile, or no answer */
+        if (!store_ok(r) || !json_is_true(json_object_get(r->json, "succeeded"))) {
+                reread_in(h, store_ok(r) ? 0 : REREAD_MS); /* created meanwhile, or no answer */
                 return;
         }
         if (r->tag >= (UINT64_C(1) << h->cfg->layout.worker_bits)) {
@@ -142,12 +142,12 @@ static void init_marks(struct holder *h, uint64_t from)
                 reread_in(h, REREAD_MS);
 }
 
-static void on_create(void *userdata, const struct etcd_reply *r)
+static void on_create(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
-        if (etcd_ok(r) && json_is_true(json_object_get(r->json, "succeeded")))
+        if (store_ok(r) && json_is_true(json_object_get(r->json, "succeeded")))
                 log_notice("Created the cluster's layout, fence, floor and marks at %s", h->prefix);
-        reread_in(h, etcd_ok(r) ? 0 : REREAD_MS);
+        reread_in(h, store_ok(r) ? 0 : REREAD_MS);
 }
 
 /* Layout, fence and floor together, only if the cluster is still unused */
@@ -170,7 +170,7 @@ static void create_cluster(struct holder *h)
                 marked ? txn_cmp(txn_key(p, "hwm/", -1), "VALUE", "EQUAL", txn_mark(0), 0)
                        : txn_cmp(txn_key(p, "hwm/", -1), "CREATE", "EQUAL", NULL, 0),
                 "success", txn_put(txn_key(p, "layout", -1), layout_value(&h->cfg->layout), 0),
-                txn_put(txn_key(p, "fence", -1), etcd_b64("%s", c.fence), 0),
+                txn_put(txn_key(p, "fence", -1), store_b64("%s", c.fence), 0),
                 txn_put(txn_key(p, "floor", -1), txn_mark(0), 0));
         /* range compares: no holder at all; every mark 0 */
         json_t *cmp = json_object_get(body, "compare");
@@ -180,7 +180,7 @@ static void create_cluster(struct holder *h)
                 reread_in(h, REREAD_MS);
 }
 
-static void on_cluster(void *userdata, const struct etcd_reply *r)
+static void on_cluster(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
         struct kv lk = {0}, fk = {0}, flk = {0};
@@ -188,8 +188,8 @@ static void on_cluster(void *userdata, const struct etcd_reply *r)
         snowid_layout l;
         if (r->cluster_id)
                 h->cluster_id = r->cluster_id; /* the cluster a fence made here names */
-        if (!etcd_ok(r)) {
-                if (r->err == ETCD_ERR_NONE) /* a refusal is said once, by refusal.c */
+        if (!store_ok(r)) {
+                if (r->err == STORE_ERR_NONE) /* a refusal is said once, by refusal.c */
                         log_warning("Cannot read the cluster's layout from %s: %s",
                                     store_endpoint(h->store), r->error);
                 reread_in(h, failure_backoff(h, r));
@@ -365,7 +365,7 @@ void cluster_halt(struct holder *h, enum halt why)
  * transaction that failed, with the fence and layout read at fence_op and
  * fence_op + 1) not failed because the fence or layout changed.  Otherwise
  * it halts or reads the cluster again, and the answer is ignored. */
-bool cluster_ok(struct holder *h, const struct etcd_reply *r, int fence_op)
+bool cluster_ok(struct holder *h, const struct store_reply *r, int fence_op)
 {
         if (h->halted != HALT_NONE)
                 return false;
@@ -374,7 +374,7 @@ bool cluster_ok(struct holder *h, const struct etcd_reply *r, int fence_op)
                 reread_in(h, REREAD_MS);
                 return false;
         }
-        if (fence_op < 0 || !etcd_ok(r) || json_is_true(json_object_get(r->json, "succeeded")))
+        if (fence_op < 0 || !store_ok(r) || json_is_true(json_object_get(r->json, "succeeded")))
                 return true;
         int same = txn_cluster_same(r->json, (size_t)fence_op, &h->cl);
         if (same == 1)
@@ -487,7 +487,7 @@ static void raise_later(struct holder *h)
         holder_timer_in(h, &h->raise_timer, 500, on_raise_timer);
 }
 
-static void on_raise(void *userdata, const struct etcd_reply *r)
+static void on_raise(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
         struct mark_raise *m = raise_by_tag(h, r->tag);
@@ -500,7 +500,7 @@ static void on_raise(void *userdata, const struct etcd_reply *r)
          * only fences more) until a fence other than the one it compares
          * is found there: that fence's adoption raises again */
         if (h->halted == HALT_RESTORED) {
-                if (etcd_ok(r) && !json_is_true(json_object_get(r->json, "succeeded")) &&
+                if (store_ok(r) && !json_is_true(json_object_get(r->json, "succeeded")) &&
                     txn_cluster_same(r->json, 1, &h->cl) != 1) {
                         raise_done(h, m, false);
                         return;
@@ -514,10 +514,10 @@ static void on_raise(void *userdata, const struct etcd_reply *r)
                 raise_later(h);
                 return;
         }
-        bool put = etcd_ok(r) && json_is_true(json_object_get(r->json, "succeeded")) &&
+        bool put = store_ok(r) && json_is_true(json_object_get(r->json, "succeeded")) &&
                    json_object_get(json_array_get(json_object_get(r->json, "responses"), 0),
                                    "response_put");
-        if (!put && (!etcd_ok(r) || txn_kv(r->json, 0, &kv) < 0)) {
+        if (!put && (!store_ok(r) || txn_kv(r->json, 0, &kv) < 0)) {
                 /* no answer: again until etcd answers (a raise is never
                  * abandoned while the cluster is the one it was for) */
                 m->tries++;

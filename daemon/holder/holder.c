@@ -142,9 +142,9 @@ void lease_lives(struct holding *g, int64_t ttl_s)
         g->lease_until_ms = ttl_ms > margin ? g->lease_asked_ms + ttl_ms - margin : 0;
 }
 
-void note_etcd(struct holder *h, const struct etcd_reply *r)
+void holder_note_answer(struct holder *h, const struct store_reply *r)
 {
-        if (r->err != ETCD_ERR_NONE)
+        if (r->err != STORE_ERR_NONE)
                 return; /* etcd is there, refusing us: refusal.c says why */
         if (r->cluster_id)
                 h->cluster_id = r->cluster_id;
@@ -164,53 +164,41 @@ void note_etcd(struct holder *h, const struct etcd_reply *r)
                 cluster_read(h);
         }
         bool ok = r->answered && r->http < 500;
-        if (ok != h->etcd_reachable)
+        if (ok != h->store_reachable)
                 log_notice("%s is %s", store_name(h->store),
                            ok ? "reachable again" : "unreachable");
-        h->etcd_reachable = ok;
-        if (r->nospace && !h->etcd_full) {
-                holder_etcd_full(h, true, NULL);
+        h->store_reachable = ok;
+        if (r->nospace && !h->store_full) {
+                holder_store_full(h, true, NULL);
                 check_alarms(h); /* which member: for the log */
         }
 }
 
-/* ---- a full etcd: its NOSPACE alarm ---- */
+/* ---- a full store (etcd's NOSPACE alarm, PostgreSQL's disk) ---- */
 
-void holder_etcd_full(struct holder *h, bool full, const char *member)
+void holder_store_full(struct holder *h, bool full, const char *member)
 {
-        if (full && !h->etcd_full) {
-                h->stats.etcd_full_seen++;
+        if (full && !h->store_full) {
+                h->stats.store_full_seen++;
                 int64_t left = h->cur.state == H_NONE ? 0
                                                       : (int64_t)shm_pub_deadline(h->pub) -
                                                                 (int64_t)id_now_ms(h, false);
-                if (!strcmp(store_name(h->store), "postgres"))
-                        log_error("PostgreSQL's disk is full (SQLSTATE 53100, at %s): no mark is "
-                                  "extended and no number claimed; IDs stop at the deadline, "
-                                  "%" PRId64 " ms from now, on every host. Free space on the "
-                                  "server; snowidd goes on by itself",
-                                  member ? member : store_endpoint(h->store), left);
-                else
-                        log_error("etcd is full: its NOSPACE alarm is raised%s%s and it refuses "
-                                  "every write, so no mark is extended and no number claimed; IDs "
-                                  "stop at the deadline, %" PRId64 " ms from now, on every host. "
-                                  "Compact etcd's history (etcdctl compact <revision>), defragment "
-                                  "each member (etcdctl defrag), then disarm the alarm (etcdctl "
-                                  "alarm disarm); snowidd goes on by itself. Keep auto-compaction "
-                                  "on (docs/etcd.md)",
-                                  member ? " on member " : "", member ? member : "", left);
-        } else if (!full && h->etcd_full)
-                log_notice("%s takes writes again: extending the mark", store_name(h->store));
-        h->etcd_full = full;
+                char text[768];
+                store_full_text(h->store, member, left, text, sizeof(text));
+                log_error("%s", text);
+        } else if (!full && h->store_full)
+                log_notice("%s takes writes again: extending the mark", store_title(h->store));
+        h->store_full = full;
         if (h->cur.state == H_HELD && h->halted == HALT_NONE)
                 shm_pub_set_state(h->pub, full ? SHM_STATE_ETCD_FULL : SHM_STATE_LEASED);
         holder_update_status(h);
 }
 
-static void on_alarms(void *userdata, const struct etcd_reply *r)
+static void on_alarms(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
         h->alarm_busy = false;
-        if (!etcd_ok(r))
+        if (!store_ok(r))
                 return; /* not allowed (etcd users), or unreachable: the writes tell */
         json_t *alarms = json_object_get(r->json, "alarms"), *a;
         size_t i;
@@ -221,12 +209,12 @@ static void on_alarms(void *userdata, const struct etcd_reply *r)
                 if (kind && !strcmp(kind, "NOSPACE"))
                         member = json_string_value(json_object_get(a, "memberID"));
         }
-        if (member && !h->etcd_full)
-                holder_etcd_full(h, true, member);
+        if (member && !h->store_full)
+                holder_store_full(h, true, member);
         else if (member)
                 log_debug("etcd's NOSPACE alarm is still raised on member %s", member);
-        else if (h->etcd_full)
-                holder_etcd_full(h, false, NULL);
+        else if (h->store_full)
+                holder_store_full(h, false, NULL);
 }
 
 void check_alarms(struct holder *h)
@@ -239,10 +227,10 @@ void check_alarms(struct holder *h)
 
 /* The acquisition an answer is for, if it is still at that step; NULL for an
  * answer that arrives for an earlier holding or step (ignored). */
-struct holding *acquiring(struct holder *h, const struct etcd_reply *r, enum hstate want)
+struct holding *acquiring(struct holder *h, const struct store_reply *r, enum hstate want)
 {
         struct holding *g = by_tag(h, r->tag);
-        note_etcd(h, r);
+        holder_note_answer(h, r);
         return g == &h->next && g->state == want ? g : NULL;
 }
 
@@ -352,10 +340,10 @@ uint64_t holder_id_now_ms(const struct holder *h)
 
 /* ---- acquiring a number: grant, scan, claim, settle ---- */
 
-static void on_revoke(void *userdata, const struct etcd_reply *r)
+static void on_revoke(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
-        if (!etcd_ok(r) && !(r->answered && r->http == 404))
+        if (!store_ok(r) && !(r->answered && r->http == 404))
                 log_debug("Revoking a lease failed: %s (it expires by itself)", r->error);
         holder_stop_check(h);
 }
@@ -463,18 +451,18 @@ static void lost(struct holder *h, const char *why)
 
 static void lease_check(struct holder *h, struct holding *g);
 
-static void on_lease_check(void *userdata, const struct etcd_reply *r)
+static void on_lease_check(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
         struct holding *g = by_tag(h, r->tag);
         struct kv kv = {0};
-        note_etcd(h, r);
+        holder_note_answer(h, r);
         if (!g || g != &h->cur || !g->lease_checking)
                 return;
         /* [hwm/n, fence, layout] */
         if (!cluster_ok(h, r, 1))
                 return;
-        if (!etcd_ok(r) || txn_kv(r->json, 0, &kv) < 0) {
+        if (!store_ok(r) || txn_kv(r->json, 0, &kv) < 0) {
                 lease_check(h, g); /* again, at the next answer */
                 return;
         }
@@ -501,19 +489,19 @@ static void lease_check(struct holder *h, struct holding *g)
                 lost(h, "its lease is unknown and its mark could not be read");
 }
 
-static void on_keepalive(void *userdata, const struct etcd_reply *r)
+static void on_keepalive(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
         struct holding *g = by_tag(h, r->tag);
         int64_t ttl = 0;
-        note_etcd(h, r);
+        holder_note_answer(h, r);
         if (!g)
                 return;
         g->keepalive_busy = false;
         if (g != &h->cur || g->state != H_HELD || h->halted == HALT_RESTORED)
                 return;
         json_t *res = r->json ? json_object_get(r->json, "result") : NULL;
-        if (!etcd_ok(r) || !json_is_object(res) || etcd_int64(res, "TTL", &ttl) < 0) {
+        if (!store_ok(r) || !json_is_object(res) || store_int64(res, "TTL", &ttl) < 0) {
                 g->keepalive_next_ms = 0; /* again at the next renewal */
                 h->stats.renewal_failures++;
                 log_debug("Keepalive failed: %s", r->error ? r->error : "malformed answer");
@@ -540,11 +528,11 @@ static void on_keepalive(void *userdata, const struct etcd_reply *r)
         lost(h, "its lease expired");
 }
 
-static void on_extend(void *userdata, const struct etcd_reply *r)
+static void on_extend(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
         struct holding *g = by_tag(h, r->tag);
-        note_etcd(h, r);
+        holder_note_answer(h, r);
         if (!g)
                 return;
         g->extend_busy = false;
@@ -552,7 +540,7 @@ static void on_extend(void *userdata, const struct etcd_reply *r)
         if (g != &h->cur || g->state != H_HELD || !cluster_ok(h, r, 2))
                 return;
         uint64_t v = g->pending; /* the mark this request asked for */
-        if (!etcd_ok(r)) {
+        if (!store_ok(r)) {
                 /* no answer, or an error: publish nothing; a higher mark in
                  * etcd than the deadline is harmless */
                 h->stats.renewal_failures++;
@@ -588,8 +576,8 @@ static void on_extend(void *userdata, const struct etcd_reply *r)
         if (json_is_true(json_object_get(r->json, "succeeded")) && r->revision > g->mark_rev)
                 g->mark_rev = r->revision; /* the put's mod revision is the txn's */
         shm_pub_extend(h->pub, g->mark);
-        if (h->etcd_full)
-                holder_etcd_full(h, false, NULL); /* a write went through */
+        if (h->store_full)
+                holder_store_full(h, false, NULL); /* a write went through */
         shm_pub_set_state(h->pub, SHM_STATE_LEASED);
 }
 
@@ -626,7 +614,7 @@ static void send_renewal(struct holder *h)
                 "{s:[o, o, o, o], s:[o, o], s:[o, o]}", "compare",
                 txn_cmp(key_json(h, "workers/", g->worker), "LEASE", "EQUAL", NULL, g->lease),
                 txn_cmp(key_json(h, "workers/", g->worker), "VALUE", "EQUAL",
-                        etcd_b64("%s", g->value), 0),
+                        store_b64("%s", g->value), 0),
                 txn_cmp(key_json(h, "hwm/", g->worker), "VALUE", "LESS", mark_json(v), 0),
                 /* this daemon's last write of it still there (a restore
                  * takes it back: then the failure branch shows it) */
@@ -645,7 +633,7 @@ static int on_renew_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct holder *h = userdata;
         send_renewal(h);
-        if (h->etcd_full)
+        if (h->store_full)
                 check_alarms(h); /* disarmed yet? */
         /* a backstop: nothing held and nothing under way is never a state
          * to stay in */
@@ -729,14 +717,14 @@ static int on_setclock(sd_event_source *s, int fd, uint32_t revents, void *userd
 
 void holder_update_status(struct holder *h)
 {
-        char buf[512], etcd[320];
+        char buf[512], said[320];
         if (h->on_change)
                 h->on_change(h, h->on_change_userdata);
-        if (h->etcd_err != ETCD_ERR_NONE)
-                snprintf(etcd, sizeof(etcd), "refused (%s: %s)", etcd_err_name(h->etcd_err),
-                         h->etcd_err_message);
+        if (h->store_err != STORE_ERR_NONE)
+                snprintf(said, sizeof(said), "refused (%s: %s)", store_err_name(h->store, h->store_err),
+                         h->store_err_message);
         else
-                snprintf(etcd, sizeof(etcd), "%s", h->etcd_reachable ? "reachable" : "unreachable");
+                snprintf(said, sizeof(said), "%s", h->store_reachable ? "reachable" : "unreachable");
         int64_t headroom = h->cur.state == H_NONE ? 0
                                                   : (int64_t)shm_pub_deadline(h->pub) -
                                                             (int64_t)id_now_ms(h, false);
@@ -744,14 +732,14 @@ void holder_update_status(struct holder *h)
         if (h->cur.state == H_HELD)
                 snprintf(buf, sizeof(buf),
                          "STATUS=worker %" PRId32 ", headroom %" PRId64 " ms, %s %s", h->cur.worker,
-                         headroom, store, etcd);
+                         headroom, store, said);
         else if (h->cur.state == H_LOST)
                 snprintf(buf, sizeof(buf),
                          "STATUS=lost worker %" PRId32 ", headroom %" PRId64
                          " ms, claiming another; %s %s",
-                         h->cur.worker, headroom, store, etcd);
+                         h->cur.worker, headroom, store, said);
         else
-                snprintf(buf, sizeof(buf), "STATUS=claiming a worker number; %s %s", store, etcd);
+                snprintf(buf, sizeof(buf), "STATUS=claiming a worker number; %s %s", store, said);
         sd_notify(0, buf);
 }
 
@@ -765,7 +753,7 @@ int holder_start(struct holder *h, sd_event *event, const struct settings *cfg, 
                 .pub = pub,
                 .cur = {.state = H_NONE, .worker = -1},
                 .next = {.state = H_NONE, .worker = -1},
-                .etcd_reachable = true,
+                .store_reachable = true,
         };
         uint64_t seed;
         if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
@@ -781,7 +769,7 @@ int holder_start(struct holder *h, sd_event *event, const struct settings *cfg, 
         int r = store_new(event, cfg, &h->store);
         if (r < 0)
                 return r;
-        store_on_problem(h->store, holder_etcd_refused, h);
+        store_on_problem(h->store, holder_store_refused, h);
         holder_refusal_file(h); /* an earlier daemon's is stale */
         r = sd_event_add_time_relative(event, &h->renew_timer, CLOCK_MONOTONIC,
                                        (uint64_t)cfg->renew_ms * 1000, 1000, on_renew_timer, h);

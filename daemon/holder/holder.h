@@ -18,7 +18,6 @@
 
 #include "clock.h"
 #include "config.h"
-#include "etcd.h"
 #include "publish.h"
 #include "store.h"
 #include "txn.h"
@@ -107,8 +106,8 @@ struct holder_stats {
         uint64_t steps_forward, steps_back, backstops;
         uint64_t marks_raised, fences_adopted, restores_seen;
         uint64_t segments_replaced;
-        uint64_t etcd_full_seen;
-        uint64_t etcd_refusals; /* times etcd began refusing (auth, roles, TLS) */
+        uint64_t store_full_seen;
+        uint64_t store_refusals; /* times the store began refusing (auth, roles, TLS) */
 };
 
 struct holder {
@@ -117,9 +116,9 @@ struct holder {
         struct store *store;
         struct shm_pub *pub;
         unsigned pub_replaced;  /* pub->replaced when last seen */
-        bool etcd_full;         /* etcd refuses writes: its NOSPACE alarm is raised */
-        enum etcd_err etcd_err; /* etcd refuses us: a setting is wrong (refusal.c) */
-        char etcd_err_message[256];
+        bool store_full;          /* the store refuses writes: full (etcd's NOSPACE alarm) */
+        enum store_err store_err; /* the store refuses us: a setting is wrong (refused.c) */
+        char store_err_message[256];
         bool alarm_busy; /* an alarm list request is in flight */
         snowid_layout layout;
         bool layout_ready;
@@ -135,7 +134,7 @@ struct holder {
         uint64_t claims_not_before_ms; /* monotonic ms: after a new fence */
         sd_event_source *renew_timer, *clock_timer, *retry_timer, *setclock_io, *stop_timer;
         sd_event_source *stop_post; /* stopping: after every event, whether anything is left */
-        bool ready_sent, stopping, etcd_reachable;
+        bool ready_sent, stopping, store_reachable;
         struct cluster_ident cl;
         uint64_t cluster_id; /* header.cluster_id of the last answer that had one */
         enum halt halted;
@@ -171,15 +170,15 @@ void holder_timer_in(struct holder *h, sd_event_source **src, unsigned ms,
 uint64_t id_now_ms(const struct holder *h, bool wall);
 char *i64(int64_t v, char buf[static 24]);
 struct holding *by_tag(struct holder *h, uint64_t tag);
-void note_etcd(struct holder *h, const struct etcd_reply *r);
+void holder_note_answer(struct holder *h, const struct store_reply *r);
 /* etcd full or not (its NOSPACE alarm): said once, on every report. */
-void holder_etcd_full(struct holder *h, bool full, const char *member);
+void holder_store_full(struct holder *h, bool full, const char *member);
 void check_alarms(struct holder *h);
 /* refusal.c: etcd refuses snowidd (auth, roles, TLS): said once, fatal
  * before READY, else reported until it clears. */
-void holder_etcd_refused(void *userdata, const struct etcd_problem *p);
+void holder_store_refused(void *userdata, const struct store_problem *p);
 void holder_refusal_file(const struct holder *h);
-struct holding *acquiring(struct holder *h, const struct etcd_reply *r, enum hstate want);
+struct holding *acquiring(struct holder *h, const struct store_reply *r, enum hstate want);
 int read_back(const struct holding *g, const json_t *root, bool *ret_ours, uint64_t *ret_mark,
               int64_t *ret_modrev);
 /* Whether hwm/<worker>, read at mod revision modrev (0: absent), shows that
@@ -199,7 +198,7 @@ void marks_protect(struct holder *h);
 void publish(struct holder *h);
 /* next_backoff(), up to half a lease TTL when etcd did not answer or
  * answered 5xx, else up to a second */
-unsigned failure_backoff(struct holder *h, const struct etcd_reply *r);
+unsigned failure_backoff(struct holder *h, const struct store_reply *r);
 unsigned next_backoff(struct holder *h, unsigned max);
 void restart_acquisition(struct holder *h, unsigned delay_ms);
 void holder_acquire(struct holder *h, bool fresh);
@@ -213,7 +212,7 @@ uint64_t holder_id_now_ms(const struct holder *h);
 /* cluster.c: the layout, the fence, halts, raising marks */
 void cluster_read(struct holder *h);
 void cluster_read_in(struct holder *h, unsigned ms);
-bool cluster_ok(struct holder *h, const struct etcd_reply *r, int fence_op);
+bool cluster_ok(struct holder *h, const struct store_reply *r, int fence_op);
 void cluster_halt(struct holder *h, enum halt why);
 void marks_raise(struct holder *h, int32_t worker, uint64_t mark, int64_t lease,
                  uint64_t for_holding, int64_t acked_rev);
@@ -225,5 +224,5 @@ bool region_range_fits(struct holder *h, unsigned worker_bits);
 /* With the ranges/ records read at op of r: 1 the range is checked and
  * recorded (h->range_*); 0 a record is being written, the cluster read
  * again after; -1 refused (the daemon exits 78). */
-int region_check(struct holder *h, const struct etcd_reply *r, size_t op, unsigned worker_bits,
+int region_check(struct holder *h, const struct store_reply *r, size_t op, unsigned worker_bits,
                  int64_t layout_rev);

@@ -29,10 +29,10 @@ static const char *record_at(const struct holder *h, const json_t *kvs, size_t i
         return kv->key + pl + 7;
 }
 
-static void on_record(void *userdata, const struct etcd_reply *r)
+static void on_record(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
-        if (!etcd_ok(r)) {
+        if (!store_ok(r)) {
                 log_warning("Cannot record this region's worker range: %s", r->error);
                 cluster_read_in(h, 1000);
                 return;
@@ -57,7 +57,7 @@ static void record_put(struct holder *h, uint32_t from, uint32_t to, int64_t rev
         json_t *body = json_pack(
                 "{s:[o, o], s:[o]}", "compare", any,
                 txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, layout_rev), "success",
-                txn_put(etcd_b64("%sranges/%s", p, h->cfg->region), etcd_b64("%s", value), 0));
+                txn_put(store_b64("%sranges/%s", p, h->cfg->region), store_b64("%s", value), 0));
         if (store_call(h->store, "/v3/kv/txn", body, on_record, h, 0) < 0)
                 cluster_read_in(h, 1000);
 }
@@ -75,7 +75,7 @@ bool region_range_fits(struct holder *h, unsigned worker_bits)
         return false;
 }
 
-int region_check(struct holder *h, const struct etcd_reply *r, size_t op, unsigned worker_bits,
+int region_check(struct holder *h, const struct store_reply *r, size_t op, unsigned worker_bits,
                  int64_t layout_rev)
 {
         const char *region = h->cfg->region;

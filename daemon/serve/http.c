@@ -735,7 +735,7 @@ static enum MHD_Result metrics(struct http_server *srv, struct MHD_Connection *c
                 "(NOSPACE alarm).\n# TYPE snowid_etcd_full gauge\nsnowid_etcd_full %d\n"
                 "# HELP snowid_etcd_full_total Times etcd was found full.\n"
                 "# TYPE snowid_etcd_full_total counter\nsnowid_etcd_full_total %" PRIu64 "\n",
-                s->etcd_full, s->holder.etcd_full_seen);
+                s->etcd_full, s->holder.store_full_seen);
         static const char *const le[] = {"0.001", "0.002", "0.005", "0.01",
                                          "0.05",  "0.1",   "1",     "+Inf"};
         fprintf(f, "# HELP snowid_etcd_request_duration_seconds etcd request latency.\n"

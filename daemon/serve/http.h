@@ -31,7 +31,7 @@ struct http_snapshot {
         int64_t offset_ns;
         uint64_t mono_started_ms;
         struct holder_stats holder;
-        struct etcd_stats etcd;
+        struct store_stats etcd;
         struct serve_stats handshakes;
         struct tsc_stats tsc;
 };

@@ -1,172 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the daemon makes of etcd's bytes, apart from how they travel: base64
- * and the gateway's integers, and an HTTP answer turned into an etcd_reply.
- * The fuzz targets feed these the same way the libcurl client does.
+ * etcd's own words for a refusal: libcurl's error classes (a TLS failure is
+ * a setting, a reset is an outage), the classes' names, and what to set to
+ * mend each.  Pure: the unit tests feed them etcd's and curl's answers.
  */
 #include <curl/curl.h>
-#include <errno.h>
-#include <stdarg.h>
+#include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "etcd.h"
 
-/* ---- base64 ---- */
-
-static const char b64_alphabet[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-char *b64_encode(const void *data, size_t len)
-{
-        const unsigned char *p = data;
-        char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
-        if (!out)
-                return NULL;
-        for (size_t i = 0; i < len; i += 3) {
-                uint32_t v = (uint32_t)p[i] << 16;
-                if (i + 1 < len)
-                        v |= (uint32_t)p[i + 1] << 8;
-                if (i + 2 < len)
-                        v |= p[i + 2];
-                *o++ = b64_alphabet[(v >> 18) & 63];
-                *o++ = b64_alphabet[(v >> 12) & 63];
-                *o++ = i + 1 < len ? b64_alphabet[(v >> 6) & 63] : '=';
-                *o++ = i + 2 < len ? b64_alphabet[v & 63] : '=';
-        }
-        *o = 0;
-        return out;
-}
-
-char *b64_decode(const char *s, size_t *ret_len)
-{
-        size_t n = strlen(s);
-        if (n % 4)
-                return NULL;
-        char *out = malloc(n / 4 * 3 + 1);
-        size_t o = 0;
-        if (!out)
-                return NULL;
-        for (size_t i = 0; i < n; i += 4) {
-                uint32_t v = 0;
-                int pad = 0;
-                for (int k = 0; k < 4; k++) {
-                        const char *c = s[i + k] ? strchr(b64_alphabet, s[i + k]) : NULL;
-                        if (s[i + k] == '=' && i + 4 == n && k >= 2 &&
-                            (k == 3 || s[i + 3] == '=')) {
-                                pad++;
-                                v <<= 6;
-                        } else if (c && !pad) {
-                                v = (v << 6) | (uint32_t)(c - b64_alphabet);
-                        } else {
-                                free(out);
-                                return NULL;
-                        }
-                }
-                out[o++] = (char)(v >> 16);
-                if (pad < 2)
-                        out[o++] = (char)(v >> 8);
-                if (pad < 1)
-                        out[o++] = (char)v;
-        }
-        out[o] = 0;
-        *ret_len = o;
-        return out;
-}
-
-json_t *etcd_b64(const char *fmt, ...)
-{
-        char buf[512];
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(buf, sizeof(buf), fmt, ap);
-        va_end(ap);
-        if (n < 0 || (size_t)n >= sizeof(buf))
-                return NULL;
-        char *b = b64_encode(buf, (size_t)n);
-        json_t *j = b ? json_string(b) : NULL;
-        free(b);
-        return j;
-}
-
-int etcd_int64(const json_t *obj, const char *field, int64_t *ret)
-{
-        json_t *v = json_object_get(obj, field);
-        if (!v) {
-                *ret = 0;
-                return 0;
-        }
-        if (json_is_integer(v)) {
-                *ret = json_integer_value(v);
-                return 0;
-        }
-        if (!json_is_string(v))
-                return -EBADMSG;
-        const char *s = json_string_value(v);
-        char *end;
-        errno = 0;
-        long long x = strtoll(s, &end, 10);
-        if (!*s || *end || errno)
-                return -EBADMSG;
-        *ret = x;
-        return 0;
-}
-
-/* The first line of a body that is not JSON (the gateway's own refusals are
- * plain text), printable, into r->text. */
-static const char *plain_text(struct etcd_reply *r, const char *body, size_t len)
-{
-        size_t n = 0;
-        while (n < len && n < sizeof(r->text) - 1 && body[n] != '\n' && body[n] != '\r') {
-                unsigned char c = (unsigned char)body[n];
-                r->text[n++] = c < 0x20 || c > 0x7e ? '?' : (char)c;
-        }
-        r->text[n] = 0;
-        return n ? r->text : NULL;
-}
-
-/* etcd says why in its message: the gateway turns gRPC's codes into HTTP
- * statuses (InvalidArgument 400 for a refused password or a missing user,
- * PermissionDenied 403), and refuses a client certificate with a CommonName
- * while auth is on in plain text, before etcd itself sees the request. */
-static enum etcd_err http_err(long http, const char *msg, bool json)
-{
-        if (http == 403)
-                return ETCD_ERR_PERMISSION;
-        if (http == 200 || !msg)
-                return ETCD_ERR_NONE;
-        if (strstr(msg, "permission denied"))
-                return ETCD_ERR_PERMISSION;
-        if (strstr(msg, "authentication failed") || strstr(msg, "user name is empty") ||
-            strstr(msg, "authentication is not enabled") || strstr(msg, "user name not found"))
-                return ETCD_ERR_AUTH;
-        if (!json && http >= 400 && http < 500 &&
-            (strstr(msg, "CommonName") || strstr(msg, "certificate")))
-                return ETCD_ERR_CERT;
-        return ETCD_ERR_NONE;
-}
-
-void etcd_reply_parse(struct etcd_reply *r, long http, const char *body, size_t len)
-{
-        r->answered = true;
-        r->http = http;
-        r->json = body ? json_loadb(body, len, 0, NULL) : NULL;
-        if (http != 200) {
-                json_t *m = json_object_get(r->json, "message");
-                const char *text = !r->json && body ? plain_text(r, body, len) : NULL;
-                r->error = json_is_string(m) ? json_string_value(m)
-                           : text            ? text
-                                             : "etcd answered an error";
-                /* gRPC's RESOURCE_EXHAUSTED through the gateway: HTTP 429 */
-                r->nospace = json_is_string(m) && strstr(json_string_value(m), "space exceeded");
-                r->err = http_err(http, json_is_string(m) ? json_string_value(m) : text, !text);
-        } else if (!r->json || !json_is_object(r->json)) {
-                r->error = "etcd's answer is not a JSON object";
-        }
-}
-
-enum etcd_err etcd_curl_err(int curl_code, const char *errbuf)
+enum store_err etcd_curl_err(int curl_code, const char *errbuf)
 {
         switch (curl_code) {
         case CURLE_PEER_FAILED_VERIFICATION: /* not signed by etcd-cacert, or the wrong name */
@@ -174,9 +19,9 @@ enum etcd_err etcd_curl_err(int curl_code, const char *errbuf)
         case CURLE_SSL_ISSUER_ERROR:
         case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
         case CURLE_SSL_INVALIDCERTSTATUS:
-                return ETCD_ERR_TLS;
+                return STORE_ERR_TLS;
         case CURLE_SSL_CERTPROBLEM: /* etcd-cert or etcd-key unusable */
-                return ETCD_ERR_CERT;
+                return STORE_ERR_CERT;
         case CURLE_SSL_CONNECT_ERROR:
         case CURLE_RECV_ERROR:
         case CURLE_SEND_ERROR:
@@ -186,49 +31,86 @@ enum etcd_err etcd_curl_err(int curl_code, const char *errbuf)
                  * be a member going away: an outage. */
                 if (errbuf && strstr(errbuf, "alert") &&
                     (strstr(errbuf, "certificate") || strstr(errbuf, "unknown ca")))
-                        return ETCD_ERR_CERT;
-                return ETCD_ERR_NONE;
+                        return STORE_ERR_CERT;
+                return STORE_ERR_NONE;
         default:
-                return ETCD_ERR_NONE;
+                return STORE_ERR_NONE;
         }
 }
 
-const char *etcd_err_name(enum etcd_err err)
+const char *etcd_err_name(enum store_err err)
 {
-        static const char *const names[ETCD_ERR_MAX_] = {
-                [ETCD_ERR_AUTH] = "etcd-auth",
-                [ETCD_ERR_PERMISSION] = "etcd-permission",
-                [ETCD_ERR_TLS] = "etcd-tls",
-                [ETCD_ERR_CERT] = "etcd-cert",
+        static const char *const names[STORE_ERR_MAX_] = {
+                [STORE_ERR_AUTH] = "etcd-auth",
+                [STORE_ERR_PERMISSION] = "etcd-permission",
+                [STORE_ERR_TLS] = "etcd-tls",
+                [STORE_ERR_CERT] = "etcd-cert",
         };
-        return err > ETCD_ERR_NONE && err < ETCD_ERR_MAX_ ? names[err] : NULL;
+        return err > STORE_ERR_NONE && err < STORE_ERR_MAX_ ? names[err] : NULL;
 }
 
-void etcd_history_note(struct etcd_history *hist, int64_t rev_at_send, unsigned gen_at_send,
-                       bool linearizable, struct etcd_reply *r)
+
+void etcd_refusal_hint(const struct settings *c, enum store_err err, const char *prefix,
+                       char *buf, size_t size)
 {
-        json_t *hdr = json_object_get(r->json, "header");
-        if (!hdr) /* a keepalive's answer is a stream's message: {"result": {"header"...}} */
-                hdr = json_object_get(json_object_get(r->json, "result"), "header");
-        const char *cid = json_string_value(json_object_get(hdr, "cluster_id"));
-        char *end;
-        if (etcd_int64(hdr, "revision", &r->revision) < 0 || r->revision <= 0 || !cid)
-                return; /* no header to go by */
-        errno = 0;
-        r->cluster_id = strtoull(cid, &end, 10);
-        if (errno || end == cid || *end)
-                r->cluster_id = 0;
-        if (gen_at_send != hist->gen)
-                return; /* sent before a reset: of the history that was left behind */
-        if (hist->cluster_id && r->cluster_id && r->cluster_id != hist->cluster_id)
-                hist->went_back = true;
-        else if (linearizable && r->revision < rev_at_send)
-                hist->went_back = true;
-        else if (!linearizable && r->revision < rev_at_send)
-                r->behind = true;
-        if (!hist->cluster_id)
-                hist->cluster_id = r->cluster_id;
-        if (linearizable && !hist->went_back && r->revision > hist->max_rev)
-                hist->max_rev = r->revision;
-        r->went_back = hist->went_back;
+        const char *user = c->user ? c->user : "(none: etcd-user is not set)";
+
+        switch (err) {
+        case STORE_ERR_AUTH:
+                if (!c->user)
+                        snprintf(buf, size,
+                                 "etcd has authentication on: set etcd-user and "
+                                 "etcd-password-file");
+                else
+                        snprintf(buf, size,
+                                 "check etcd-user '%s' and the password in "
+                                 "etcd-password-file %s; the user must exist in etcd, "
+                                 "and etcd's authentication be on",
+                                 c->user, c->password_file);
+                break;
+        case STORE_ERR_PERMISSION:
+                snprintf(buf, size,
+                         "etcd user %s needs a role with readwrite on the prefix %s "
+                         "(etcdctl role grant-permission ROLE readwrite %s --prefix; "
+                         "etcdctl user grant-role USER ROLE)",
+                         user, prefix, prefix);
+                break;
+        case STORE_ERR_TLS:
+                snprintf(buf, size,
+                         "check etcd-cacert (%s): it must hold the CA that signed "
+                         "etcd's certificate, and that certificate must name the "
+                         "host of the etcd URL",
+                         c->cacert ? c->cacert : "not set: the system's CAs");
+                break;
+        default:
+                if (!c->cert) {
+                        snprintf(buf, size,
+                                 "etcd wants a client certificate (its "
+                                 "--client-cert-auth): set etcd-cert and etcd-key to "
+                                 "one signed by a CA it trusts");
+                        break;
+                }
+                snprintf(buf, size,
+                         "check etcd-cert (%s) and etcd-key (%s): etcd must trust "
+                         "the CA that signed them (its --trusted-ca-file); with "
+                         "etcd's authentication on, its HTTP gateway refuses a client "
+                         "certificate that has a CommonName: use one without a CN, "
+                         "and etcd-user",
+                         c->cert, c->key ? c->key : "not set");
+                break;
+        }
+}
+
+void etcd_full_text(const char *member, const char *endpoint, int64_t left_ms, char *buf,
+                    size_t size)
+{
+        (void)endpoint;
+        snprintf(buf, size,
+                 "etcd is full: its NOSPACE alarm is raised%s%s and it refuses every write, so "
+                 "no mark is extended and no number claimed; IDs stop at the deadline, %" PRId64
+                 " ms from now, on every host. Compact etcd's history (etcdctl compact "
+                 "<revision>), defragment each member (etcdctl defrag), then disarm the alarm "
+                 "(etcdctl alarm disarm); snowidd goes on by itself. Keep auto-compaction on "
+                 "(docs/etcd.md)",
+                 member ? " on member " : "", member ? member : "", left_ms);
 }

@@ -25,7 +25,7 @@ struct request {
         char *answer;
         size_t answer_len;
         bool too_big;
-        etcd_cb cb;
+        store_cb cb;
         void *userdata;
         uint64_t tag;
         uint64_t started;
@@ -49,10 +49,10 @@ struct etcd {
         char *token; /* etcd auth token, when a user is set */
         bool authenticating;
         struct request *requests;
-        struct etcd_stats stats;
-        struct etcd_history hist; /* of kv and lease answers */
+        struct store_stats stats;
+        struct store_history hist; /* of kv and lease answers */
         /* a refusal that needs an operator, and the wait it imposes */
-        struct hold hold;         /* a refusal in force */
+        struct store_refusal hold;         /* a refusal in force */
         uint32_t problem_members; /* bit i: endpoint i refused this way */
 };
 
@@ -230,7 +230,7 @@ struct etcd *etcd_free(struct etcd *e)
                 curl_multi_cleanup(e->multi);
         }
         sd_event_source_disable_unref(e->timer);
-        hold_free(&e->hold);
+        store_refusal_free(&e->hold);
         sd_event_unref(e->event);
         free(e->token);
         free(e);
@@ -256,11 +256,11 @@ static void account(struct etcd *e, uint64_t usec, bool ok)
         e->stats.latency_le[7]++;
 }
 
-static void auth_done(struct etcd *e, const struct etcd_reply *r);
+static void auth_done(struct etcd *e, const struct store_reply *r);
 
 void etcd_history_reset(struct etcd *e)
 {
-        e->hist = (struct etcd_history){.gen = e->hist.gen + 1};
+        e->hist = (struct store_history){.gen = e->hist.gen + 1};
 }
 
 void etcd_expect_cluster(struct etcd *e, uint64_t cluster_id)
@@ -270,7 +270,7 @@ void etcd_expect_cluster(struct etcd *e, uint64_t cluster_id)
 
 /* ---- refusals: a setting is wrong, so retrying soon cannot help ---- */
 
-static void fail_request(struct request *q, const struct etcd_reply *why);
+static void fail_request(struct request *q, const struct store_reply *why);
 
 /* Sends what waited for the end of a hold (or for a token); what cannot be
  * sent fails. */
@@ -281,7 +281,7 @@ static void release_parked(struct etcd *e)
                 if (q->easy || q->is_auth)
                         continue;
                 if (send_request(e, q) < 0) {
-                        struct etcd_reply fail = {.error = "cannot send the request"};
+                        struct store_reply fail = {.error = "cannot send the request"};
                         fail_request(q, &fail);
                 }
         }
@@ -301,15 +301,15 @@ static int on_hold_over(sd_event_source *s, uint64_t usec, void *userdata)
  * fixes the roles). */
 static bool held(const struct etcd *e, const struct request *q)
 {
-        return !q->is_auth && hold_applies(&e->hold, q->is_kv);
+        return !q->is_auth && store_refusal_applies(&e->hold, q->is_kv);
 }
 
-static void problem_seen(struct etcd *e, const struct request *q, const struct etcd_reply *r)
+static void problem_seen(struct etcd *e, const struct request *q, const struct store_reply *r)
 {
         if (e->hold.problem.err != r->err)
                 e->problem_members = 0;
         e->problem_members |= UINT32_C(1) << q->member;
-        hold_seen(&e->hold, r->err, r->error, e->cfg->etcd[q->member],
+        store_refusal_seen(&e->hold, r->err, r->error, e->cfg->etcd[q->member],
                   (unsigned)__builtin_popcount(e->problem_members), e->event, "etcd-hold",
                   on_hold_over, e);
 }
@@ -317,13 +317,13 @@ static void problem_seen(struct etcd *e, const struct request *q, const struct e
 /* A request of the kind the refusal concerned went through. */
 static void problem_cleared(struct etcd *e, const struct request *q)
 {
-        if (!hold_cleared(&e->hold, q->is_kv))
+        if (!store_refusal_cleared(&e->hold, q->is_kv))
                 return;
         e->problem_members = 0;
         release_parked(e);
 }
 
-void etcd_on_problem(struct etcd *e, void (*cb)(void *userdata, const struct etcd_problem *p),
+void etcd_on_problem(struct etcd *e, void (*cb)(void *userdata, const struct store_problem *p),
                      void *userdata)
 {
         e->hold.cb = cb;
@@ -335,33 +335,33 @@ void etcd_on_problem(struct etcd *e, void (*cb)(void *userdata, const struct etc
 static void finish(struct request *q, CURLcode result)
 {
         struct etcd *e = q->etcd;
-        struct etcd_reply r = {.tag = q->tag, .usec = now_usec() - q->started, .kv = q->is_kv};
+        struct store_reply r = {.tag = q->tag, .usec = now_usec() - q->started, .kv = q->is_kv};
 
         e->in_flight--;
         if (result == CURLE_OK) {
                 long http = 0;
                 curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &http);
-                etcd_reply_parse(&r, http, q->answer, q->answer_len);
+                store_reply_parse(&r, http, q->answer, q->answer_len);
                 /* kv reads and transactions are linearizable: one sent after
                  * an answer at revision R is answered at R or later.  A lease
                  * call is answered at the revision of the member that took it,
                  * which may lag; its cluster ID is the cluster's all the same */
-                if ((q->is_kv || q->is_lease) && etcd_ok(&r))
-                        etcd_history_note(&e->hist, q->rev_at_send, q->gen_at_send, q->is_kv, &r);
+                if ((q->is_kv || q->is_lease) && store_ok(&r))
+                        store_history_note(&e->hist, q->rev_at_send, q->gen_at_send, q->is_kv, &r);
         } else {
                 r.err = etcd_curl_err(result, q->errbuf);
                 r.error = q->too_big     ? "etcd's answer is too large"
                           : q->errbuf[0] ? q->errbuf
                                          : curl_easy_strerror(result);
         }
-        account(e, r.usec, etcd_ok(&r));
+        account(e, r.usec, store_ok(&r));
         /* a member whose certificate fails, or that refuses ours, may be
          * the only one set up wrong */
-        if (!r.answered || r.http >= 500 || r.err == ETCD_ERR_TLS || r.err == ETCD_ERR_CERT)
+        if (!r.answered || r.http >= 500 || r.err == STORE_ERR_TLS || r.err == STORE_ERR_CERT)
                 rotate(e); /* try another member next time */
-        if (r.err != ETCD_ERR_NONE)
+        if (r.err != STORE_ERR_NONE)
                 problem_seen(e, q, &r);
-        else if (etcd_ok(&r))
+        else if (store_ok(&r))
                 problem_cleared(e, q);
         if (r.answered && r.http == 401 && e->token && !q->is_auth) {
                 /* the token expired: authenticate again, then resend this one */
@@ -379,7 +379,7 @@ static void finish(struct request *q, CURLcode result)
                 q->answer_len = 0;
                 e->in_flight++;
                 if (send_request(e, again) < 0) {
-                        struct etcd_reply fail = {.error = "cannot resend"};
+                        struct store_reply fail = {.error = "cannot resend"};
                         fail_request(q, &fail);
                 }
                 return;
@@ -395,9 +395,9 @@ static void finish(struct request *q, CURLcode result)
 static int start_auth(struct etcd *e);
 
 /* Fails a request that never got (or never will get) its own answer. */
-static void fail_request(struct request *q, const struct etcd_reply *why)
+static void fail_request(struct request *q, const struct store_reply *why)
 {
-        struct etcd_reply fail = *why;
+        struct store_reply fail = *why;
         fail.tag = q->tag;
         fail.json = NULL;
         fail.kv = q->is_kv;
@@ -467,14 +467,14 @@ static int send_request(struct etcd *e, struct request *q)
         return 0;
 }
 
-static void auth_done(struct etcd *e, const struct etcd_reply *r)
+static void auth_done(struct etcd *e, const struct store_reply *r)
 {
         e->authenticating = false;
         json_t *t = r->json ? json_object_get(r->json, "token") : NULL;
-        if (etcd_ok(r) && json_is_string(t)) {
+        if (store_ok(r) && json_is_string(t)) {
                 free(e->token);
                 e->token = strdup(json_string_value(t));
-        } else if (r->err == ETCD_ERR_NONE) {
+        } else if (r->err == STORE_ERR_NONE) {
                 log_debug("etcd authentication as '%s' failed: %s", e->cfg->user,
                           r->error ? r->error : "no token in the answer");
         }
@@ -485,12 +485,12 @@ static void auth_done(struct etcd *e, const struct etcd_reply *r)
                 if (q->easy || q->is_auth)
                         continue;
                 if (!e->token) {
-                        struct etcd_reply fail = *r;
+                        struct store_reply fail = *r;
                         if (!fail.error)
                                 fail.error = "no token in etcd's answer to authenticate";
                         fail_request(q, &fail);
                 } else if (send_request(e, q) < 0) {
-                        struct etcd_reply fail = {.error = "cannot send the request"};
+                        struct store_reply fail = {.error = "cannot send the request"};
                         fail_request(q, &fail);
                 }
         }
@@ -535,7 +535,7 @@ static int start_auth(struct etcd *e)
         return r;
 }
 
-int etcd_call(struct etcd *e, const char *path, json_t *body, etcd_cb cb, void *userdata,
+int etcd_call(struct etcd *e, const char *path, json_t *body, store_cb cb, void *userdata,
               uint64_t tag)
 {
         char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
@@ -572,7 +572,83 @@ const char *etcd_endpoint(const struct etcd *e)
         return e->cfg->etcd[e->cur];
 }
 
-const struct etcd_stats *etcd_stats(const struct etcd *e)
+const struct store_stats *etcd_stats(const struct etcd *e)
 {
         return &e->stats;
 }
+
+/* ---- the backend's table ---- */
+
+static int ops_new(sd_event *event, const struct settings *cfg, void **ret)
+{
+        struct etcd *e;
+        int r = etcd_new(event, cfg, &e);
+        if (r >= 0)
+                *ret = e;
+        return r;
+}
+
+static void ops_free(void *b)
+{
+        etcd_free(b);
+}
+
+static int ops_call(void *b, const char *path, json_t *body, store_cb cb, void *userdata,
+                    uint64_t tag)
+{
+        return etcd_call(b, path, body, cb, userdata, tag);
+}
+
+static unsigned ops_in_flight(const void *b)
+{
+        return etcd_in_flight(b);
+}
+
+static void ops_history_reset(void *b)
+{
+        etcd_history_reset(b);
+}
+
+static void ops_expect_cluster(void *b, uint64_t cluster_id)
+{
+        etcd_expect_cluster(b, cluster_id);
+}
+
+static const char *ops_endpoint(const void *b)
+{
+        return etcd_endpoint(b);
+}
+
+static const struct store_stats *ops_stats(const void *b)
+{
+        return etcd_stats(b);
+}
+
+static void ops_on_problem(void *b, store_problem_cb cb, void *userdata)
+{
+        etcd_on_problem(b, cb, userdata);
+}
+
+/* every endpoint refusing is the cluster's refusal, not one member's */
+static unsigned ops_members(const struct settings *cfg)
+{
+        return cfg->n_etcd;
+}
+
+const struct store_ops store_etcd_ops = {
+        .name = "etcd",
+        .title = "etcd",
+        .new = ops_new,
+        .free = ops_free,
+        .call = ops_call,
+        .in_flight = ops_in_flight,
+        .history_reset = ops_history_reset,
+        .expect_cluster = ops_expect_cluster,
+        .endpoint = ops_endpoint,
+        .stats = ops_stats,
+        .on_problem = ops_on_problem,
+        .err_name = etcd_err_name,
+        .refusal_hint = etcd_refusal_hint,
+        .full_text = etcd_full_text,
+        .members = ops_members,
+};

@@ -14,17 +14,17 @@ static uint64_t now_usec(void)
         return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
-bool hold_applies(const struct hold *h, bool is_kv)
+bool store_refusal_applies(const struct store_refusal *h, bool is_kv)
 {
         return h->until && now_usec() < h->until &&
-               (h->problem.err != ETCD_ERR_PERMISSION || is_kv);
+               (h->problem.err != STORE_ERR_PERMISSION || is_kv);
 }
 
-void hold_seen(struct hold *h, enum etcd_err err, const char *message, const char *endpoint,
+void store_refusal_seen(struct store_refusal *h, enum store_err err, const char *message, const char *endpoint,
                unsigned members, sd_event *event, const char *timer_name,
                sd_event_time_handler_t over, void *userdata)
 {
-        struct etcd_problem *p = &h->problem;
+        struct store_problem *p = &h->problem;
         uint64_t now = now_usec();
         if (p->err != err)
                 p->in_row = 0;
@@ -53,11 +53,11 @@ void hold_seen(struct hold *h, enum etcd_err err, const char *message, const cha
                 h->cb(h->cb_userdata, p);
 }
 
-bool hold_cleared(struct hold *h, bool is_kv)
+bool store_refusal_cleared(struct store_refusal *h, bool is_kv)
 {
-        if (h->problem.err == ETCD_ERR_NONE || (h->problem.err == ETCD_ERR_PERMISSION && !is_kv))
+        if (h->problem.err == STORE_ERR_NONE || (h->problem.err == STORE_ERR_PERMISSION && !is_kv))
                 return false;
-        h->problem = (struct etcd_problem){0};
+        h->problem = (struct store_problem){0};
         h->until = 0;
         if (h->timer)
                 sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
@@ -66,7 +66,7 @@ bool hold_cleared(struct hold *h, bool is_kv)
         return true;
 }
 
-void hold_free(struct hold *h)
+void store_refusal_free(struct store_refusal *h)
 {
         h->timer = sd_event_source_disable_unref(h->timer);
 }

@@ -1,23 +1,26 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The store: one backend, as the settings say, behind the table of its
+ * operations (store.h).  Nothing is added to a call but the dispatch.
+ */
 #include <errno.h>
 #include <stdlib.h>
 
-#include "pg.h"
 #include "store.h"
 
-/* One of the two, as the settings say. */
 struct store {
-        struct etcd *etcd;
-        struct pg *pg;
+        const struct store_ops *ops;
+        void *b;
 };
 
-int store_new(sd_event *event, const struct settings *cfg, struct store **ret)
+int store_new_with(const struct store_ops *ops, sd_event *event, const struct settings *cfg,
+                   struct store **ret)
 {
         struct store *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
-        int r = cfg->store == STORE_POSTGRES ? pg_new(event, cfg, &s->pg)
-                                             : etcd_new(event, cfg, &s->etcd);
+        s->ops = ops;
+        int r = ops->new(event, cfg, &s->b);
         if (r < 0) {
                 free(s);
                 return r;
@@ -26,65 +29,85 @@ int store_new(sd_event *event, const struct settings *cfg, struct store **ret)
         return 0;
 }
 
+int store_new(sd_event *event, const struct settings *cfg, struct store **ret)
+{
+        return store_new_with(cfg->store == STORE_POSTGRES ? &store_pg_ops : &store_etcd_ops, event,
+                              cfg, ret);
+}
+
 struct store *store_free(struct store *s)
 {
         if (s) {
-                etcd_free(s->etcd);
-                pg_free(s->pg);
+                s->ops->free(s->b);
                 free(s);
         }
         return NULL;
 }
 
-int store_call(struct store *s, const char *path, json_t *body, etcd_cb cb, void *userdata,
+int store_call(struct store *s, const char *path, json_t *body, store_cb cb, void *userdata,
                uint64_t tag)
 {
-        if (s->pg)
-                return pg_call(s->pg, path, body, cb, userdata, tag);
-        return etcd_call(s->etcd, path, body, cb, userdata, tag);
+        return s->ops->call(s->b, path, body, cb, userdata, tag);
 }
 
 unsigned store_in_flight(const struct store *s)
 {
-        return s->pg ? pg_in_flight(s->pg) : etcd_in_flight(s->etcd);
+        return s->ops->in_flight(s->b);
 }
 
 void store_history_reset(struct store *s)
 {
-        if (s->pg)
-                pg_history_reset(s->pg);
-        else
-                etcd_history_reset(s->etcd);
+        s->ops->history_reset(s->b);
 }
 
 void store_expect_cluster(struct store *s, uint64_t cluster_id)
 {
-        if (s->pg)
-                pg_expect_cluster(s->pg, cluster_id);
-        else
-                etcd_expect_cluster(s->etcd, cluster_id);
+        s->ops->expect_cluster(s->b, cluster_id);
 }
 
 const char *store_endpoint(const struct store *s)
 {
-        return s->pg ? pg_endpoint(s->pg) : etcd_endpoint(s->etcd);
+        return s->ops->endpoint(s->b);
 }
 
-const struct etcd_stats *store_stats(const struct store *s)
+const struct store_stats *store_stats(const struct store *s)
 {
-        return s->pg ? pg_stats(s->pg) : etcd_stats(s->etcd);
+        return s->ops->stats(s->b);
 }
 
-void store_on_problem(struct store *s, void (*cb)(void *userdata, const struct etcd_problem *p),
-                      void *userdata)
+void store_on_problem(struct store *s, store_problem_cb cb, void *userdata)
 {
-        if (s->pg)
-                pg_on_problem(s->pg, cb, userdata);
-        else
-                etcd_on_problem(s->etcd, cb, userdata);
+        s->ops->on_problem(s->b, cb, userdata);
 }
 
 const char *store_name(const struct store *s)
 {
-        return s->pg ? "postgres" : "etcd";
+        return s->ops->name;
+}
+
+const char *store_title(const struct store *s)
+{
+        return s->ops->title;
+}
+
+const char *store_err_name(const struct store *s, enum store_err err)
+{
+        return s->ops->err_name(err);
+}
+
+void store_refusal_hint(const struct store *s, const struct settings *cfg, enum store_err err,
+                        const char *prefix, char *buf, size_t size)
+{
+        s->ops->refusal_hint(cfg, err, prefix, buf, size);
+}
+
+void store_full_text(const struct store *s, const char *member, int64_t left_ms, char *buf,
+                     size_t size)
+{
+        s->ops->full_text(member, s->ops->endpoint(s->b), left_ms, buf, size);
+}
+
+unsigned store_members(const struct store *s, const struct settings *cfg)
+{
+        return s->ops->members(cfg);
 }

@@ -1,23 +1,135 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The coordination store: a transactional key-value store with leases and
- * revisions, spoken to in etcd's v3 vocabulary (a path such as
- * "/v3/kv/txn" and a body shaped as etcd's JSON gateway wants it, answered
- * as etcd answers).  etcd itself (etcd.c) or PostgreSQL (pg.c, which runs
- * the same transactions with the same meaning: docs/postgres.md) stands
- * behind it; the holder's state machine does not know which.
+ * revisions.  Requests are a path ("/v3/kv/txn", "/v3/lease/grant", ...)
+ * and a JSON body in the shape etcd's v3 JSON gateway takes; answers come
+ * back in the shape it gives (store/answer.c reads them).  That language is
+ * the store's, whichever backend speaks it: etcd itself (store/etcd.c), or
+ * PostgreSQL (store/pg.c), which runs the same transactions with the same
+ * meaning (docs/postgres.md).  The holder does not know which.
+ *
+ * A backend fills a struct store_ops; store.c picks one by the settings and
+ * adds nothing to a call but the dispatch.
  */
 #pragma once
 
-#include "etcd.h"
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "config.h"
+
+/* A failure that retrying cannot mend: a setting (or the store's users and
+ * roles) is wrong.  Anything else (no answer, a 5xx, a timeout) is an
+ * outage, and is retried quietly.  docs/etcd.md and docs/postgres.md say
+ * what each means for their store. */
+enum store_err {
+        STORE_ERR_NONE,
+        STORE_ERR_AUTH,       /* the store refused the user or password, or wants a user */
+        STORE_ERR_PERMISSION, /* the user has no rights on the cluster's keys */
+        STORE_ERR_TLS,        /* the store's certificate failed verification */
+        STORE_ERR_CERT,       /* the store refused our client certificate */
+        STORE_ERR_MAX_,
+};
+
+struct store_reply {
+        bool answered;     /* an answer came (any status) */
+        long http;         /* its status (HTTP's codes, whichever store), 0 if none */
+        json_t *json;      /* the parsed body, NULL if none or not JSON */
+        const char *error; /* a short description for logs when !ok */
+        uint64_t tag;      /* what the caller passed to store_call() */
+        uint64_t usec;     /* how long it took */
+        /* header.revision and header.cluster_id of the answer (0 if none) */
+        int64_t revision;
+        uint64_t cluster_id;
+        /* a kv answer whose revision is lower than one seen before this
+         * request was sent, or any answer from a cluster other than the one
+         * expected: the store was restored or replaced.  Stays set on every
+         * later answer until store_history_reset(). */
+        bool went_back;
+        /* a lease answer (not linearizable: a member that lags may give it)
+         * whose revision is lower than the highest seen before it was sent:
+         * worth a check */
+        bool behind;
+        /* the store refused a write because it is full */
+        bool nospace;
+        enum store_err err;
+        bool kv;        /* a /v3/kv/ request: the only ones roles are checked on */
+        char text[160]; /* a plain-text error body, as the store said it (r->error) */
+};
+
+static inline bool store_ok(const struct store_reply *r)
+{
+        return r->answered && r->http == 200 && r->json && json_is_object(r->json);
+}
+
+typedef void (*store_cb)(void *userdata, const struct store_reply *reply);
+
+/* Counters for STATUS= and /metrics. */
+struct store_stats {
+        uint64_t requests, failures;
+        uint64_t latency_le[8]; /* cumulative: <= 1, 2, 5, 10, 50, 100, 1000 ms, +Inf */
+        double latency_sum_s;
+};
+
+/* The last refusal of a class above, kept until a request of its kind goes
+ * through (for the permission class, a kv request: lease calls are not
+ * checked against roles). */
+struct store_problem {
+        enum store_err err; /* STORE_ERR_NONE: cleared */
+        char message[256];  /* the store's or TLS's own words */
+        const char *endpoint;
+        unsigned in_row;  /* failures of this class in a row */
+        unsigned members; /* how many endpoints refused this way */
+        unsigned hold_ms; /* requests it concerns wait this long before the next try */
+};
+typedef void (*store_problem_cb)(void *userdata, const struct store_problem *p);
+
+/* What a backend does.  `b` is the backend's own object, made by new(). */
+struct store_ops {
+        const char *name;  /* "etcd", "postgres": for settings and JSON */
+        const char *title; /* "etcd", "PostgreSQL": for sentences */
+        int (*new)(sd_event *event, const struct settings *cfg, void **ret);
+        void (*free)(void *b);
+        /* body taken over; cb runs exactly once, from the loop (never from
+         * inside call), unless the backend is freed first */
+        int (*call)(void *b, const char *path, json_t *body, store_cb cb, void *userdata,
+                    uint64_t tag);
+        unsigned (*in_flight)(const void *b);
+        void (*history_reset)(void *b);
+        void (*expect_cluster)(void *b, uint64_t cluster_id);
+        const char *(*endpoint)(const void *b);
+        const struct store_stats *(*stats)(const void *b);
+        void (*on_problem)(void *b, store_problem_cb cb, void *userdata);
+        /* the refusal's class by name ("etcd-auth"), NULL for none */
+        const char *(*err_name)(enum store_err err);
+        /* what to set or run to mend a refusal, one sentence; prefix is the
+         * cluster's key prefix */
+        void (*refusal_hint)(const struct settings *cfg, enum store_err err, const char *prefix,
+                             char *buf, size_t size);
+        /* what a full store means and what mends it, one line for the log:
+         * the member that said so (or NULL), the endpoint in use, the IDs
+         * left in ms */
+        void (*full_text)(const char *member, const char *endpoint, int64_t left_ms, char *buf,
+                          size_t size);
+        /* how many members or servers may answer (a refusal by all of them
+         * is the store's, not one member's) */
+        unsigned (*members)(const struct settings *cfg);
+};
+
+extern const struct store_ops store_etcd_ops, store_pg_ops;
 
 struct store;
 
+/* The backend the settings name. */
 int store_new(sd_event *event, const struct settings *cfg, struct store **ret);
+/* A backend given (a test's own). */
+int store_new_with(const struct store_ops *ops, sd_event *event, const struct settings *cfg,
+                   struct store **ret);
 struct store *store_free(struct store *s);
-/* As etcd_call(): body taken over; cb runs exactly once, from the loop,
- * unless the store is freed first. */
-int store_call(struct store *s, const char *path, json_t *body, etcd_cb cb, void *userdata,
+int store_call(struct store *s, const char *path, json_t *body, store_cb cb, void *userdata,
                uint64_t tag);
 unsigned store_in_flight(const struct store *s);
 /* Forgets the revisions and cluster identity seen (a new fence adopted). */
@@ -27,8 +139,48 @@ void store_history_reset(struct store *s);
 void store_expect_cluster(struct store *s, uint64_t cluster_id);
 /* Where requests go now, for logs: an etcd endpoint, or PostgreSQL's host and port. */
 const char *store_endpoint(const struct store *s);
-const struct etcd_stats *store_stats(const struct store *s);
-void store_on_problem(struct store *s, void (*cb)(void *userdata, const struct etcd_problem *p),
-                      void *userdata);
+const struct store_stats *store_stats(const struct store *s);
+/* cb runs after every refusal of a class above and once when it clears,
+ * before the callback of the request concerned. */
+void store_on_problem(struct store *s, store_problem_cb cb, void *userdata);
 /* "etcd" or "postgres" */
 const char *store_name(const struct store *s);
+/* "etcd" or "PostgreSQL" */
+const char *store_title(const struct store *s);
+const char *store_err_name(const struct store *s, enum store_err err);
+void store_refusal_hint(const struct store *s, const struct settings *cfg, enum store_err err,
+                        const char *prefix, char *buf, size_t size);
+void store_full_text(const struct store *s, const char *member, int64_t left_ms, char *buf,
+                     size_t size);
+unsigned store_members(const struct store *s, const struct settings *cfg);
+
+/* ---- the answers' language (store/answer.c), pure ---- */
+
+/* The revisions and cluster seen on kv and lease answers. */
+struct store_history {
+        int64_t max_rev;     /* the highest header.revision of a linearizable answer */
+        uint64_t cluster_id; /* 0: none yet */
+        bool went_back;      /* sticky until reset */
+        unsigned gen;        /* resets so far: answers to requests sent before one are not noted */
+};
+/* Reads an answer's header (a keepalive's: result.header) into r->revision
+ * and r->cluster_id.  Sets r->went_back if it is from another cluster, or
+ * (linearizable: a kv answer) lower than rev_at_send (the history's max_rev
+ * when the request was sent), or was already; sets r->behind for a lease
+ * answer lower than rev_at_send. */
+void store_history_note(struct store_history *hist, int64_t rev_at_send, unsigned gen_at_send,
+                        bool linearizable, struct store_reply *r);
+/* An answer (status, body) as a reply: the body parsed as JSON, and a short
+ * error unless it is a 200 with a JSON object.  r->tag and r->usec are left
+ * as they are; the caller frees r->json. */
+void store_reply_parse(struct store_reply *r, long http, const char *body, size_t len);
+
+/* Base64, as keys and values travel: standard alphabet with padding. */
+char *b64_encode(const void *data, size_t len);
+/* NULL if s is not valid base64; *ret_len gets the length (a NUL follows). */
+char *b64_decode(const char *s, size_t *ret_len);
+/* A JSON string holding base64(printf(fmt, ...)). */
+json_t *store_b64(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* An int64 field sent as a string (or a number); absent is 0.  -EBADMSG if
+ * present and not an integer. */
+int store_int64(const json_t *obj, const char *field, int64_t *ret);

@@ -12,7 +12,7 @@
 
 json_t *txn_key(const char *prefix, const char *what, int64_t n)
 {
-        return n < 0 ? etcd_b64("%s%s", prefix, what) : etcd_b64("%s%s%" PRId64, prefix, what, n);
+        return n < 0 ? store_b64("%s%s", prefix, what) : store_b64("%s%s%" PRId64, prefix, what, n);
 }
 
 json_t *txn_range(json_t *key, json_t *range_end, bool keys_only)
@@ -39,7 +39,7 @@ json_t *txn_put(json_t *key, json_t *value, int64_t lease)
 
 json_t *txn_mark(uint64_t v)
 {
-        return etcd_b64("%020" PRIu64, v);
+        return store_b64("%020" PRIu64, v);
 }
 
 json_t *txn_cmp(json_t *key, const char *target, const char *result, json_t *value, int64_t arg)
@@ -112,9 +112,9 @@ int kv_parse(const json_t *j, struct kv *kv)
         if (!k || !(kv->key = b64_decode(k, &n)))
                 return -EBADMSG;
         kv->value = b64_decode(v ? v : "", &kv->value_len);
-        if (!kv->value || etcd_int64(j, "lease", &kv->lease) < 0 ||
-            etcd_int64(j, "mod_revision", &kv->mod_revision) < 0 ||
-            etcd_int64(j, "create_revision", &kv->create_revision) < 0) {
+        if (!kv->value || store_int64(j, "lease", &kv->lease) < 0 ||
+            store_int64(j, "mod_revision", &kv->mod_revision) < 0 ||
+            store_int64(j, "create_revision", &kv->create_revision) < 0) {
                 kv_clear(kv);
                 return -EBADMSG;
         }

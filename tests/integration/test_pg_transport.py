@@ -269,8 +269,8 @@ def test_sql_errors(pg):
         # calls wait out its hold, lease calls do not
         d.call(6, "/v3/kv/txn", {"raise": "42501"})
         r = d.reply(6)
-        assert r["answered"] and r["http"] == 403 and r["err"] == "etcd-permission", r
-        assert [p["problem"] for p in d.problems] == ["etcd-permission"], d.problems
+        assert r["answered"] and r["http"] == 403 and r["err"] == "postgres-permission", r
+        assert [p["problem"] for p in d.problems] == ["postgres-permission"], d.problems
         assert d.problems[0]["hold_ms"] == 1000 and d.problems[0]["in_row"] == 1
         assert d.problems[0]["endpoint"] == f"127.0.0.1:{pg.port}"
         start = time.monotonic()
@@ -281,7 +281,7 @@ def test_sql_errors(pg):
         r = d.reply(8)
         assert r["ok"], r
         assert r["usec"] >= 700_000, r  # held until the hold was over
-        assert [p["problem"] for p in d.problems] == ["etcd-permission", "cleared"], d.problems
+        assert [p["problem"] for p in d.problems] == ["postgres-permission", "cleared"], d.problems
         assert len(backend_pids(pg)) == 1
     finally:
         d.close()
@@ -361,9 +361,9 @@ def test_auth_refused(pg):
         d.call(1)
         r = d.reply(1)
         # refused, not an outage: at once, not at the deadline
-        assert not r["answered"] and r["err"] == "etcd-auth", r
+        assert not r["answered"] and r["err"] == "postgres-auth", r
         assert r["usec"] < 1000_000, r
-        assert [p["problem"] for p in d.problems] == ["etcd-auth"], d.problems
+        assert [p["problem"] for p in d.problems] == ["postgres-auth"], d.problems
         assert "password" in d.problems[0]["message"], d.problems
         # no new attempt before the hold is over: the next calls wait it out,
         # and fail with the refusal (at the attempt after the hold, or at
@@ -371,8 +371,8 @@ def test_auth_refused(pg):
         for tag in (2, 3, 4):
             d.call(tag)
             r = d.reply(tag)
-            assert not r["answered"] and r["err"] == "etcd-auth", r
-        assert [p["problem"] for p in d.problems] == ["etcd-auth"] * len(d.problems)
+            assert not r["answered"] and r["err"] == "postgres-auth", r
+        assert [p["problem"] for p in d.problems] == ["postgres-auth"] * len(d.problems)
         holds = [p["hold_ms"] for p in d.problems]
         assert holds == [1000 * 2 ** i for i in range(len(holds))], holds
         assert "cannot connect" in d.log()
@@ -441,8 +441,8 @@ def make_cert(d, ca, name, cn, san=None):
 
 def test_tls(pg):
     """TLS is libpq's own settings: a server certificate that fails
-    verification is etcd-tls, a client certificate the server wants and
-    does not get is etcd-cert; both at once, not at the deadline."""
+    verification is postgres-tls, a client certificate the server wants and
+    does not get is postgres-cert; both at once, not at the deadline."""
     if shutil.which("openssl") is None:
         log("openssl is not installed: skipping")
         return
@@ -491,19 +491,19 @@ def test_tls(pg):
     assert pg.psql("SELECT bool_and(ssl) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) "
                    "WHERE application_name = 'snowidd'") in ("", "t")
     r, probs = one(pg.conninfo() + f" sslmode=verify-full sslrootcert={d}/other.pem", "tls-ca")
-    assert not r["answered"] and r["err"] == "etcd-tls" and r["usec"] < 4000_000, r
-    assert [p["problem"] for p in probs] == ["etcd-tls"], probs
+    assert not r["answered"] and r["err"] == "postgres-tls" and r["usec"] < 4000_000, r
+    assert [p["problem"] for p in probs] == ["postgres-tls"], probs
     log(f"wrong CA: {r['error']}")
     base = f"host=127.0.0.1 port={pg.port} dbname=postgres user=certuser sslmode=verify-full " \
            f"sslrootcert={d}/ca.pem"
     r, probs = one(base + " sslcert=/nonexistent/c.pem sslkey=/nonexistent/c.key", "tls-nocert")
-    assert not r["answered"] and r["err"] == "etcd-cert" and r["usec"] < 4000_000, r
+    assert not r["answered"] and r["err"] == "postgres-cert" and r["usec"] < 4000_000, r
     log(f"no client certificate: {r['error']}")
     # in, but not allowed to create the schema: a refusal (the setup's SQL
     # runs on every connection, before any call)
     r, probs = one(base + f" sslcert={d}/client.pem sslkey={d}/client.key", "tls-cert")
-    assert not r["answered"] and r["err"] == "etcd-permission", r
-    assert [p["problem"] for p in probs] == ["etcd-permission"], probs
+    assert not r["answered"] and r["err"] == "postgres-permission", r
+    assert [p["problem"] for p in probs] == ["postgres-permission"], probs
     pg.psql(f"GRANT {pg.USER} TO certuser")
     r, probs = one(base + f" sslcert={d}/client.pem sslkey={d}/client.key", "tls-cert")
     assert r["ok"], r
