@@ -3,7 +3,7 @@
  * etcd's answers, fed to the holder's state machine (daemon/holder/holder.c) in
  * place of libcurl: this file is the etcd client the holder talks to, and
  * each request it sends gets the next part of the input as the answer's
- * body, through etcd_reply_parse() as the real client does.
+ * body, through store_reply_parse() as the real client does.
  *
  * Input: answers separated by a line "----".  An answer that starts with
  * "#NNN\n" has HTTP status NNN (else 200); one that is just "!" is a request
@@ -25,7 +25,7 @@
 #include "publish.h"
 
 struct call {
-        etcd_cb cb;
+        store_cb cb;
         void *userdata;
         uint64_t tag;
         int64_t rev_at_send;
@@ -37,9 +37,9 @@ struct call {
 struct store {
         struct call *head, **tail;
         unsigned in_flight;
-        struct etcd_stats stats;
-        struct etcd_history hist;
-        void (*problem_cb)(void *userdata, const struct etcd_problem *p);
+        struct store_stats stats;
+        struct store_history hist;
+        void (*problem_cb)(void *userdata, const struct store_problem *p);
         void *problem_userdata;
 };
 
@@ -68,7 +68,7 @@ struct store *store_free(struct store *e)
         return NULL;
 }
 
-int store_call(struct store *e, const char *path, json_t *body, etcd_cb cb, void *userdata,
+int store_call(struct store *e, const char *path, json_t *body, store_cb cb, void *userdata,
                uint64_t tag)
 {
         /* what the real client sends: the body must be JSON it can print */
@@ -95,7 +95,7 @@ int store_call(struct store *e, const char *path, json_t *body, etcd_cb cb, void
 
 void store_history_reset(struct store *e)
 {
-        e->hist = (struct etcd_history){.gen = e->hist.gen + 1};
+        e->hist = (struct store_history){.gen = e->hist.gen + 1};
 }
 
 void store_expect_cluster(struct store *e, uint64_t cluster_id)
@@ -114,12 +114,12 @@ const char *store_endpoint(const struct store *e)
         return "http://fuzz:2379";
 }
 
-const struct etcd_stats *store_stats(const struct store *e)
+const struct store_stats *store_stats(const struct store *e)
 {
         return &e->stats;
 }
 
-void store_on_problem(struct store *e, void (*cb)(void *userdata, const struct etcd_problem *p),
+void store_on_problem(struct store *e, void (*cb)(void *userdata, const struct store_problem *p),
                       void *userdata)
 {
         e->problem_cb = cb;
@@ -164,7 +164,7 @@ static bool answer(struct store *e, const char *part, size_t len)
         if (!e->head)
                 e->tail = &e->head;
         e->in_flight--;
-        struct etcd_reply r = {.tag = c->tag, .usec = 1000, .kv = c->is_kv};
+        struct store_reply r = {.tag = c->tag, .usec = 1000, .kv = c->is_kv};
         long http = 200;
         if (len == 1 && part[0] == '!') {
                 r.error = "Timeout was reached";
@@ -177,13 +177,13 @@ static bool answer(struct store *e, const char *part, size_t len)
                         part += 5;
                         len -= 5;
                 }
-                etcd_reply_parse(&r, http, part, len);
-                if ((c->is_kv || c->is_lease) && etcd_ok(&r))
-                        etcd_history_note(&e->hist, c->rev_at_send, c->gen_at_send, c->is_kv, &r);
+                store_reply_parse(&r, http, part, len);
+                if ((c->is_kv || c->is_lease) && store_ok(&r))
+                        store_history_note(&e->hist, c->rev_at_send, c->gen_at_send, c->is_kv, &r);
         }
         /* a refusal (auth, roles, a certificate), as the real client reports it */
-        if (r.err != ETCD_ERR_NONE && e->problem_cb) {
-                struct etcd_problem p = {
+        if (r.err != STORE_ERR_NONE && e->problem_cb) {
+                struct store_problem p = {
                         .err = r.err, .endpoint = "http://fuzz:2379", .in_row = 1, .members = 1};
                 snprintf(p.message, sizeof(p.message), "%s", r.error);
                 e->problem_cb(e->problem_userdata, &p);
