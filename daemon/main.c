@@ -25,6 +25,7 @@
 
 struct app {
         struct holder *holder;
+        struct shm_pub *pub;
         struct http_server *http;
         struct serve *serve;
         struct tsc_clock *tsc;
@@ -35,31 +36,39 @@ struct app {
 static void on_holder_change(struct holder *h, void *userdata)
 {
         struct app *app = userdata;
+        if (!app->http)
+                return;
         struct http_snapshot *snap = http_snapshot_new();
-        if (snap) {
-                *snap = (struct http_snapshot){
-                        .layout = h->layout,
-                        .layout_ready = h->layout_ready,
-                        .worker = h->cur.state == H_HELD ? h->cur.worker : -1,
-                        .lease = h->cur.state == H_HELD   ? "held"
-                                 : h->cur.state == H_LOST ? "lost"
-                                                          : "claiming",
-                        .etcd_reachable = h->store_reachable,
-                        .halted = holder_halt_name(h->halted),
-                        .etcd_full = h->store_full,
-                        .offset_ns = h->clock.offset_ns,
-                        .mono_started_ms = app->started_ms,
-                        .holder = h->stats,
-                        .etcd = *store_stats(h->store),
-                        .handshakes =
-                                app->serve ? *serve_stats(app->serve) : (struct serve_stats){0},
-                };
-                snprintf(snap->etcd_error_message, sizeof(snap->etcd_error_message), "%s",
-                         h->store_err_message);
-                snap->etcd_error = store_err_name(h->store, h->store_err);
-                tsc_clock_stats(app->tsc, &snap->tsc);
-                http_publish(app->http, snap);
-        }
+        if (!snap)
+                return;
+        struct holder_status st;
+        holder_status(h, &st);
+        *snap = (struct http_snapshot){
+                .layout = st.layout,
+                .layout_ready = st.layout_ready,
+                .worker = st.worker,
+                .lease = st.lease,
+                .etcd_reachable = st.store_reachable,
+                .halted = st.halted,
+                .etcd_full = st.store_full,
+                .etcd_error = st.store_error,
+                .offset_ns = st.offset_ns,
+                .mono_started_ms = app->started_ms,
+                .holder = st.stats,
+                .etcd = st.store,
+                .handshakes = app->serve ? *serve_stats(app->serve) : (struct serve_stats){0},
+        };
+        memcpy(snap->etcd_error_message, st.store_error_message, sizeof(st.store_error_message));
+        tsc_clock_stats(app->tsc, &snap->tsc);
+        http_publish(app->http, snap);
+}
+
+/* The segment was replaced: systemd keeps the new one across a restart. */
+static void on_segment_replaced(struct holder *h, void *userdata)
+{
+        struct app *app = userdata;
+        (void)h;
+        serve_store_segment(app->pub);
 }
 
 static void on_tsc_change(void *userdata)
@@ -182,8 +191,6 @@ int main(int argc, char **argv)
         /* freed on every way out, the early ones included */
         _cleanup_(settings_free) struct settings cfg = {0};
         _cleanup_(shm_pub_closep) struct shm_pub *pub = NULL;
-        /* zeros until holder_start(): holder_free() below is safe either way */
-        struct holder holder = {0};
         sd_event *event = NULL;
         int r;
 
@@ -240,7 +247,7 @@ int main(int argc, char **argv)
         sigprocmask(SIG_BLOCK, &mask, NULL);
         signal(SIGPIPE, SIG_IGN);
 
-        struct app app = {.holder = &holder, .started_ms = (uint64_t)shm_monotonic_ns() / 1000000};
+        struct app app = {.pub = pub, .started_ms = (uint64_t)shm_monotonic_ns() / 1000000};
         r = sd_event_default(&event);
         if (r >= 0)
                 r = sd_event_set_watchdog(event, 1);
@@ -251,7 +258,11 @@ int main(int argc, char **argv)
         if (r >= 0)
                 r = tsc_clock_start(event, &cfg, pub, &app.tsc);
         if (r >= 0)
-                r = holder_start(&holder, event, &cfg, pub);
+                r = holder_new(event, &cfg, pub, NULL,
+                               &(struct holder_callbacks){.change = on_holder_change,
+                                                          .segment_replaced = on_segment_replaced,
+                                                          .userdata = &app},
+                               &app.holder);
         if (r >= 0 && cfg.http) {
                 r = http_start(&cfg, pub, &app.http);
                 if (r < 0)
@@ -259,16 +270,14 @@ int main(int argc, char **argv)
                 else
                         log_info("Serving HTTP on %s", cfg.http);
                 if (r >= 0) {
-                        holder.on_change = on_holder_change;
-                        holder.on_change_userdata = &app;
                         tsc_clock_on_change(app.tsc, on_tsc_change, &app);
-                        on_holder_change(&holder, &app);
+                        on_holder_change(app.holder, &app);
                 }
         }
         if (r >= 0)
-                r = sd_event_add_signal(event, NULL, SIGTERM, on_signal, &holder);
+                r = sd_event_add_signal(event, NULL, SIGTERM, on_signal, app.holder);
         if (r >= 0)
-                r = sd_event_add_signal(event, NULL, SIGINT, on_signal, &holder);
+                r = sd_event_add_signal(event, NULL, SIGINT, on_signal, app.holder);
         if (r >= 0)
                 r = sd_event_add_signal(event, NULL, SIGHUP, on_sighup, NULL);
         if (r < 0) {
@@ -280,12 +289,12 @@ int main(int argc, char **argv)
                         log_error_errno(r, "Event loop failed: %m");
                         r = EXIT_FAILURE;
                 } else
-                        r = holder.exit_code;
+                        r = holder_exit_code(app.holder);
         }
         http_stop(app.http);
         serve_drain(app.serve);
         serve_free(app.serve);
-        holder_free(&holder);
+        holder_free(app.holder);
         tsc_clock_free(app.tsc);
         sd_event_unref(event);
         curl_global_cleanup();

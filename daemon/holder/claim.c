@@ -19,7 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "holder.h"
+#include "claim.h"
+#include "cluster.h"
 #include "log.h"
 
 #define RETRY_MIN_MS 100
@@ -58,7 +59,7 @@ static unsigned full_retry_max(const struct holder *h)
         return half_ttl < FULL_RETRY_MAX_MS ? half_ttl : FULL_RETRY_MAX_MS;
 }
 
-unsigned next_backoff(struct holder *h, unsigned max)
+unsigned claim_next_backoff(struct holder *h, unsigned max)
 {
         unsigned ms = h->backoff_ms ? h->backoff_ms : RETRY_MIN_MS;
         h->backoff_ms = ms * 2 > max ? max : ms * 2;
@@ -70,17 +71,17 @@ unsigned next_backoff(struct holder *h, unsigned max)
  * too busy to serve (5xx), backs off up to half a lease TTL, so that a
  * fleet starting at once does not keep an overloaded etcd overloaded with
  * retries; any other failure retries within a second. */
-unsigned failure_backoff(struct holder *h, const struct store_reply *r)
+unsigned claim_failure_backoff(struct holder *h, const struct store_reply *r)
 {
         bool overloaded = !r->answered || r->http >= 500;
-        return next_backoff(h, overloaded ? full_retry_max(h) : RETRY_MAX_MS);
+        return claim_next_backoff(h, overloaded ? full_retry_max(h) : RETRY_MAX_MS);
 }
 
 /* This holding's attempt is over: abandon its lease, start again. */
-void restart_acquisition(struct holder *h, unsigned delay_ms)
+void claim_restart(struct holder *h, unsigned delay_ms)
 {
         bool fresh = h->next.fresh;
-        give_up_lease(h, h->next.lease);
+        holder_give_up_lease(h, h->next.lease);
         h->next = (struct holding){.state = H_GRANT, .id = ++h->ids, .fresh = fresh, .worker = -1};
         retry_in(h, delay_ms);
 }
@@ -90,12 +91,12 @@ static void scan(struct holder *h, bool full);
 static void on_grant(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
-        struct holding *g = by_tag(h, r->tag);
+        struct holding *g = holder_by_tag(h, r->tag);
         int64_t id = 0, ttl = 0;
         holder_note_answer(h, r);
         if (!g || g != &h->next || g->state != H_GRANT) {
                 if (store_ok(r) && store_int64(r->json, "ID", &id) == 0)
-                        give_up_lease(h, id); /* granted for nobody */
+                        holder_give_up_lease(h, id); /* granted for nobody */
                 return;
         }
         if (!store_ok(r) || store_int64(r->json, "ID", &id) < 0 ||
@@ -103,11 +104,11 @@ static void on_grant(void *userdata, const struct store_reply *r)
                 if (r->err == STORE_ERR_NONE) /* a refusal is said once, by refusal.c */
                         log_warning("Cannot get a lease from %s: %s", store_endpoint(h->store),
                                     r->error ? r->error : "malformed answer");
-                retry_in(h, failure_backoff(h, r));
+                retry_in(h, claim_failure_backoff(h, r));
                 return;
         }
         g->lease = id;
-        lease_lives(g, ttl);
+        holder_lease_lives(g, ttl);
         g->state = H_SCAN;
         scan(h, false);
 }
@@ -119,7 +120,7 @@ static void step_grant(struct holder *h)
         g->lease_asked_ms = holder_boot_ms();
         json_t *body = json_pack("{s:I}", "TTL", (json_int_t)h->cfg->lease_ttl_s);
         if (store_call(h->store, "/v3/lease/grant", body, on_grant, h, g->id) < 0)
-                retry_in(h, next_backoff(h, RETRY_MAX_MS));
+                retry_in(h, claim_next_backoff(h, RETRY_MAX_MS));
 }
 
 static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t modrev,
@@ -147,7 +148,7 @@ static int64_t key_number(const struct holder *h, const char *key, const char *w
 static void on_scan(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
-        struct holding *g = acquiring(h, r, H_SCAN);
+        struct holding *g = holder_acquiring(h, r, H_SCAN);
         struct kv kv = {0};
         if (!g || !cluster_ok(h, r, -1))
                 return;
@@ -173,7 +174,7 @@ static void on_scan(void *userdata, const struct store_reply *r)
                 if (r->err == STORE_ERR_NONE)
                         log_warning("Cannot read the worker numbers: %s",
                                     r->error ? r->error : "malformed answer");
-                restart_acquisition(h, failure_backoff(h, r));
+                claim_restart(h, claim_failure_backoff(h, r));
                 return;
         }
         uint64_t workers = UINT64_C(1) << h->layout.worker_bits;
@@ -223,7 +224,7 @@ static void on_scan(void *userdata, const struct store_reply *r)
                         mark[n] = unmarked;
         /* free numbers whose mark is behind the clock: one at random, which
          * spreads daemons that start together; else the lowest mark */
-        uint64_t now = id_now_ms(h, g->fresh), past = 0, lowest = UINT64_MAX;
+        uint64_t now = holder_id_ms(h, g->fresh), past = 0, lowest = UINT64_MAX;
         int64_t pick = -1, low = -1;
         for (uint64_t n = first; n <= last; n++) {
                 if (taken[n])
@@ -244,7 +245,7 @@ static void on_scan(void *userdata, const struct store_reply *r)
                 log_warning("No free worker number has its mark behind the wall clock; ID time "
                             "stays ahead of it and is brought back gradually");
                 h->fresh_not_before_ms = holder_mono_ms() + FRESH_THROTTLE_MS;
-                give_up_lease(h, g->lease);
+                holder_give_up_lease(h, g->lease);
                 h->next = (struct holding){.state = H_NONE, .worker = -1};
                 goto out;
         }
@@ -260,7 +261,7 @@ static void on_scan(void *userdata, const struct store_reply *r)
                             last - first + 1, first, last);
                 /* a number frees when its lease expires: look again within
                  * half a TTL, not the full back-off */
-                restart_acquisition(h, next_backoff(h, full_retry_max(h)));
+                claim_restart(h, claim_next_backoff(h, full_retry_max(h)));
                 goto out;
         }
         step_claim(h, (uint32_t)pick, mark[pick], modrev[pick], floor);
@@ -302,7 +303,7 @@ static void scan(struct holder *h, bool full)
         txn_cluster_reads(ops, h->prefix);
         json_t *body = json_pack("{s:o}", "success", ops);
         if (store_call(h->store, "/v3/kv/txn", body, on_scan, h, h->next.id) < 0)
-                restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
+                claim_restart(h, claim_next_backoff(h, RETRY_MAX_MS));
 }
 
 static void step_settle(struct holder *h);
@@ -314,13 +315,13 @@ static void claimed(struct holder *h)
                  g->worker, (uint64_t)g->lease, g->mark);
         g->state = H_HELD;
         h->backoff_ms = 0;
-        publish(h);
+        holder_publish(h);
 }
 
 static void on_claim(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
-        struct holding *g = acquiring(h, r, H_CLAIM);
+        struct holding *g = holder_acquiring(h, r, H_CLAIM);
         /* failure: [workers/n, hwm/n, fence, layout] */
         if (!g || !cluster_ok(h, r, 2))
                 return;
@@ -345,21 +346,21 @@ static void on_claim(void *userdata, const struct store_reply *r)
                 uint64_t m = 0;
                 bool low = !own.key || parse_mark(own.value, own.value_len, &m) < 0;
                 kv_clear(&own);
-                if (forgotten(h, g->own_worker, g->own_rev, modrev, "claiming another number"))
+                if (holder_forgotten(h, g->own_worker, g->own_rev, modrev, "claiming another number"))
                         return;
                 /* deleted or lowered since (by hand): raised back, or every
                  * claim would fail on it */
                 if ((low || m < h->cur.mark) && h->cur.state != H_NONE &&
                     h->cur.worker == g->own_worker) {
                         marks_raise(h, h->cur.worker, h->cur.mark, 0, 0, 0);
-                        restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
+                        claim_restart(h, claim_next_backoff(h, RETRY_MAX_MS));
                         return;
                 }
         }
         /* taken by another daemon, the mark moved, or the lease died */
         log_debug("Worker %" PRId32 " could not be claimed (%s)", g->worker,
                   r->http == 200 ? "taken" : r->error);
-        restart_acquisition(h, 10 + (unsigned)(random() % 50));
+        claim_restart(h, 10 + (unsigned)(random() % 50));
 }
 
 static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
@@ -372,7 +373,7 @@ static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t 
                        uint64_t floor)
 {
         struct holding *g = &h->next;
-        uint64_t now = id_now_ms(h, g->fresh);
+        uint64_t now = holder_id_ms(h, g->fresh);
         (void)floor;
         g->worker = (int32_t)worker;
         /* above the mark, above what a fence set, above what this daemon
@@ -431,7 +432,7 @@ static void on_settle_retry_timer(struct holder *h);
 static void on_settle(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
-        struct holding *g = acquiring(h, r, H_SETTLE);
+        struct holding *g = holder_acquiring(h, r, H_SETTLE);
         bool ours;
         uint64_t stored;
         int64_t modrev;
@@ -444,7 +445,7 @@ static void on_settle(void *userdata, const struct store_reply *r)
                 cluster_read(h);
                 return;
         }
-        if (!store_ok(r) || same < 0 || read_back(g, r->json, &ours, &stored, &modrev) < 0) {
+        if (!store_ok(r) || same < 0 || holder_read_back(g, r->json, &ours, &stored, &modrev) < 0) {
                 /* keep asking: the lease may expire meanwhile, which settles it too */
                 on_settle_retry_timer(h);
                 return;
@@ -458,7 +459,7 @@ static void on_settle(void *userdata, const struct store_reply *r)
         log_info("The claim of worker %" PRId32 " was not applied; claiming again under a new "
                  "lease",
                  g->worker);
-        restart_acquisition(h, 10);
+        claim_restart(h, 10);
 }
 
 static void step_settle(struct holder *h)
@@ -485,11 +486,11 @@ static int on_settle_timer(sd_event_source *s, uint64_t usec, void *userdata)
 static void on_settle_retry_timer(struct holder *h)
 {
         sd_event_add_time_relative(h->event, NULL, CLOCK_MONOTONIC,
-                                   (uint64_t)next_backoff(h, RETRY_MAX_MS) * 1000, 1000,
+                                   (uint64_t)claim_next_backoff(h, RETRY_MAX_MS) * 1000, 1000,
                                    on_settle_timer, h);
 }
 
-void holder_acquire(struct holder *h, bool fresh)
+void claim_start(struct holder *h, bool fresh)
 {
         if (h->next.state != H_NONE || h->stopping || h->halted != HALT_NONE || !h->layout_ready)
                 return;

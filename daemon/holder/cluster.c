@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "holder.h"
+#include "claim.h"
+#include "cluster.h"
+#include "region.h"
 #include "log.h"
 
 #define REREAD_MS 1000
@@ -192,7 +194,7 @@ static void on_cluster(void *userdata, const struct store_reply *r)
                 if (r->err == STORE_ERR_NONE) /* a refusal is said once, by refusal.c */
                         log_warning("Cannot read the cluster's layout from %s: %s",
                                     store_endpoint(h->store), r->error);
-                reread_in(h, failure_backoff(h, r));
+                reread_in(h, claim_failure_backoff(h, r));
                 return;
         }
         /* [layout, fence, floor, workers/, hwm/, ranges/] */
@@ -265,7 +267,7 @@ static void on_cluster(void *userdata, const struct store_reply *r)
                 int64_t modrev = own.mod_revision;
                 int32_t worker = n ? (int32_t)strtol(n + 1, NULL, 10) : -1;
                 kv_clear(&own);
-                if (forgotten(h, worker, (int64_t)r->tag, modrev, "reading the cluster"))
+                if (holder_forgotten(h, worker, (int64_t)r->tag, modrev, "reading the cluster"))
                         goto out;
         }
         bool same = c.fence_len == h->cl.fence_len && !memcmp(c.fence, h->cl.fence, c.fence_len);
@@ -410,7 +412,7 @@ uint64_t marks_own(const struct holder *h, int32_t worker)
 
 /* A new fence: every mark this daemon published above claims_above is
  * raised again (claims start above claims_above anyway). */
-void holder_fence_adopted(struct holder *h)
+void cluster_fence_adopted(struct holder *h)
 {
         unsigned n = h->n_published < PUBLISHED_MAX ? h->n_published : PUBLISHED_MAX;
         uint64_t now = holder_mono_ms();
@@ -453,7 +455,7 @@ static void raise_done(struct holder *h, struct mark_raise *m, bool ok)
                         log_info("Worker %" PRId32 "'s mark confirmed at or above %" PRIu64
                                  "; revoking its lease",
                                  m->worker, m->mark);
-                give_up_lease(h, m->lease);
+                holder_give_up_lease(h, m->lease);
         }
         if (m->for_holding && h->cur.id == m->for_holding)
                 h->cur.raising = false;
@@ -531,7 +533,7 @@ static void on_raise(void *userdata, const struct store_reply *r)
         kv_clear(&kv);
         /* a mark this daemon wrote, back below that write: etcd forgot it.
          * Writing it again would erase what shows the restore */
-        if (!put && present && forgotten(h, m->worker, m->acked_sent, modrev, "raising its mark")) {
+        if (!put && present && holder_forgotten(h, m->worker, m->acked_sent, modrev, "raising its mark")) {
                 raise_done(h, m, false);
                 return;
         }
@@ -606,7 +608,7 @@ void marks_raise(struct holder *h, int32_t worker, uint64_t mark, int64_t lease,
                         if (for_holding)
                                 o->for_holding = for_holding;
                         if (lease) /* two holdings of one number retiring at once */
-                                give_up_lease(h, lease);
+                                holder_give_up_lease(h, lease);
                         return;
                 }
         }
@@ -619,7 +621,7 @@ void marks_raise(struct holder *h, int32_t worker, uint64_t mark, int64_t lease,
                 log_warning("Too many marks being raised; worker %" PRId32 "'s is not checked",
                             worker);
                 if (lease)
-                        give_up_lease(h, lease);
+                        holder_give_up_lease(h, lease);
                 if (for_holding && h->cur.id == for_holding)
                         h->cur.raising = false;
                 return;

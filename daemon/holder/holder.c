@@ -10,8 +10,10 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include "holder.h"
-#include "serve.h"
+#include "claim.h"
+#include "cluster.h"
+#include "holder-int.h"
+#include "refused.h"
 #include "log.h"
 #include "macro.h"
 
@@ -55,7 +57,7 @@ static int64_t wall_offset(const struct holder *h)
 }
 
 /* ID time now, in ms; with the wall clock's offset when fresh. */
-uint64_t id_now_ms(const struct holder *h, bool wall)
+uint64_t holder_id_ms(const struct holder *h, bool wall)
 {
         int64_t t = shm_monotonic_ns() + (wall ? wall_offset(h) : h->clock.offset_ns);
         return t > 0 ? (uint64_t)t / 1000000 : 0;
@@ -68,7 +70,7 @@ uint64_t id_now_ms(const struct holder *h, bool wall)
 #define put_op txn_put
 #define mark_json txn_mark
 
-char *i64(int64_t v, char buf[static 24])
+char *holder_i64(int64_t v, char buf[static 24])
 {
         snprintf(buf, 24, "%" PRId64, v);
         return buf;
@@ -76,7 +78,7 @@ char *i64(int64_t v, char buf[static 24])
 
 /* Reads back the two ranges [workers/n, hwm/n] of a txn answer: whether
  * workers/n holds this holding (value and lease) and the stored mark. */
-int read_back(const struct holding *g, const json_t *root, bool *ret_ours, uint64_t *ret_mark,
+int holder_read_back(const struct holding *g, const json_t *root, bool *ret_ours, uint64_t *ret_mark,
               int64_t *ret_modrev)
 {
         struct kv kv;
@@ -102,7 +104,7 @@ int read_back(const struct holding *g, const json_t *root, bool *ret_ours, uint6
         return 0;
 }
 
-struct holding *by_tag(struct holder *h, uint64_t tag)
+struct holding *holder_by_tag(struct holder *h, uint64_t tag)
 {
         if (h->cur.state != H_NONE && h->cur.id == tag)
                 return &h->cur;
@@ -111,7 +113,7 @@ struct holding *by_tag(struct holder *h, uint64_t tag)
         return NULL; /* an answer for a holding that is gone: ignored */
 }
 
-bool forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64_t modrev,
+bool holder_forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64_t modrev,
                const char *where)
 {
         if (!acked_rev || !modrev || modrev >= acked_rev)
@@ -134,7 +136,7 @@ uint64_t holder_boot_ms(void)
         return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-void lease_lives(struct holding *g, int64_t ttl_s)
+void holder_lease_lives(struct holding *g, int64_t ttl_s)
 {
         /* etcd counts the TTL from when it took the request, after it was
          * sent; a second (or a tenth of the TTL) of margin for its clock */
@@ -170,7 +172,7 @@ void holder_note_answer(struct holder *h, const struct store_reply *r)
         h->store_reachable = ok;
         if (r->nospace && !h->store_full) {
                 holder_store_full(h, true, NULL);
-                check_alarms(h); /* which member: for the log */
+                holder_check_alarms(h); /* which member: for the log */
         }
 }
 
@@ -182,7 +184,7 @@ void holder_store_full(struct holder *h, bool full, const char *member)
                 h->stats.store_full_seen++;
                 int64_t left = h->cur.state == H_NONE ? 0
                                                       : (int64_t)shm_pub_deadline(h->pub) -
-                                                                (int64_t)id_now_ms(h, false);
+                                                                (int64_t)holder_id_ms(h, false);
                 char text[768];
                 store_full_text(h->store, member, left, text, sizeof(text));
                 log_error("%s", text);
@@ -217,7 +219,7 @@ static void on_alarms(void *userdata, const struct store_reply *r)
                 holder_store_full(h, false, NULL);
 }
 
-void check_alarms(struct holder *h)
+void holder_check_alarms(struct holder *h)
 {
         if (h->alarm_busy)
                 return;
@@ -227,19 +229,32 @@ void check_alarms(struct holder *h)
 
 /* The acquisition an answer is for, if it is still at that step; NULL for an
  * answer that arrives for an earlier holding or step (ignored). */
-struct holding *acquiring(struct holder *h, const struct store_reply *r, enum hstate want)
+struct holding *holder_acquiring(struct holder *h, const struct store_reply *r, enum hstate want)
 {
-        struct holding *g = by_tag(h, r->tag);
+        struct holding *g = holder_by_tag(h, r->tag);
         holder_note_answer(h, r);
         return g == &h->next && g->state == want ? g : NULL;
 }
 
 /* ---- the cluster (cluster.c reads it) ---- */
 
+/* The holder is done: its owner says what that means (snowidd: the loop
+ * exits). */
+static void done(struct holder *h)
+{
+        if (h->done_said)
+                return;
+        h->done_said = true;
+        if (h->cb.done)
+                h->cb.done(h, h->exit_code, h->cb.userdata);
+        else
+                sd_event_exit(h->event, h->exit_code);
+}
+
 void holder_fatal(struct holder *h, int code)
 {
         h->exit_code = code;
-        sd_event_exit(h->event, code);
+        done(h);
 }
 
 /* The layout and fence as read: the first time, start; after a halt, go on
@@ -279,7 +294,7 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                                 h->cur.mark_rev = 0; /* of the old history too */
                                 marks_retired(h, h->cur.worker, h->cur.mark);
                         }
-                        holder_fence_adopted(h);
+                        cluster_fence_adopted(h);
                         /* other live daemons see the fence within a renewal
                          * and raise their marks: no claim before they can */
                         h->claims_not_before_ms = holder_mono_ms() + h->cfg->renew_ms +
@@ -289,7 +304,7 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                 if (h->cur.state == H_HELD)
                         shm_pub_set_state(h->pub, SHM_STATE_LEASED);
                 else
-                        holder_acquire(h, false);
+                        claim_start(h, false);
                 holder_update_status(h);
                 return;
         }
@@ -312,7 +327,7 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                 clock_raise(&h->clock, &now, shm_pub_offset_ns(h->pub));
         if (shm_pub_remembered(h->pub, l->epoch_ms, &remembered))
                 clock_raise(&h->clock, &now, remembered);
-        holder_acquire(h, false);
+        claim_start(h, false);
 }
 
 /* What the segment says while halted: the reason an operator must act on. */
@@ -326,7 +341,7 @@ static enum shm_state halted_state(const struct holder *h)
 void holder_halted(struct holder *h)
 {
         if (h->next.state != H_NONE) {
-                give_up_lease(h, h->next.lease);
+                holder_give_up_lease(h, h->next.lease);
                 h->next = (struct holding){.state = H_NONE, .worker = -1};
         }
         if (h->cur.state != H_NONE && h->halted != HALT_CHECKING)
@@ -335,7 +350,7 @@ void holder_halted(struct holder *h)
 
 uint64_t holder_id_now_ms(const struct holder *h)
 {
-        return id_now_ms(h, false);
+        return holder_id_ms(h, false);
 }
 
 /* ---- acquiring a number: grant, scan, claim, settle ---- */
@@ -355,23 +370,23 @@ void holder_stop_check(struct holder *h)
         for (unsigned i = 0; i < RAISES_MAX; i++)
                 if (h->raises[i].active)
                         return;
-        sd_event_exit(h->event, h->exit_code);
+        done(h);
 }
 
 /* Revokes a lease that no holding uses any more; its claim (if etcd ever
  * applies it) dies with it.  Marks stay and fence its number. */
-void give_up_lease(struct holder *h, int64_t lease)
+void holder_give_up_lease(struct holder *h, int64_t lease)
 {
         char l[24];
         if (!lease)
                 return;
-        store_call(h->store, "/v3/lease/revoke", json_pack("{s:s}", "ID", i64(lease, l)), on_revoke,
+        store_call(h->store, "/v3/lease/revoke", json_pack("{s:s}", "ID", holder_i64(lease, l)), on_revoke,
                    h, 0);
 }
 
 /* ---- publishing ---- */
 
-void publish(struct holder *h)
+void holder_publish(struct holder *h)
 {
         struct holding *g = &h->next;
         /* a fresh number: ID time back on the wall clock; else the counter
@@ -392,7 +407,7 @@ void publish(struct holder *h)
         int r = shm_pub_switch(h->pub, &p);
         if (r < 0) {
                 log_error_errno(r, "Cannot publish worker %" PRId32 ": %m", g->worker);
-                restart_acquisition(h, next_backoff(h, RETRY_MAX_MS));
+                claim_restart(h, claim_next_backoff(h, RETRY_MAX_MS));
                 return;
         }
         if (h->pub->replaced != h->pub_replaced) {
@@ -400,7 +415,8 @@ void publish(struct holder *h)
                 h->stats.segments_replaced++;
                 log_warning("Every counter line was far ahead of ID time (written by a client): "
                             "published into a fresh segment; clients move to it");
-                serve_store_segment(h->pub);
+                if (h->cb.segment_replaced)
+                        h->cb.segment_replaced(h, h->cb.userdata);
         }
         h->clock = c;
         h->stats.switches++;
@@ -414,7 +430,7 @@ void publish(struct holder *h)
         h->cur.keepalive_busy = h->cur.extend_busy = false;
         h->next = (struct holding){.state = H_NONE, .worker = -1};
         log_info("Publishing worker %" PRId32 ", deadline %" PRIu64 " (%" PRId64 " ms ahead)",
-                 h->cur.worker, h->cur.mark, (int64_t)h->cur.mark - (int64_t)id_now_ms(h, false));
+                 h->cur.worker, h->cur.mark, (int64_t)h->cur.mark - (int64_t)holder_id_ms(h, false));
         if (!h->ready_sent) {
                 sd_notify(0, "READY=1");
                 h->ready_sent = true;
@@ -426,7 +442,7 @@ static void lost(struct holder *h, const char *why)
 {
         if (h->cur.state != H_HELD)
                 return;
-        int64_t left = (int64_t)h->cur.mark - (int64_t)id_now_ms(h, false);
+        int64_t left = (int64_t)h->cur.mark - (int64_t)holder_id_ms(h, false);
         if (left > 0)
                 log_warning("Lost worker number %" PRId32 ": %s; IDs continue until the deadline, "
                             "%" PRId64 " ms from now",
@@ -443,7 +459,7 @@ static void lost(struct holder *h, const char *why)
         shm_pub_set_state(h->pub, halted ? halted_state(h) : SHM_STATE_NO_LEASE);
         marks_retired(h, h->cur.worker, h->cur.mark);
         marks_raise(h, h->cur.worker, h->cur.mark, 0, 0, h->cur.mark_rev);
-        holder_acquire(h, false);
+        claim_start(h, false);
         holder_update_status(h);
 }
 
@@ -454,7 +470,7 @@ static void lease_check(struct holder *h, struct holding *g);
 static void on_lease_check(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
-        struct holding *g = by_tag(h, r->tag);
+        struct holding *g = holder_by_tag(h, r->tag);
         struct kv kv = {0};
         holder_note_answer(h, r);
         if (!g || g != &h->cur || !g->lease_checking)
@@ -469,7 +485,7 @@ static void on_lease_check(void *userdata, const struct store_reply *r)
         int64_t modrev = kv.key ? kv.mod_revision : 0;
         kv_clear(&kv);
         g->lease_checking = false;
-        if (g->state != H_HELD || forgotten(h, g->worker, g->own_rev, modrev, "its lease unknown"))
+        if (g->state != H_HELD || holder_forgotten(h, g->worker, g->own_rev, modrev, "its lease unknown"))
                 return;
         /* the write that came after the grant is there: so would the lease
          * be, after a restore */
@@ -492,7 +508,7 @@ static void lease_check(struct holder *h, struct holding *g)
 static void on_keepalive(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
-        struct holding *g = by_tag(h, r->tag);
+        struct holding *g = holder_by_tag(h, r->tag);
         int64_t ttl = 0;
         holder_note_answer(h, r);
         if (!g)
@@ -508,7 +524,7 @@ static void on_keepalive(void *userdata, const struct store_reply *r)
                 return;
         }
         if (ttl > 0) {
-                lease_lives(g, ttl);
+                holder_lease_lives(g, ttl);
                 return;
         }
         uint64_t now = holder_boot_ms();
@@ -531,7 +547,7 @@ static void on_keepalive(void *userdata, const struct store_reply *r)
 static void on_extend(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
-        struct holding *g = by_tag(h, r->tag);
+        struct holding *g = holder_by_tag(h, r->tag);
         holder_note_answer(h, r);
         if (!g)
                 return;
@@ -551,12 +567,12 @@ static void on_extend(void *userdata, const struct store_reply *r)
         uint64_t stored = v;
         int64_t modrev = 0;
         if (!json_is_true(json_object_get(r->json, "succeeded"))) {
-                if (read_back(g, r->json, &ours, &stored, &modrev) < 0) {
+                if (holder_read_back(g, r->json, &ours, &stored, &modrev) < 0) {
                         h->stats.renewal_failures++;
                         log_warning("etcd's answer to a mark extension is malformed");
                         return;
                 }
-                if (forgotten(h, g->worker, g->mark_rev, modrev, "extending the mark"))
+                if (holder_forgotten(h, g->worker, g->mark_rev, modrev, "extending the mark"))
                         return;
                 if (!ours) {
                         lost(h, "another holder has it, or its lease is gone");
@@ -596,14 +612,14 @@ static void send_renewal(struct holder *h)
                 g->keepalive_next_ms = mono + (uint64_t)h->cfg->lease_ttl_s * 1000 / 3;
                 g->lease_asked_ms = holder_boot_ms();
                 g->keepalive_busy = store_call(h->store, "/v3/lease/keepalive",
-                                               json_pack("{s:s}", "ID", i64(g->lease, l)),
+                                               json_pack("{s:s}", "ID", holder_i64(g->lease, l)),
                                                on_keepalive, h, g->id) == 0;
         }
         /* The mark is written only once the headroom falls below the window,
          * and then mark-step further: at rest one revision per mark-step,
          * while an outage that starts at any moment still finds at least
          * the window (less one renewal) of headroom. */
-        uint64_t now = id_now_ms(h, false), window = (uint64_t)h->cfg->window_s * 1000;
+        uint64_t now = holder_id_ms(h, false), window = (uint64_t)h->cfg->window_s * 1000;
         uint64_t v = now + window + (uint64_t)h->cfg->mark_step_s * 1000;
         if (g->extend_busy || g->raising || h->halted != HALT_NONE || now + window <= g->mark ||
             v >> h->layout.time_bits)
@@ -634,11 +650,11 @@ static int on_renew_timer(sd_event_source *s, uint64_t usec, void *userdata)
         struct holder *h = userdata;
         send_renewal(h);
         if (h->store_full)
-                check_alarms(h); /* disarmed yet? */
+                holder_check_alarms(h); /* disarmed yet? */
         /* a backstop: nothing held and nothing under way is never a state
          * to stay in */
         if (h->cur.state != H_HELD && h->next.state == H_NONE)
-                holder_acquire(h, false);
+                claim_start(h, false);
         holder_update_status(h);
         sd_event_source_set_time(s, usec + (uint64_t)h->cfg->renew_ms * 1000);
         return 0;
@@ -678,7 +694,7 @@ static void check_clock(struct holder *h)
                             "fresh worker number",
                             d.counter_ahead_ns / 1000000);
         }
-        holder_acquire(h, true);
+        claim_start(h, true);
 }
 
 static int on_clock_timer(sd_event_source *s, uint64_t usec, void *userdata)
@@ -718,8 +734,8 @@ static int on_setclock(sd_event_source *s, int fd, uint32_t revents, void *userd
 void holder_update_status(struct holder *h)
 {
         char buf[512], said[320];
-        if (h->on_change)
-                h->on_change(h, h->on_change_userdata);
+        if (h->cb.change)
+                h->cb.change(h, h->cb.userdata);
         if (h->store_err != STORE_ERR_NONE)
                 snprintf(said, sizeof(said), "refused (%s: %s)", store_err_name(h->store, h->store_err),
                          h->store_err_message);
@@ -727,7 +743,7 @@ void holder_update_status(struct holder *h)
                 snprintf(said, sizeof(said), "%s", h->store_reachable ? "reachable" : "unreachable");
         int64_t headroom = h->cur.state == H_NONE ? 0
                                                   : (int64_t)shm_pub_deadline(h->pub) -
-                                                            (int64_t)id_now_ms(h, false);
+                                                            (int64_t)holder_id_ms(h, false);
         const char *store = store_name(h->store);
         if (h->cur.state == H_HELD)
                 snprintf(buf, sizeof(buf),
@@ -745,7 +761,8 @@ void holder_update_status(struct holder *h)
 
 /* ---- start and stop ---- */
 
-int holder_start(struct holder *h, sd_event *event, const struct settings *cfg, struct shm_pub *pub)
+static int start(struct holder *h, sd_event *event, const struct settings *cfg, struct shm_pub *pub,
+                 const struct store_ops *store_ops)
 {
         *h = (struct holder){
                 .cfg = cfg,
@@ -766,11 +783,12 @@ int holder_start(struct holder *h, sd_event *event, const struct settings *cfg, 
                 if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
                         *c = '_';
         snprintf(h->prefix, sizeof(h->prefix), "/snowid/%s/", cfg->cluster);
-        int r = store_new(event, cfg, &h->store);
+        int r = store_ops ? store_new_with(store_ops, event, cfg, &h->store)
+                          : store_new(event, cfg, &h->store);
         if (r < 0)
                 return r;
-        store_on_problem(h->store, holder_store_refused, h);
-        holder_refusal_file(h); /* an earlier daemon's is stale */
+        store_on_problem(h->store, refused_problem, h);
+        refused_file(h); /* an earlier daemon's is stale */
         r = sd_event_add_time_relative(event, &h->renew_timer, CLOCK_MONOTONIC,
                                        (uint64_t)cfg->renew_ms * 1000, 1000, on_renew_timer, h);
         if (r >= 0)
@@ -791,8 +809,6 @@ int holder_start(struct holder *h, sd_event *event, const struct settings *cfg, 
         /* the source owns the timer from here */
         sd_event_source_set_io_fd_own(h->setclock_io, 1);
         take_fd(&fd);
-        holder_update_status(h);
-        cluster_read(h);
         return 0;
 }
 
@@ -810,7 +826,7 @@ static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
         if (store_in_flight(h->store))
                 log_warning("%s did not answer in time; leases not revoked expire by themselves",
                             store_name(h->store));
-        sd_event_exit(h->event, h->exit_code);
+        done(h);
         return 0;
 }
 
@@ -834,7 +850,7 @@ void holder_stop(struct holder *h)
         sd_event_source_set_enabled(h->clock_timer, SD_EVENT_OFF);
         if (h->cur.state != H_NONE)
                 shm_pub_set_state(h->pub, SHM_STATE_NO_LEASE);
-        give_up_lease(h, h->next.lease); /* nothing was published under it */
+        holder_give_up_lease(h, h->next.lease); /* nothing was published under it */
         if (h->cur.state == H_HELD && h->halted == HALT_NONE) {
                 log_info("Stopping: confirming worker %" PRId32 "'s mark at or above its deadline "
                          "%" PRIu64 ", then revoking the lease; the segment stays valid until "
@@ -858,8 +874,57 @@ void holder_stop(struct holder *h)
         holder_stop_check(h);
 }
 
-void holder_free(struct holder *h)
+int holder_new(sd_event *event, const struct settings *cfg, struct shm_pub *pub,
+               const struct store_ops *store_ops, const struct holder_callbacks *cb,
+               struct holder **ret)
 {
+        struct holder *h = calloc(1, sizeof(*h));
+        if (!h)
+                return -ENOMEM;
+        int r = start(h, event, cfg, pub, store_ops);
+        if (r < 0) {
+                holder_free(h);
+                return r;
+        }
+        if (cb)
+                h->cb = *cb;
+        holder_update_status(h);
+        cluster_read(h);
+        *ret = h;
+        return 0;
+}
+
+int holder_exit_code(const struct holder *h)
+{
+        return h->exit_code;
+}
+
+void holder_status(const struct holder *h, struct holder_status *st)
+{
+        *st = (struct holder_status){
+                .layout = h->layout,
+                .layout_ready = h->layout_ready,
+                .worker = h->cur.state == H_HELD ? h->cur.worker : -1,
+                .lease = h->cur.state == H_HELD   ? "held"
+                         : h->cur.state == H_LOST ? "lost"
+                                                  : "claiming",
+                .store_reachable = h->store_reachable,
+                .halted = holder_halt_name(h->halted),
+                .store_full = h->store_full,
+                .store_name = store_name(h->store),
+                .store_error = store_err_name(h->store, h->store_err),
+                .offset_ns = h->clock.offset_ns,
+                .stats = h->stats,
+                .store = *store_stats(h->store),
+        };
+        snprintf(st->store_error_message, sizeof(st->store_error_message), "%s",
+                 h->store_err_message);
+}
+
+struct holder *holder_free(struct holder *h)
+{
+        if (!h)
+                return NULL;
         sd_event_source_disable_unref(h->renew_timer);
         sd_event_source_disable_unref(h->clock_timer);
         sd_event_source_disable_unref(h->retry_timer);
@@ -869,4 +934,6 @@ void holder_free(struct holder *h)
         sd_event_source_disable_unref(h->reread_timer);
         sd_event_source_disable_unref(h->raise_timer);
         h->store = store_free(h->store);
+        free(h);
+        return NULL;
 }

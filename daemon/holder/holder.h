@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The worker-number holder: docs/design.md's "Why two hosts never make the
- * same ID" (rules 1-14) and "Clocks", as one state machine in the daemon's
- * loop.
+ * same ID" (rules 1-14) and "Clocks", as one state machine on an sd-event
+ * loop.  It leases a worker number from the store, writes the marks, and
+ * publishes worker, epoch and deadline into a segment.
  *
- * A holding is one lease with at most one claim attempt.  `cur` is the
- * holding published in the segment; `next` is an acquisition under way
- * (at start, after a lost lease, or for a fresh number after a clock step
- * back).  Every etcd request carries its holding's id, and an answer whose
- * id is neither cur's nor next's is ignored.
+ * A holder is an object: several may run in one process on one loop, each
+ * with its own settings, store client and segment (bench/ does, to be many
+ * hosts at once).  Its inside is holder-int.h's, private to holder/.
  */
 #pragma once
 
@@ -16,91 +15,14 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "clock.h"
 #include "config.h"
 #include "publish.h"
+#include "snowid.h"
 #include "store.h"
-#include "txn.h"
 
-enum hstate {
-        H_NONE,   /* no holding */
-        H_GRANT,  /* waiting for a lease */
-        H_SCAN,   /* reading workers/ and hwm/ to choose a number */
-        H_CLAIM,  /* the claim transaction is in flight */
-        H_SETTLE, /* the claim's answer never came: reading back */
-        H_HELD,   /* claimed; renewing */
-        H_LOST,   /* the lease or the number is gone */
-};
+struct holder;
 
-struct holding {
-        uint64_t id;
-        enum hstate state;
-        int64_t lease;
-        int32_t worker;
-        char value[320];    /* workers/<n>: host, instance, pid, token */
-        uint64_t start_ms;  /* the claim's first ID time */
-        uint64_t mark;      /* the claim's mark, then the highest acknowledged */
-        uint64_t pending;   /* the mark of the extension in flight */
-        int64_t hwm_modrev; /* hwm/<n>'s mod revision when scanned; 0 if absent */
-        /* the revision at which etcd acknowledged this holding's last write
-         * of hwm/<n> (0: none known); a restore that forgot the write shows
-         * hwm/<n> at a lower mod revision, whatever the revisions since */
-        int64_t mark_rev;
-        /* CLOCK_BOOTTIME ms before which the lease cannot have expired
-         * (the last TTL etcd gave, counted from when it was asked, less a
-         * margin): etcd not knowing it before then is a restore */
-        uint64_t lease_until_ms;
-        uint64_t lease_asked_ms; /* CLOCK_BOOTTIME ms the grant or keepalive in flight was sent */
-        /* what the claim in flight compared: the holding's own last write of
-         * its mark (worker, revision), or -1 */
-        int32_t own_worker;
-        int64_t own_rev;
-        bool lease_checking; /* its lease unknown early: reading its mark to tell why */
-        bool fresh;          /* a clock reset: ID time back to the wall clock */
-        bool keepalive_busy, extend_busy;
-        uint64_t keepalive_next_ms; /* CLOCK_MONOTONIC ms of the next keepalive */
-        bool raising;               /* its mark read back low: raised before anything else */
-        /* the scan: a sample of SCAN_SAMPLE numbers (sampled > 0), else every
-         * number of the range */
-        unsigned sampled;
-        uint32_t sample[8];
-};
-#define SCAN_SAMPLE 8
-
-/* Why the daemon extends nothing on this cluster (docs/fences.md). */
-enum halt {
-        HALT_NONE,
-        HALT_CHECKING,    /* an answer named another fence or layout: reading them */
-        HALT_RESTORED,    /* revisions went back or the cluster ID changed */
-        HALT_LAYOUT_LOST, /* the layout key is gone */
-        HALT_FENCE_LOST,  /* the fence or floor key is gone (or never made) */
-};
-
-/* A mark being raised to at least `mark` (rule 4): read, then compare its
- * mod revision and put. */
-struct mark_raise {
-        uint64_t id;
-        int32_t worker;
-        uint64_t mark;
-        uint64_t sent;        /* the mark the compare-and-put in flight writes */
-        int64_t lease;        /* revoked once the mark is confirmed; 0: none */
-        uint64_t for_holding; /* the holding whose renewal waits for it; 0: none */
-        int64_t acked_rev;    /* this daemon's last acknowledged write of the mark; 0: unknown */
-        int64_t acked_sent;   /* acked_rev as it was when the request in flight was sent */
-        unsigned tries;
-        bool active, waiting;
-};
-
-/* A number this daemon published, with the last deadline it published. */
-struct published {
-        int32_t worker;
-        uint64_t mark;
-        uint64_t mono_ms; /* when it was retired */
-};
-
-#define PUBLISHED_MAX 32
-#define RAISES_MAX (PUBLISHED_MAX + 2)
-
+/* Counters for STATUS= and /metrics. */
 struct holder_stats {
         uint64_t renewals, renewal_failures, switches, leases_lost;
         uint64_t steps_forward, steps_back, backstops;
@@ -110,119 +32,46 @@ struct holder_stats {
         uint64_t store_refusals; /* times the store began refusing (auth, roles, TLS) */
 };
 
-struct holder {
-        const struct settings *cfg;
-        sd_event *event;
-        struct store *store;
-        struct shm_pub *pub;
-        unsigned pub_replaced;  /* pub->replaced when last seen */
-        bool store_full;          /* the store refuses writes: full (etcd's NOSPACE alarm) */
-        enum store_err store_err; /* the store refuses us: a setting is wrong (refused.c) */
-        char store_err_message[256];
-        bool alarm_busy; /* an alarm list request is in flight */
+/* What the holder knows now, as a copy (main.c hands it to the HTTP threads). */
+struct holder_status {
         snowid_layout layout;
         bool layout_ready;
-        uint32_t range_from, range_to; /* the numbers claimed in, once the layout is read */
-        char prefix[96];               /* "/snowid/<cluster>/" */
-        char host[128];
-        char token[17];
-        uint64_t ids;
-        struct holding cur, next;
-        struct clock_state clock; /* offset_ns: ID time minus CLOCK_MONOTONIC, as published */
-        unsigned backoff_ms;
-        uint64_t fresh_not_before_ms;  /* monotonic ms: throttles fresh-number attempts */
-        uint64_t claims_not_before_ms; /* monotonic ms: after a new fence */
-        sd_event_source *renew_timer, *clock_timer, *retry_timer, *setclock_io, *stop_timer;
-        sd_event_source *stop_post; /* stopping: after every event, whether anything is left */
-        bool ready_sent, stopping, store_reachable;
-        struct cluster_ident cl;
-        uint64_t cluster_id; /* header.cluster_id of the last answer that had one */
-        enum halt halted;
-        struct published published[PUBLISHED_MAX];
-        unsigned n_published;
-        struct mark_raise raises[RAISES_MAX];
-        sd_event_source *reread_timer, *raise_timer;
-        int exit_code;
+        int32_t worker;    /* -1: none held */
+        const char *lease; /* "held", "lost", "claiming" */
+        bool store_reachable;
+        const char *halted;     /* NULL, or why nothing is extended (holder_halt_name) */
+        bool store_full;        /* the store refuses writes: it is full */
+        const char *store_name; /* "etcd", "postgres" */
+        const char *store_error; /* NULL, or how the store refuses us: "etcd-auth"... */
+        char store_error_message[256]; /* in the store's or TLS's words */
+        int64_t offset_ns;             /* ID time minus CLOCK_MONOTONIC, as published */
         struct holder_stats stats;
-        /* called on every state change and renewal tick (the HTTP snapshot) */
-        void (*on_change)(struct holder *h, void *userdata);
-        void *on_change_userdata;
+        struct store_stats store;
 };
 
-int holder_start(struct holder *h, sd_event *event, const struct settings *cfg,
-                 struct shm_pub *pub);
-/* Confirms the held number's mark at or above its deadline, then revokes
- * its lease, and leaves the segment valid until its deadline; the loop
- * exits when etcd has answered or after etcd-timeout and a second. */
-void holder_stop(struct holder *h);
-/* Stopping, and nothing left to wait for: the loop exits. */
-void holder_stop_check(struct holder *h);
-/* Frees what holder_start() made, also after it failed; a holder that is
- * all zeros (holder_start() never reached) is freed as nothing. */
-void holder_free(struct holder *h);
-const char *holder_halt_name(enum halt why);
+struct holder_callbacks {
+        /* on every state change and renewal tick */
+        void (*change)(struct holder *h, void *userdata);
+        /* the holder is done: stopped, or a setting makes going on useless
+         * (code: the exit code, EX_CONFIG_ for a setting).  NULL: the loop
+         * exits with code. */
+        void (*done)(struct holder *h, int code, void *userdata);
+        /* the segment was replaced by a fresh one (a client wrote far ahead):
+         * its descriptors are new */
+        void (*segment_replaced)(struct holder *h, void *userdata);
+        void *userdata;
+};
 
-/* Inside the daemon: holder.c, claim.c and cluster.c. */
-uint64_t holder_mono_ms(void);
-/* Arms *src (made on first use) to call cb once, ms from now. */
-void holder_timer_in(struct holder *h, sd_event_source **src, unsigned ms,
-                     sd_event_time_handler_t cb);
-uint64_t id_now_ms(const struct holder *h, bool wall);
-char *i64(int64_t v, char buf[static 24]);
-struct holding *by_tag(struct holder *h, uint64_t tag);
-void holder_note_answer(struct holder *h, const struct store_reply *r);
-/* etcd full or not (its NOSPACE alarm): said once, on every report. */
-void holder_store_full(struct holder *h, bool full, const char *member);
-void check_alarms(struct holder *h);
-/* refusal.c: etcd refuses snowidd (auth, roles, TLS): said once, fatal
- * before READY, else reported until it clears. */
-void holder_store_refused(void *userdata, const struct store_problem *p);
-void holder_refusal_file(const struct holder *h);
-struct holding *acquiring(struct holder *h, const struct store_reply *r, enum hstate want);
-int read_back(const struct holding *g, const json_t *root, bool *ret_ours, uint64_t *ret_mark,
-              int64_t *ret_modrev);
-/* Whether hwm/<worker>, read at mod revision modrev (0: absent), shows that
- * etcd forgot this daemon's write of it acknowledged at acked_rev (0: none
- * known): then halted as restored. */
-bool forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64_t modrev,
-               const char *where);
-/* The lease's TTL as etcd gave it, asked at g->lease_asked_ms: lease_until_ms. */
-void lease_lives(struct holding *g, int64_t ttl_s);
-/* CLOCK_BOOTTIME ms: a lease's time runs on in etcd while this host is
- * suspended or paused, which CLOCK_MONOTONIC does not count */
-uint64_t holder_boot_ms(void);
-/* A restore seen: every mark this daemon published (the held number's, and
- * those of the last hour) raised again on the store as it is now; a higher
- * mark only fences more. */
-void marks_protect(struct holder *h);
-void publish(struct holder *h);
-/* next_backoff(), up to half a lease TTL when etcd did not answer or
- * answered 5xx, else up to a second */
-unsigned failure_backoff(struct holder *h, const struct store_reply *r);
-unsigned next_backoff(struct holder *h, unsigned max);
-void restart_acquisition(struct holder *h, unsigned delay_ms);
-void holder_acquire(struct holder *h, bool fresh);
-void holder_update_status(struct holder *h);
-void holder_layout_read(struct holder *h, const snowid_layout *l, const struct cluster_ident *c);
-void holder_fence_adopted(struct holder *h);
-void holder_halted(struct holder *h);
-void holder_fatal(struct holder *h, int code);
-void give_up_lease(struct holder *h, int64_t lease);
-uint64_t holder_id_now_ms(const struct holder *h);
-/* cluster.c: the layout, the fence, halts, raising marks */
-void cluster_read(struct holder *h);
-void cluster_read_in(struct holder *h, unsigned ms);
-bool cluster_ok(struct holder *h, const struct store_reply *r, int fence_op);
-void cluster_halt(struct holder *h, enum halt why);
-void marks_raise(struct holder *h, int32_t worker, uint64_t mark, int64_t lease,
-                 uint64_t for_holding, int64_t acked_rev);
-void marks_retired(struct holder *h, int32_t worker, uint64_t mark);
-uint64_t marks_own(const struct holder *h, int32_t worker);
-/* region.c: the worker range.  Whether it fits worker_bits (else logged,
- * and the daemon exits 78). */
-bool region_range_fits(struct holder *h, unsigned worker_bits);
-/* With the ranges/ records read at op of r: 1 the range is checked and
- * recorded (h->range_*); 0 a record is being written, the cluster read
- * again after; -1 refused (the daemon exits 78). */
-int region_check(struct holder *h, const struct store_reply *r, size_t op, unsigned worker_bits,
-                 int64_t layout_rev);
+/* Starts a holder on event with the store the settings name (store_ops:
+ * NULL), or with a backend given.  cfg and pub must outlive it. */
+int holder_new(sd_event *event, const struct settings *cfg, struct shm_pub *pub,
+               const struct store_ops *store_ops, const struct holder_callbacks *cb,
+               struct holder **ret);
+/* Confirms the held number's mark at or above its deadline, then revokes
+ * its lease, and leaves the segment valid until its deadline; done when the
+ * store has answered, or after store-timeout and a second. */
+void holder_stop(struct holder *h);
+struct holder *holder_free(struct holder *h);
+void holder_status(const struct holder *h, struct holder_status *ret);
+/* The exit code it ended with: 0, or what made it done. */
+int holder_exit_code(const struct holder *h);

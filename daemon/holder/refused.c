@@ -15,12 +15,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "holder.h"
+#include "refused.h"
 #include "log.h"
 
 /* <runtime-dir>/<instance>.store-error: "class<TAB>message", for `snowid
  * status`; absent when the store takes snowidd's requests. */
-void holder_refusal_file(const struct holder *h)
+void refused_file(const struct holder *h)
 {
         char path[4096], tmp[4096];
         snprintf(path, sizeof(path), "%s/%s.store-error", h->cfg->runtime_dir, h->cfg->instance);
@@ -37,7 +37,7 @@ void holder_refusal_file(const struct holder *h)
                 unlink(tmp);
 }
 
-void holder_store_refused(void *userdata, const struct store_problem *p)
+void refused_problem(void *userdata, const struct store_problem *p)
 {
         struct holder *h = userdata;
         char why[768];
@@ -48,7 +48,7 @@ void holder_store_refused(void *userdata, const struct store_problem *p)
                                    store_err_name(h->store, h->store_err));
                 h->store_err = STORE_ERR_NONE;
                 h->store_err_message[0] = 0;
-                holder_refusal_file(h);
+                refused_file(h);
                 holder_update_status(h);
                 return;
         }
@@ -87,7 +87,7 @@ void holder_store_refused(void *userdata, const struct store_problem *p)
         h->store_err = p->err;
         memcpy(h->store_err_message, msg, sizeof(msg));
         if (changed && !fatal) { /* for `snowid status`: nothing to show once exited */
-                holder_refusal_file(h);
+                refused_file(h);
                 holder_update_status(h);
         }
         if (fatal)

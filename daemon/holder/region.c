@@ -11,7 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "holder.h"
+#include "cluster.h"
+#include "region.h"
 #include "log.h"
 #include "range.h"
 

@@ -60,7 +60,12 @@ def test_refused_and_unreachable(h):
     r = run_d(h, "--store", "postgres", "--postgres", pg.conninfo + " user=nobody_here")
     assert r.returncode == 78, f"exit {r.returncode}:\n{r.stderr}"
     assert "nobody_here" in r.stderr, r.stderr
-    log([line for line in r.stderr.splitlines() if "nobody_here" in line][0][:200])
+    said = [line for line in r.stderr.splitlines() if "refuses snowidd" in line]
+    log(said[0][:200] if said else r.stderr[-400:])
+    # said in PostgreSQL's terms: its name, its class, its own setting to check
+    assert len(said) == 1, r.stderr
+    assert "PostgreSQL at " in said[0] and "(postgres-auth)" in said[0], said[0]
+    assert "the postgres setting" in said[0] and "etcd" not in said[0], said[0]
     # a server that is not there: the daemon waits, says so, and is not READY
     pg.stop_members()
     d = Daemon(h, pg, name="early").start(wait_ready=False)
