@@ -73,7 +73,7 @@ enum shm_state {
         SHM_STATE_RESTORED = 3,    /* etcd restored: nothing extended until it is fenced */
         SHM_STATE_LAYOUT_LOST = 4, /* the cluster's layout or fence key is gone */
         SHM_STATE_RETIRED = 5,     /* replaced by a new segment: clients fetch it */
-        SHM_STATE_ETCD_FULL = 6,   /* etcd refuses writes (NOSPACE): runs out at deadline */
+        SHM_STATE_STORE_FULL = 6,  /* the store refuses writes (full): runs out at deadline */
 };
 
 /* A heartbeat older than this: the daemon that made the segment is gone, and

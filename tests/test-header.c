@@ -14,6 +14,9 @@ int main(void)
         uint8_t(*batch)[16] = &u;
         if (snowid_decode_uuid7(&l, batch[0], &p) != 0 || p.time_ms != 1 || p.worker != 3)
                 return 1;
+        /* a full store's state, by its name and by its earlier one: one value, 6 */
+        if (SNOWID_STATE_STORE_FULL != 6 || SNOWID_STATE_ETCD_FULL != SNOWID_STATE_STORE_FULL)
+                return 1;
         return p.time_ms == 1 && p.sequence == 5 && sizeof(snowid_status) > 0 &&
                                SNOWID_HAS_FIELD(&st, tsc_clock) && hs.size == sizeof(hs) &&
                                snowid_get_status(0, &st) < 0

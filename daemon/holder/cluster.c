@@ -201,7 +201,8 @@ static void on_cluster(void *userdata, const struct store_reply *r)
         int rl = txn_kv(r->json, 0, &lk), rf = txn_kv(r->json, 1, &fk),
             rfl = txn_kv(r->json, 2, &flk);
         if (rl < 0 || rf < 0 || rfl < 0) {
-                log_warning("etcd's answer about the layout is malformed; asking again");
+                log_warning("%s's answer about the layout is malformed; asking again",
+                            store_title(h->store));
                 goto retry;
         }
         if (rl == 0 && !h->layout_ready && never_used(r->json, rf, rfl)) {
@@ -252,10 +253,10 @@ static void on_cluster(void *userdata, const struct store_reply *r)
         if (c.cluster_id && r->cluster_id && c.cluster_id != r->cluster_id) {
                 if (h->halted != HALT_RESTORED)
                         log_error("The fence at %sfence was written on cluster %" PRIu64
-                                  ", but etcd answers as cluster %" PRIu64 ": it was restored "
+                                  ", but %s answers as cluster %" PRIu64 ": it was restored "
                                   "or replaced, and not fenced since. Claiming and extending "
                                   "nothing on it until `snowid fence` has run there",
-                                  h->prefix, c.cluster_id, r->cluster_id);
+                                  h->prefix, c.cluster_id, store_title(h->store), r->cluster_id);
                 cluster_halt(h, HALT_RESTORED);
                 goto retry;
         }
@@ -282,10 +283,10 @@ static void on_cluster(void *userdata, const struct store_reply *r)
         bool restored = r->went_back || h->halted == HALT_RESTORED;
         if (h->layout_ready && ((same && restored) || (!same && !newer) || made_anew)) {
                 if (!same && h->halted != HALT_RESTORED)
-                        log_error("%s (era %" PRIu64 ", this daemon knows era %" PRIu64 ")",
-                                  made_anew ? "The cluster was made anew in etcd"
-                                            : "An older fence is back in etcd",
-                                  c.era, h->cl.era);
+                        log_error("%s in %s (era %" PRIu64 ", this daemon knows era %" PRIu64 ")",
+                                  made_anew ? "The cluster was made anew"
+                                            : "An older fence is back",
+                                  store_title(h->store), c.era, h->cl.era);
                 cluster_halt(h, HALT_RESTORED);
                 goto retry;
         }
@@ -350,11 +351,12 @@ void cluster_halt(struct holder *h, enum halt why)
                 return;
         if (why == HALT_RESTORED) {
                 h->stats.restores_seen++;
-                log_error("etcd was restored from a snapshot or replaced (its revision went back, "
+                log_error("%s was restored from a snapshot or replaced (its revision went back, "
                           "its cluster ID changed, or it forgot what it acknowledged to this "
                           "daemon): extending nothing and claiming nothing on it. "
                           "Run `snowid fence` against the cluster (docs/fences.md); this daemon "
-                          "goes on by itself once the fence has changed");
+                          "goes on by itself once the fence has changed",
+                          store_title(h->store));
         }
         h->halted = why;
         holder_halted(h);
@@ -382,7 +384,8 @@ bool cluster_ok(struct holder *h, const struct store_reply *r, int fence_op)
         if (same == 1)
                 return true;
         if (same == 0) {
-                log_notice("etcd's answer names another fence or layout; reading them");
+                log_notice("%s's answer names another fence or layout; reading them",
+                           store_title(h->store));
                 cluster_halt(h, HALT_CHECKING);
                 cluster_read(h);
         }

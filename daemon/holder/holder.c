@@ -147,7 +147,7 @@ void holder_lease_lives(struct holding *g, int64_t ttl_s)
 void holder_note_answer(struct holder *h, const struct store_reply *r)
 {
         if (r->err != STORE_ERR_NONE)
-                return; /* etcd is there, refusing us: refusal.c says why */
+                return; /* the store is there, refusing us: refused.c says why */
         if (r->cluster_id)
                 h->cluster_id = r->cluster_id;
         /* any answer from another cluster, or a kv answer older than one
@@ -192,7 +192,7 @@ void holder_store_full(struct holder *h, bool full, const char *member)
                 log_notice("%s takes writes again: extending the mark", store_title(h->store));
         h->store_full = full;
         if (h->cur.state == H_HELD && h->halted == HALT_NONE)
-                shm_pub_set_state(h->pub, full ? SHM_STATE_ETCD_FULL : SHM_STATE_LEASED);
+                shm_pub_set_state(h->pub, full ? SHM_STATE_STORE_FULL : SHM_STATE_LEASED);
         holder_update_status(h);
 }
 
@@ -201,7 +201,7 @@ static void on_alarms(void *userdata, const struct store_reply *r)
         struct holder *h = userdata;
         h->alarm_busy = false;
         if (!store_ok(r))
-                return; /* not allowed (etcd users), or unreachable: the writes tell */
+                return; /* not allowed (the store's users), or unreachable: the writes tell */
         json_t *alarms = json_object_get(r->json, "alarms"), *a;
         size_t i;
         const char *member = NULL;
@@ -214,7 +214,7 @@ static void on_alarms(void *userdata, const struct store_reply *r)
         if (member && !h->store_full)
                 holder_store_full(h, true, member);
         else if (member)
-                log_debug("etcd's NOSPACE alarm is still raised on member %s", member);
+                log_debug("%s is still full (member %s)", store_title(h->store), member);
         else if (h->store_full)
                 holder_store_full(h, false, NULL);
 }
@@ -489,8 +489,8 @@ static void on_lease_check(void *userdata, const struct store_reply *r)
                 return;
         /* the write that came after the grant is there: so would the lease
          * be, after a restore */
-        lost(h, "its lease was revoked before its TTL ran out (by hand, or by etcd); its mark "
-                "is as this daemon wrote it");
+        lost(h, "its lease was revoked before its TTL ran out (by hand, or by the store); its "
+                "mark is as this daemon wrote it");
 }
 
 /* Reads the held number's mark: a write of it forgotten is a restore. */
@@ -569,7 +569,8 @@ static void on_extend(void *userdata, const struct store_reply *r)
         if (!json_is_true(json_object_get(r->json, "succeeded"))) {
                 if (holder_read_back(g, r->json, &ours, &stored, &modrev) < 0) {
                         h->stats.renewal_failures++;
-                        log_warning("etcd's answer to a mark extension is malformed");
+                        log_warning("%s's answer to a mark extension is malformed",
+                                    store_title(h->store));
                         return;
                 }
                 if (holder_forgotten(h, g->worker, g->mark_rev, modrev, "extending the mark"))

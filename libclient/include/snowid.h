@@ -48,10 +48,12 @@ enum snowid_state {
         SNOWID_STATE_STARTING = 0,
         SNOWID_STATE_LEASED = 1,
         SNOWID_STATE_NO_LEASE = 2,
-        SNOWID_STATE_RESTORED = 3,    /* etcd was restored: nothing extended until fenced */
+        SNOWID_STATE_RESTORED = 3,    /* the store was restored: nothing extended until fenced */
         SNOWID_STATE_LAYOUT_LOST = 4, /* the cluster's layout or fence is gone */
         SNOWID_STATE_RETIRED = 5,     /* replaced by a newer segment (clients follow) */
-        SNOWID_STATE_ETCD_FULL = 6,   /* etcd's store is full: nothing extended */
+        SNOWID_STATE_STORE_FULL = 6,  /* the store is full: nothing extended */
+        /* the same state by its name from when etcd was the only store */
+        SNOWID_STATE_ETCD_FULL = SNOWID_STATE_STORE_FULL,
 };
 
 /*

@@ -302,7 +302,7 @@ def test_restore_with_stalled_holder(h):
     assert on_n_a and on_n_b
     assert max(on_n_a) < min(on_n_b), f"A used {max(on_n_a)} on {n}, B started at {min(on_n_b)}"
     assert ra["eagain"] > 0, "A's client should have run into A's deadline"
-    seen = [p for p in ("etcd was restored", "new fence") if p in a.log_text()]
+    seen = [p for p in ("was restored from a snapshot", "new fence") if p in a.log_text()]
     log(f"restore with A stalled: {total} IDs unique; A up to {max(on_n_a)}, B from "
         f"{min(on_n_b)}; A's log: {seen}")
     b.stop()
@@ -323,7 +323,7 @@ def test_restore_without_fence(h):
     etcd.restore(snap)
     restored_ok()
 
-    wait_for(lambda: "etcd was restored" in d.log_text(), 10, "the daemon to see the restore")
+    wait_for(lambda: "was restored from a snapshot" in d.log_text(), 10, "the daemon to see the restore")
     wait_for(lambda: healthz(port)[0] == 503 and "restored" in healthz(port)[1], 5,
              "healthz 503 saying restored")
     assert cli_status(h.instance).get("state") == "etcd-restored", cli_status(h.instance)
