@@ -29,10 +29,6 @@
 #define FRESH_THROTTLE_MS 10000
 #define FLOOR_SLACK_MS 1000
 
-#define key_json(h, what, n) txn_key((h)->prefix, what, n)
-#define range_op txn_range
-#define put_op txn_put
-#define mark_json txn_mark
 
 static void step_grant(struct holder *h);
 
@@ -289,17 +285,17 @@ static void scan(struct holder *h, bool full)
                 }
                 for (unsigned i = 0; i < g->sampled; i++)
                         json_array_append_new(
-                                ops, range_op(key_json(h, "workers/", g->sample[i]), NULL, true));
+                                ops, txn_range(txn_key(h->prefix, "workers/", g->sample[i]), NULL, true));
                 for (unsigned i = 0; i < g->sampled; i++)
                         json_array_append_new(
-                                ops, range_op(key_json(h, "hwm/", g->sample[i]), NULL, false));
+                                ops, txn_range(txn_key(h->prefix, "hwm/", g->sample[i]), NULL, false));
         } else {
-                json_array_append_new(ops, range_op(key_json(h, "workers/", -1),
-                                                    key_json(h, "workers0", -1), true));
+                json_array_append_new(ops, txn_range(txn_key(h->prefix, "workers/", -1),
+                                                    txn_key(h->prefix, "workers0", -1), true));
                 json_array_append_new(
-                        ops, range_op(key_json(h, "hwm/", -1), key_json(h, "hwm0", -1), false));
+                        ops, txn_range(txn_key(h->prefix, "hwm/", -1), txn_key(h->prefix, "hwm0", -1), false));
         }
-        json_array_append_new(ops, range_op(key_json(h, "floor", -1), NULL, false));
+        json_array_append_new(ops, txn_range(txn_key(h->prefix, "floor", -1), NULL, false));
         txn_cluster_reads(ops, h->prefix);
         json_t *body = json_pack("{s:o}", "success", ops);
         if (store_call(h->store, "/v3/kv/txn", body, on_scan, h, h->next.id) < 0)
@@ -394,13 +390,13 @@ static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t 
         }
         json_t *body = json_pack(
                 "{s:[o, o], s:[o, o, o], s:[o, o]}", "compare",
-                txn_cmp(key_json(h, "workers/", worker), "CREATE", "EQUAL", NULL, 0),
-                txn_cmp(key_json(h, "hwm/", worker), "MOD", "EQUAL", NULL, modrev), "success",
-                put_op(key_json(h, "workers/", worker), store_b64("%s", g->value), g->lease),
-                put_op(key_json(h, "hwm/", worker), mark_json(g->mark), 0),
+                txn_cmp(txn_key(h->prefix, "workers/", worker), "CREATE", "EQUAL", NULL, 0),
+                txn_cmp(txn_key(h->prefix, "hwm/", worker), "MOD", "EQUAL", NULL, modrev), "success",
+                txn_put(txn_key(h->prefix, "workers/", worker), store_b64("%s", g->value), g->lease),
+                txn_put(txn_key(h->prefix, "hwm/", worker), txn_mark(g->mark), 0),
                 txn_raise_floor(h->prefix, g->mark), "failure",
-                range_op(key_json(h, "workers/", worker), NULL, false),
-                range_op(key_json(h, "hwm/", worker), NULL, false));
+                txn_range(txn_key(h->prefix, "workers/", worker), NULL, false),
+                txn_range(txn_key(h->prefix, "hwm/", worker), NULL, false));
         json_t *cmp = json_object_get(body, "compare");
         txn_cluster_compares(cmp, h->prefix, &h->cl);
         txn_cluster_reads(json_object_get(body, "failure"), h->prefix);
@@ -411,16 +407,16 @@ static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t 
         if (h->cur.state != H_NONE && h->cur.mark_rev) {
                 g->own_worker = h->cur.worker;
                 g->own_rev = h->cur.mark_rev;
-                json_array_append_new(cmp, txn_cmp(key_json(h, "hwm/", h->cur.worker), "MOD",
+                json_array_append_new(cmp, txn_cmp(txn_key(h->prefix, "hwm/", h->cur.worker), "MOD",
                                                    "GREATER", NULL, h->cur.mark_rev - 1));
                 json_array_append_new(json_object_get(body, "failure"),
-                                      range_op(key_json(h, "hwm/", h->cur.worker), NULL, false));
+                                      txn_range(txn_key(h->prefix, "hwm/", h->cur.worker), NULL, false));
         }
         /* no mark: the floor, which is at or above every deadline ever
          * published, must still be below the start */
         if (!modrev)
-                json_array_append_new(cmp, txn_cmp(key_json(h, "floor", -1), "VALUE", "LESS",
-                                                   mark_json(g->start_ms), 0));
+                json_array_append_new(cmp, txn_cmp(txn_key(h->prefix, "floor", -1), "VALUE", "LESS",
+                                                   txn_mark(g->start_ms), 0));
         if (store_call(h->store, "/v3/kv/txn", body, on_claim, h, g->id) < 0) {
                 g->state = H_SETTLE;
                 step_settle(h);
@@ -466,8 +462,8 @@ static void step_settle(struct holder *h)
 {
         struct holding *g = &h->next;
         json_t *body = json_pack("{s:[o, o]}", "success",
-                                 range_op(key_json(h, "workers/", g->worker), NULL, false),
-                                 range_op(key_json(h, "hwm/", g->worker), NULL, false));
+                                 txn_range(txn_key(h->prefix, "workers/", g->worker), NULL, false),
+                                 txn_range(txn_key(h->prefix, "hwm/", g->worker), NULL, false));
         txn_cluster_reads(json_object_get(body, "success"), h->prefix);
         if (store_call(h->store, "/v3/kv/txn", body, on_settle, h, g->id) < 0)
                 on_settle_retry_timer(h);

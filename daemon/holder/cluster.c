@@ -12,8 +12,8 @@
 
 #include "claim.h"
 #include "cluster.h"
-#include "region.h"
 #include "log.h"
+#include "region.h"
 
 #define REREAD_MS 1000
 #define PUBLISHED_KEEP_MS (3600 * 1000)

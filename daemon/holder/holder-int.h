@@ -185,3 +185,7 @@ void holder_update_status(struct holder *h);
 void holder_layout_read(struct holder *h, const snowid_layout *l, const struct cluster_ident *c);
 void holder_halted(struct holder *h);
 void holder_give_up_lease(struct holder *h, int64_t lease);
+/* The wall clock and ID time read together, for the clock policy. */
+struct clock_reading holder_clock_read(const struct holder *h);
+/* The segment's state while halted. */
+enum shm_state holder_halted_state(const struct holder *h);

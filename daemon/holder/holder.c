@@ -13,11 +13,12 @@
 #include "claim.h"
 #include "cluster.h"
 #include "holder-int.h"
-#include "refused.h"
 #include "log.h"
 #include "macro.h"
+#include "refused.h"
+#include "renew.h"
+#include "steps.h"
 
-#define CLOCK_TICK_MS 100
 #define RETRY_MAX_MS 1000
 #define FENCE_SETTLE_MS 1000
 
@@ -40,7 +41,7 @@ uint64_t holder_mono_ms(void)
         return (uint64_t)shm_monotonic_ns() / 1000000;
 }
 
-static struct clock_reading clock_read(const struct holder *h)
+struct clock_reading holder_clock_read(const struct holder *h)
 {
         return (struct clock_reading){
                 .mono_ns = shm_monotonic_ns(),
@@ -63,12 +64,7 @@ uint64_t holder_id_ms(const struct holder *h, bool wall)
         return t > 0 ? (uint64_t)t / 1000000 : 0;
 }
 
-/* ---- etcd helpers ---- */
-
-#define key_json(h, what, n) txn_key((h)->prefix, what, n)
-#define range_op txn_range
-#define put_op txn_put
-#define mark_json txn_mark
+/* ---- answers ---- */
 
 char *holder_i64(int64_t v, char buf[static 24])
 {
@@ -320,7 +316,7 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
          * (the lock file: a restart without the fd store, whose clients
          * carry their IDs over), keeps it from going back (it may run ahead,
          * slewing) */
-        struct clock_reading now = clock_read(h);
+        struct clock_reading now = holder_clock_read(h);
         int64_t remembered;
         clock_reset(&h->clock, &now);
         if (h->pub->reused && shm_pub_epoch_ms(h->pub) == l->epoch_ms)
@@ -331,7 +327,7 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
 }
 
 /* What the segment says while halted: the reason an operator must act on. */
-static enum shm_state halted_state(const struct holder *h)
+enum shm_state holder_halted_state(const struct holder *h)
 {
         return h->halted == HALT_RESTORED ? SHM_STATE_RESTORED : SHM_STATE_LAYOUT_LOST;
 }
@@ -345,7 +341,7 @@ void holder_halted(struct holder *h)
                 h->next = (struct holding){.state = H_NONE, .worker = -1};
         }
         if (h->cur.state != H_NONE && h->halted != HALT_CHECKING)
-                shm_pub_set_state(h->pub, halted_state(h));
+                shm_pub_set_state(h->pub, holder_halted_state(h));
 }
 
 uint64_t holder_id_now_ms(const struct holder *h)
@@ -392,7 +388,7 @@ void holder_publish(struct holder *h)
         /* a fresh number: ID time back on the wall clock; else the counter
          * follows, and a start ahead of the clock raises ID time to it (a
          * lead the daemon chose: slewed back, never answered by a move) */
-        struct clock_reading now = clock_read(h);
+        struct clock_reading now = holder_clock_read(h);
         struct clock_state c = h->clock;
         bool follow = clock_chose(&c, &now, g->start_ms, h->cfg->lead_ms, g->fresh);
         struct shm_publication p = {
@@ -436,298 +432,6 @@ void holder_publish(struct holder *h)
                 h->ready_sent = true;
         }
         holder_update_status(h);
-}
-
-static void lost(struct holder *h, const char *why)
-{
-        if (h->cur.state != H_HELD)
-                return;
-        int64_t left = (int64_t)h->cur.mark - (int64_t)holder_id_ms(h, false);
-        if (left > 0)
-                log_warning("Lost worker number %" PRId32 ": %s; IDs continue until the deadline, "
-                            "%" PRId64 " ms from now",
-                            h->cur.worker, why, left);
-        else
-                log_warning("Lost worker number %" PRId32 ": %s; its deadline passed %" PRId64
-                            " ms ago",
-                            h->cur.worker, why, -left);
-        h->cur.state = H_LOST;
-        h->stats.leases_lost++;
-        /* a lease gone with a restore (granted after the backup, or its
-         * expiry restored with it) leaves the restore as the thing to say */
-        bool halted = h->halted != HALT_NONE && h->halted != HALT_CHECKING;
-        shm_pub_set_state(h->pub, halted ? halted_state(h) : SHM_STATE_NO_LEASE);
-        marks_retired(h, h->cur.worker, h->cur.mark);
-        marks_raise(h, h->cur.worker, h->cur.mark, 0, 0, h->cur.mark_rev);
-        claim_start(h, false);
-        holder_update_status(h);
-}
-
-/* ---- renewing: keepalive, and the guarded extension of the mark ---- */
-
-static void lease_check(struct holder *h, struct holding *g);
-
-static void on_lease_check(void *userdata, const struct store_reply *r)
-{
-        struct holder *h = userdata;
-        struct holding *g = holder_by_tag(h, r->tag);
-        struct kv kv = {0};
-        holder_note_answer(h, r);
-        if (!g || g != &h->cur || !g->lease_checking)
-                return;
-        /* [hwm/n, fence, layout] */
-        if (!cluster_ok(h, r, 1))
-                return;
-        if (!store_ok(r) || txn_kv(r->json, 0, &kv) < 0) {
-                lease_check(h, g); /* again, at the next answer */
-                return;
-        }
-        int64_t modrev = kv.key ? kv.mod_revision : 0;
-        kv_clear(&kv);
-        g->lease_checking = false;
-        if (g->state != H_HELD || holder_forgotten(h, g->worker, g->own_rev, modrev, "its lease unknown"))
-                return;
-        /* the write that came after the grant is there: so would the lease
-         * be, after a restore */
-        lost(h, "its lease was revoked before its TTL ran out (by hand, or by the store); its "
-                "mark is as this daemon wrote it");
-}
-
-/* Reads the held number's mark: a write of it forgotten is a restore. */
-static void lease_check(struct holder *h, struct holding *g)
-{
-        g->lease_checking = true;
-        g->own_rev = g->mark_rev;
-        json_t *body = json_pack("{s:[o]}", "success",
-                                 range_op(key_json(h, "hwm/", g->worker), NULL, false));
-        txn_cluster_reads(json_object_get(body, "success"), h->prefix);
-        if (store_call(h->store, "/v3/kv/txn", body, on_lease_check, h, g->id) < 0)
-                lost(h, "its lease is unknown and its mark could not be read");
-}
-
-static void on_keepalive(void *userdata, const struct store_reply *r)
-{
-        struct holder *h = userdata;
-        struct holding *g = holder_by_tag(h, r->tag);
-        int64_t ttl = 0;
-        holder_note_answer(h, r);
-        if (!g)
-                return;
-        g->keepalive_busy = false;
-        if (g != &h->cur || g->state != H_HELD || h->halted == HALT_RESTORED)
-                return;
-        json_t *res = r->json ? json_object_get(r->json, "result") : NULL;
-        if (!store_ok(r) || !json_is_object(res) || store_int64(res, "TTL", &ttl) < 0) {
-                g->keepalive_next_ms = 0; /* again at the next renewal */
-                h->stats.renewal_failures++;
-                log_debug("Keepalive failed: %s", r->error ? r->error : "malformed answer");
-                return;
-        }
-        if (ttl > 0) {
-                holder_lease_lives(g, ttl);
-                return;
-        }
-        uint64_t now = holder_boot_ms();
-        if (now < g->lease_until_ms) {
-                /* never revoked by this daemon, and its TTL cannot have run
-                 * out: a restore (the lease granted after the snapshot), or
-                 * a lease revoked early (by hand, or by an etcd leader that
-                 * stalled).  Not a lease to claim again after until its mark
-                 * shows which */
-                log_warning("%s does not know the lease of worker %" PRId32 ", which it gave "
-                            "%" PRIu64 " ms more to live and this daemon never revoked: "
-                            "reading its mark to tell a restore from a lease revoked early",
-                            store_name(h->store), g->worker, g->lease_until_ms - now);
-                lease_check(h, g);
-                return;
-        }
-        lost(h, "its lease expired");
-}
-
-static void on_extend(void *userdata, const struct store_reply *r)
-{
-        struct holder *h = userdata;
-        struct holding *g = holder_by_tag(h, r->tag);
-        holder_note_answer(h, r);
-        if (!g)
-                return;
-        g->extend_busy = false;
-        /* failure: [workers/n, hwm/n, fence, layout] */
-        if (g != &h->cur || g->state != H_HELD || !cluster_ok(h, r, 2))
-                return;
-        uint64_t v = g->pending; /* the mark this request asked for */
-        if (!store_ok(r)) {
-                /* no answer, or an error: publish nothing; a higher mark in
-                 * etcd than the deadline is harmless */
-                h->stats.renewal_failures++;
-                log_debug("Extending the mark failed: %s", r->error);
-                return;
-        }
-        bool ours = true;
-        uint64_t stored = v;
-        int64_t modrev = 0;
-        if (!json_is_true(json_object_get(r->json, "succeeded"))) {
-                if (holder_read_back(g, r->json, &ours, &stored, &modrev) < 0) {
-                        h->stats.renewal_failures++;
-                        log_warning("%s's answer to a mark extension is malformed",
-                                    store_title(h->store));
-                        return;
-                }
-                if (holder_forgotten(h, g->worker, g->mark_rev, modrev, "extending the mark"))
-                        return;
-                if (!ours) {
-                        lost(h, "another holder has it, or its lease is gone");
-                        return;
-                }
-                if (stored < v) {
-                        /* ours, yet the guard failed: the mark is absent (deleted,
-                         * or lost by etcd).  Raised again before anything else. */
-                        g->raising = true;
-                        marks_raise(h, g->worker, g->mark, 0, g->id, g->mark_rev);
-                        return;
-                }
-        }
-        h->stats.renewals++;
-        if (v > g->mark)
-                g->mark = v;
-        if (json_is_true(json_object_get(r->json, "succeeded")) && r->revision > g->mark_rev)
-                g->mark_rev = r->revision; /* the put's mod revision is the txn's */
-        shm_pub_extend(h->pub, g->mark);
-        if (h->store_full)
-                holder_store_full(h, false, NULL); /* a write went through */
-        shm_pub_set_state(h->pub, SHM_STATE_LEASED);
-}
-
-static void send_renewal(struct holder *h)
-{
-        struct holding *g = &h->cur;
-        char l[24];
-        if (g->state != H_HELD)
-                return;
-        /* the lease is kept while halted: it writes no mark, and keeps the
-         * number from a daemon that reaches the cluster before it is fenced */
-        /* keepalives store nothing: a third of the TTL apart is enough for
-         * the lease (a failed one is retried at the next renewal) */
-        uint64_t mono = holder_mono_ms();
-        if (!g->keepalive_busy && !g->lease_checking && mono >= g->keepalive_next_ms) {
-                g->keepalive_next_ms = mono + (uint64_t)h->cfg->lease_ttl_s * 1000 / 3;
-                g->lease_asked_ms = holder_boot_ms();
-                g->keepalive_busy = store_call(h->store, "/v3/lease/keepalive",
-                                               json_pack("{s:s}", "ID", holder_i64(g->lease, l)),
-                                               on_keepalive, h, g->id) == 0;
-        }
-        /* The mark is written only once the headroom falls below the window,
-         * and then mark-step further: at rest one revision per mark-step,
-         * while an outage that starts at any moment still finds at least
-         * the window (less one renewal) of headroom. */
-        uint64_t now = holder_id_ms(h, false), window = (uint64_t)h->cfg->window_s * 1000;
-        uint64_t v = now + window + (uint64_t)h->cfg->mark_step_s * 1000;
-        if (g->extend_busy || g->raising || h->halted != HALT_NONE || now + window <= g->mark ||
-            v >> h->layout.time_bits)
-                return;
-        /* one extension is in flight at a time, so its mark is known */
-        g->pending = v;
-        json_t *body = json_pack(
-                "{s:[o, o, o, o], s:[o, o], s:[o, o]}", "compare",
-                txn_cmp(key_json(h, "workers/", g->worker), "LEASE", "EQUAL", NULL, g->lease),
-                txn_cmp(key_json(h, "workers/", g->worker), "VALUE", "EQUAL",
-                        store_b64("%s", g->value), 0),
-                txn_cmp(key_json(h, "hwm/", g->worker), "VALUE", "LESS", mark_json(v), 0),
-                /* this daemon's last write of it still there (a restore
-                 * takes it back: then the failure branch shows it) */
-                txn_cmp(key_json(h, "hwm/", g->worker), "MOD", "GREATER", NULL,
-                        g->mark_rev > 0 ? g->mark_rev - 1 : 0),
-                "success", put_op(key_json(h, "hwm/", g->worker), mark_json(v), 0),
-                txn_raise_floor(h->prefix, v), "failure",
-                range_op(key_json(h, "workers/", g->worker), NULL, false),
-                range_op(key_json(h, "hwm/", g->worker), NULL, false));
-        txn_cluster_compares(json_object_get(body, "compare"), h->prefix, &h->cl);
-        txn_cluster_reads(json_object_get(body, "failure"), h->prefix);
-        g->extend_busy = store_call(h->store, "/v3/kv/txn", body, on_extend, h, g->id) == 0;
-}
-
-static int on_renew_timer(sd_event_source *s, uint64_t usec, void *userdata)
-{
-        struct holder *h = userdata;
-        send_renewal(h);
-        if (h->store_full)
-                holder_check_alarms(h); /* disarmed yet? */
-        /* a backstop: nothing held and nothing under way is never a state
-         * to stay in */
-        if (h->cur.state != H_HELD && h->next.state == H_NONE)
-                claim_start(h, false);
-        holder_update_status(h);
-        sd_event_source_set_time(s, usec + (uint64_t)h->cfg->renew_ms * 1000);
-        return 0;
-}
-
-/* ---- clocks: docs/design.md "Clocks" ---- */
-
-static void check_clock(struct holder *h)
-{
-        if (!h->layout_ready)
-                return;
-        const struct clock_policy pol = {
-                .step_back_ns = (int64_t)h->cfg->step_back_ms * 1000000,
-                .slew_ns_per_tick = (int64_t)h->cfg->slew_us_per_s * CLOCK_TICK_MS,
-        };
-        struct clock_reading r = clock_read(h);
-        struct clock_decision d = clock_decide(&pol, &h->clock, &r);
-        if (d.next.offset_ns != h->clock.offset_ns)
-                shm_pub_set_offset(h->pub, d.next.offset_ns);
-        h->clock = d.next;
-        if (d.step_forward) {
-                h->stats.steps_forward++;
-                log_notice("The wall clock is %" PRId64 " ms ahead of ID time; ID time follows it",
-                           -d.ahead_ns / 1000000);
-                send_renewal(h); /* the deadline catches up at once */
-        }
-        if (d.action != CLOCK_MOVE)
-                return;
-        if (d.step_back) {
-                h->stats.steps_back++;
-                log_notice("The wall clock moved %" PRId64 " ms back against CLOCK_MONOTONIC; "
-                           "moving to a fresh worker number",
-                           d.unchosen_ns / 1000000);
-        } else {
-                h->stats.backstops++;
-                log_warning("The live counter is %" PRId64 " ms ahead of ID time; moving to a "
-                            "fresh worker number",
-                            d.counter_ahead_ns / 1000000);
-        }
-        claim_start(h, true);
-}
-
-static int on_clock_timer(sd_event_source *s, uint64_t usec, void *userdata)
-{
-        struct holder *h = userdata;
-        shm_pub_heartbeat(h->pub);
-        check_clock(h);
-        sd_event_source_set_time(s, usec + CLOCK_TICK_MS * 1000);
-        return 0;
-}
-
-static int arm_setclock(int fd)
-{
-        /* fires (ECANCELED) whenever CLOCK_REALTIME is set; else expires a
-         * year from now and is armed again (never at a fixed date) */
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        struct itimerspec its = {.it_value = {.tv_sec = now.tv_sec + 365 * 86400}};
-        return timerfd_settime(fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its, NULL);
-}
-
-static int on_setclock(sd_event_source *s, int fd, uint32_t revents, void *userdata)
-{
-        struct holder *h = userdata;
-        uint64_t expirations;
-        (void)s;
-        (void)revents;
-        if (read(fd, &expirations, sizeof(expirations)) < 0 && errno == ECANCELED)
-                log_info("The wall clock was set");
-        arm_setclock(fd);
-        check_clock(h);
-        return 0;
 }
 
 /* ---- status ---- */
@@ -791,20 +495,20 @@ static int start(struct holder *h, sd_event *event, const struct settings *cfg, 
         store_on_problem(h->store, refused_problem, h);
         refused_file(h); /* an earlier daemon's is stale */
         r = sd_event_add_time_relative(event, &h->renew_timer, CLOCK_MONOTONIC,
-                                       (uint64_t)cfg->renew_ms * 1000, 1000, on_renew_timer, h);
+                                       (uint64_t)cfg->renew_ms * 1000, 1000, renew_on_timer, h);
         if (r >= 0)
                 r = sd_event_source_set_enabled(h->renew_timer, SD_EVENT_ON);
         if (r >= 0)
                 r = sd_event_add_time_relative(event, &h->clock_timer, CLOCK_MONOTONIC,
-                                               CLOCK_TICK_MS * 1000, 1000, on_clock_timer, h);
+                                               CLOCK_TICK_MS * 1000, 1000, steps_on_tick, h);
         if (r >= 0)
                 r = sd_event_source_set_enabled(h->clock_timer, SD_EVENT_ON);
         if (r < 0)
                 return r;
         _cleanup_(closep) int fd = timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK | TFD_CLOEXEC);
-        if (fd < 0 || arm_setclock(fd) < 0)
+        if (fd < 0 || steps_arm_setclock(fd) < 0)
                 return -errno;
-        r = sd_event_add_io(event, &h->setclock_io, fd, EPOLLIN, on_setclock, h);
+        r = sd_event_add_io(event, &h->setclock_io, fd, EPOLLIN, steps_on_setclock, h);
         if (r < 0)
                 return r;
         /* the source owns the timer from here */

@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "refused.h"
 #include "log.h"
+#include "refused.h"
 
 /* <runtime-dir>/<instance>.store-error: "class<TAB>message", for `snowid
  * status`; absent when the store takes snowidd's requests. */

@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "cluster.h"
-#include "region.h"
 #include "log.h"
 #include "range.h"
+#include "region.h"
 
 /* The i-th kv of the ranges/ read: the region it names (NULL: not a
  * record's key) and its range (0, or -EBADMSG when damaged). */

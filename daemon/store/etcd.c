@@ -11,8 +11,8 @@
 #include <time.h>
 
 #include "etcd.h"
-#include "store-refusal.h"
 #include "log.h"
+#include "store-refusal.h"
 
 #define BODY_MAX (16u << 20) /* an answer larger than this is not one of ours */
 

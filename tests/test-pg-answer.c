@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The PostgreSQL store's parts that need no server (daemon/store/pg.c,
+ * The PostgreSQL store's parts that need no server (daemon/store/pg-answer.c,
  * daemon/store/pg-conninfo.c): a connection string with a password is refused,
  * server errors are classed by SQLSTATE and libpq's connect messages, and
  * snowid.call()'s {"status", "body"} answers read as etcd's would be.

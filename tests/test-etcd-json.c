@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * How the daemon classes etcd's refusals (daemon/store/etcd-json.c): answers as
+ * How the daemon classes etcd's refusals (daemon/store/etcd-json.c, and the
+ * answers' reading in daemon/store/answer.c): answers as
  * etcd 3.4's gateway sends them (the bodies were taken from a real etcd with
  * auth and TLS on), and libcurl's codes with the text of its error buffer.
  * A refusal names a setting to fix; everything else is an outage.

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Renewing a held number (docs/design.md rules 2 and 3): the lease's
+ * keepalive, and the guarded extension of the mark, each renew-ms; a lease
+ * unknown before its TTL could have run out is told apart (a restore, or a
+ * revocation) by reading the mark; a number lost is given up to its mark.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "claim.h"
+#include "cluster.h"
+#include "log.h"
+#include "renew.h"
+
+void holder_lost(struct holder *h, const char *why)
+{
+        if (h->cur.state != H_HELD)
+                return;
+        int64_t left = (int64_t)h->cur.mark - (int64_t)holder_id_ms(h, false);
+        if (left > 0)
+                log_warning("Lost worker number %" PRId32 ": %s; IDs continue until the deadline, "
+                            "%" PRId64 " ms from now",
+                            h->cur.worker, why, left);
+        else
+                log_warning("Lost worker number %" PRId32 ": %s; its deadline passed %" PRId64
+                            " ms ago",
+                            h->cur.worker, why, -left);
+        h->cur.state = H_LOST;
+        h->stats.leases_lost++;
+        /* a lease gone with a restore (granted after the backup, or its
+         * expiry restored with it) leaves the restore as the thing to say */
+        bool halted = h->halted != HALT_NONE && h->halted != HALT_CHECKING;
+        shm_pub_set_state(h->pub, halted ? holder_halted_state(h) : SHM_STATE_NO_LEASE);
+        marks_retired(h, h->cur.worker, h->cur.mark);
+        marks_raise(h, h->cur.worker, h->cur.mark, 0, 0, h->cur.mark_rev);
+        claim_start(h, false);
+        holder_update_status(h);
+}
+
+/* ---- renewing: keepalive, and the guarded extension of the mark ---- */
+
+static void lease_check(struct holder *h, struct holding *g);
+
+static void on_lease_check(void *userdata, const struct store_reply *r)
+{
+        struct holder *h = userdata;
+        struct holding *g = holder_by_tag(h, r->tag);
+        struct kv kv = {0};
+        holder_note_answer(h, r);
+        if (!g || g != &h->cur || !g->lease_checking)
+                return;
+        /* [hwm/n, fence, layout] */
+        if (!cluster_ok(h, r, 1))
+                return;
+        if (!store_ok(r) || txn_kv(r->json, 0, &kv) < 0) {
+                lease_check(h, g); /* again, at the next answer */
+                return;
+        }
+        int64_t modrev = kv.key ? kv.mod_revision : 0;
+        kv_clear(&kv);
+        g->lease_checking = false;
+        if (g->state != H_HELD || holder_forgotten(h, g->worker, g->own_rev, modrev, "its lease unknown"))
+                return;
+        /* the write that came after the grant is there: so would the lease
+         * be, after a restore */
+        holder_lost(h, "its lease was revoked before its TTL ran out (by hand, or by the store); its "
+                "mark is as this daemon wrote it");
+}
+
+/* Reads the held number's mark: a write of it forgotten is a restore. */
+static void lease_check(struct holder *h, struct holding *g)
+{
+        g->lease_checking = true;
+        g->own_rev = g->mark_rev;
+        json_t *body = json_pack("{s:[o]}", "success",
+                                 txn_range(txn_key(h->prefix, "hwm/", g->worker), NULL, false));
+        txn_cluster_reads(json_object_get(body, "success"), h->prefix);
+        if (store_call(h->store, "/v3/kv/txn", body, on_lease_check, h, g->id) < 0)
+                holder_lost(h, "its lease is unknown and its mark could not be read");
+}
+
+static void on_keepalive(void *userdata, const struct store_reply *r)
+{
+        struct holder *h = userdata;
+        struct holding *g = holder_by_tag(h, r->tag);
+        int64_t ttl = 0;
+        holder_note_answer(h, r);
+        if (!g)
+                return;
+        g->keepalive_busy = false;
+        if (g != &h->cur || g->state != H_HELD || h->halted == HALT_RESTORED)
+                return;
+        json_t *res = r->json ? json_object_get(r->json, "result") : NULL;
+        if (!store_ok(r) || !json_is_object(res) || store_int64(res, "TTL", &ttl) < 0) {
+                g->keepalive_next_ms = 0; /* again at the next renewal */
+                h->stats.renewal_failures++;
+                log_debug("Keepalive failed: %s", r->error ? r->error : "malformed answer");
+                return;
+        }
+        if (ttl > 0) {
+                holder_lease_lives(g, ttl);
+                return;
+        }
+        uint64_t now = holder_boot_ms();
+        if (now < g->lease_until_ms) {
+                /* never revoked by this daemon, and its TTL cannot have run
+                 * out: a restore (the lease granted after the snapshot), or
+                 * a lease revoked early (by hand, or by an etcd leader that
+                 * stalled).  Not a lease to claim again after until its mark
+                 * shows which */
+                log_warning("%s does not know the lease of worker %" PRId32 ", which it gave "
+                            "%" PRIu64 " ms more to live and this daemon never revoked: "
+                            "reading its mark to tell a restore from a lease revoked early",
+                            store_name(h->store), g->worker, g->lease_until_ms - now);
+                lease_check(h, g);
+                return;
+        }
+        holder_lost(h, "its lease expired");
+}
+
+static void on_extend(void *userdata, const struct store_reply *r)
+{
+        struct holder *h = userdata;
+        struct holding *g = holder_by_tag(h, r->tag);
+        holder_note_answer(h, r);
+        if (!g)
+                return;
+        g->extend_busy = false;
+        /* failure: [workers/n, hwm/n, fence, layout] */
+        if (g != &h->cur || g->state != H_HELD || !cluster_ok(h, r, 2))
+                return;
+        uint64_t v = g->pending; /* the mark this request asked for */
+        if (!store_ok(r)) {
+                /* no answer, or an error: publish nothing; a higher mark in
+                 * etcd than the deadline is harmless */
+                h->stats.renewal_failures++;
+                log_debug("Extending the mark failed: %s", r->error);
+                return;
+        }
+        bool ours = true;
+        uint64_t stored = v;
+        int64_t modrev = 0;
+        if (!json_is_true(json_object_get(r->json, "succeeded"))) {
+                if (holder_read_back(g, r->json, &ours, &stored, &modrev) < 0) {
+                        h->stats.renewal_failures++;
+                        log_warning("%s's answer to a mark extension is malformed",
+                                    store_title(h->store));
+                        return;
+                }
+                if (holder_forgotten(h, g->worker, g->mark_rev, modrev, "extending the mark"))
+                        return;
+                if (!ours) {
+                        holder_lost(h, "another holder has it, or its lease is gone");
+                        return;
+                }
+                if (stored < v) {
+                        /* ours, yet the guard failed: the mark is absent (deleted,
+                         * or lost by etcd).  Raised again before anything else. */
+                        g->raising = true;
+                        marks_raise(h, g->worker, g->mark, 0, g->id, g->mark_rev);
+                        return;
+                }
+        }
+        h->stats.renewals++;
+        if (v > g->mark)
+                g->mark = v;
+        if (json_is_true(json_object_get(r->json, "succeeded")) && r->revision > g->mark_rev)
+                g->mark_rev = r->revision; /* the put's mod revision is the txn's */
+        shm_pub_extend(h->pub, g->mark);
+        if (h->store_full)
+                holder_store_full(h, false, NULL); /* a write went through */
+        shm_pub_set_state(h->pub, SHM_STATE_LEASED);
+}
+
+void renew_send(struct holder *h)
+{
+        struct holding *g = &h->cur;
+        char l[24];
+        if (g->state != H_HELD)
+                return;
+        /* the lease is kept while halted: it writes no mark, and keeps the
+         * number from a daemon that reaches the cluster before it is fenced */
+        /* keepalives store nothing: a third of the TTL apart is enough for
+         * the lease (a failed one is retried at the next renewal) */
+        uint64_t mono = holder_mono_ms();
+        if (!g->keepalive_busy && !g->lease_checking && mono >= g->keepalive_next_ms) {
+                g->keepalive_next_ms = mono + (uint64_t)h->cfg->lease_ttl_s * 1000 / 3;
+                g->lease_asked_ms = holder_boot_ms();
+                g->keepalive_busy = store_call(h->store, "/v3/lease/keepalive",
+                                               json_pack("{s:s}", "ID", holder_i64(g->lease, l)),
+                                               on_keepalive, h, g->id) == 0;
+        }
+        /* The mark is written only once the headroom falls below the window,
+         * and then mark-step further: at rest one revision per mark-step,
+         * while an outage that starts at any moment still finds at least
+         * the window (less one renewal) of headroom. */
+        uint64_t now = holder_id_ms(h, false), window = (uint64_t)h->cfg->window_s * 1000;
+        uint64_t v = now + window + (uint64_t)h->cfg->mark_step_s * 1000;
+        if (g->extend_busy || g->raising || h->halted != HALT_NONE || now + window <= g->mark ||
+            v >> h->layout.time_bits)
+                return;
+        /* one extension is in flight at a time, so its mark is known */
+        g->pending = v;
+        json_t *body = json_pack(
+                "{s:[o, o, o, o], s:[o, o], s:[o, o]}", "compare",
+                txn_cmp(txn_key(h->prefix, "workers/", g->worker), "LEASE", "EQUAL", NULL, g->lease),
+                txn_cmp(txn_key(h->prefix, "workers/", g->worker), "VALUE", "EQUAL",
+                        store_b64("%s", g->value), 0),
+                txn_cmp(txn_key(h->prefix, "hwm/", g->worker), "VALUE", "LESS", txn_mark(v), 0),
+                /* this daemon's last write of it still there (a restore
+                 * takes it back: then the failure branch shows it) */
+                txn_cmp(txn_key(h->prefix, "hwm/", g->worker), "MOD", "GREATER", NULL,
+                        g->mark_rev > 0 ? g->mark_rev - 1 : 0),
+                "success", txn_put(txn_key(h->prefix, "hwm/", g->worker), txn_mark(v), 0),
+                txn_raise_floor(h->prefix, v), "failure",
+                txn_range(txn_key(h->prefix, "workers/", g->worker), NULL, false),
+                txn_range(txn_key(h->prefix, "hwm/", g->worker), NULL, false));
+        txn_cluster_compares(json_object_get(body, "compare"), h->prefix, &h->cl);
+        txn_cluster_reads(json_object_get(body, "failure"), h->prefix);
+        g->extend_busy = store_call(h->store, "/v3/kv/txn", body, on_extend, h, g->id) == 0;
+}
+
+int renew_on_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct holder *h = userdata;
+        renew_send(h);
+        if (h->store_full)
+                holder_check_alarms(h); /* disarmed yet? */
+        /* a backstop: nothing held and nothing under way is never a state
+         * to stay in */
+        if (h->cur.state != H_HELD && h->next.state == H_NONE)
+                claim_start(h, false);
+        holder_update_status(h);
+        sd_event_source_set_time(s, usec + (uint64_t)h->cfg->renew_ms * 1000);
+        return 0;
+}
