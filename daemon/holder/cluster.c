@@ -19,6 +19,11 @@
 #define PUBLISHED_KEEP_MS (3600 * 1000)
 #define INIT_BATCH 100      /* marks made per transaction (etcd allows 128 ops) */
 #define INIT_MAX (1u << 14) /* more numbers than this: none made; absent means unmarked */
+/* creating a cluster: one host does it, holding the key `creating`; the
+ * others read again after this long (jittered to twice), and take over a
+ * creation not finished within CREATE_STALE_MS (its host gone) */
+#define CREATE_WAIT_MS 250
+#define CREATE_STALE_MS 15000
 
 const char *holder_halt_name(enum halt why)
 {
@@ -103,6 +108,59 @@ static bool never_used(const json_t *root, int rf, int rfl)
 
 static void create_cluster(struct holder *h);
 static void init_marks(struct holder *h, uint64_t from);
+static void create_lock(struct holder *h, int64_t stale_rev);
+
+/* Whether this host creates the cluster.  Creating it is idempotent (every
+ * step compares), so the key only spares the store a fleet's worth of the
+ * same work when a fleet starts on a cluster that does not exist yet. */
+static void on_create_lock(void *userdata, const struct store_reply *r)
+{
+        struct holder *h = userdata;
+        if (!store_ok(r)) {
+                reread_in(h, claim_failure_backoff(h, r));
+                return;
+        }
+        if (json_is_true(json_object_get(r->json, "succeeded"))) {
+                if ((UINT64_C(1) << h->cfg->layout.worker_bits) <= INIT_MAX)
+                        init_marks(h, 0);
+                else /* too many numbers: unmarked ones start above the floor */
+                        create_cluster(h);
+                return;
+        }
+        /* [layout, creating] */
+        struct kv lk = {0}, ck = {0};
+        int rl = txn_kv(r->json, 0, &lk), rc = txn_kv(r->json, 1, &ck);
+        unsigned long long since = 0;
+        int64_t now_ms = shm_realtime_ns() / 1000000;
+        if (rl != 0 || rc != 1) /* made meanwhile, or the creation just ended */
+                reread_in(h, 0);
+        else if (sscanf(ck.value, "%*16s %llu", &since) == 1 &&
+                 now_ms - (int64_t)since > CREATE_STALE_MS)
+                create_lock(h, ck.mod_revision);
+        else
+                reread_in(h, CREATE_WAIT_MS + (unsigned)random() % CREATE_WAIT_MS);
+        kv_clear(&lk);
+        kv_clear(&ck);
+}
+
+/* Takes the key `creating` (stale_rev: over an abandoned creation at that
+ * mod revision), while there is no layout. */
+static void create_lock(struct holder *h, int64_t stale_rev)
+{
+        const char *p = h->prefix;
+        json_t *body = json_pack(
+                "{s:[o, o], s:[o], s:[o, o]}", "compare",
+                txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0),
+                stale_rev ? txn_cmp(txn_key(p, "creating", -1), "MOD", "EQUAL", NULL, stale_rev)
+                          : txn_cmp(txn_key(p, "creating", -1), "CREATE", "EQUAL", NULL, 0),
+                "success",
+                txn_put(txn_key(p, "creating", -1),
+                        store_b64("%s %" PRId64, h->token, shm_realtime_ns() / 1000000), 0),
+                "failure", txn_range(txn_key(p, "layout", -1), NULL, true),
+                txn_range(txn_key(p, "creating", -1), NULL, false));
+        if (store_call(h->store, "/v3/kv/txn", body, on_create_lock, h, 0) < 0)
+                reread_in(h, REREAD_MS);
+}
 
 static void on_init(void *userdata, const struct store_reply *r)
 {
@@ -164,7 +222,7 @@ static void create_cluster(struct holder *h)
                 return;
         }
         json_t *body = json_pack(
-                "{s:[o, o, o, o, o], s:[o, o, o]}", "compare",
+                "{s:[o, o, o, o, o], s:[o, o, o, {s:{s:o}}]}", "compare",
                 txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0),
                 txn_cmp(txn_key(p, "fence", -1), "CREATE", "EQUAL", NULL, 0),
                 txn_cmp(txn_key(p, "floor", -1), "CREATE", "EQUAL", NULL, 0),
@@ -173,7 +231,8 @@ static void create_cluster(struct holder *h)
                        : txn_cmp(txn_key(p, "hwm/", -1), "CREATE", "EQUAL", NULL, 0),
                 "success", txn_put(txn_key(p, "layout", -1), layout_value(&h->cfg->layout), 0),
                 txn_put(txn_key(p, "fence", -1), store_b64("%s", c.fence), 0),
-                txn_put(txn_key(p, "floor", -1), txn_mark(0), 0));
+                txn_put(txn_key(p, "floor", -1), txn_mark(0), 0), "request_delete_range", "key",
+                txn_key(p, "creating", -1));
         /* range compares: no holder at all; every mark 0 */
         json_t *cmp = json_object_get(body, "compare");
         json_object_set_new(json_array_get(cmp, 3), "range_end", txn_key(p, "workers0", -1));
@@ -209,11 +268,7 @@ static void on_cluster(void *userdata, const struct store_reply *r)
                 /* a layout the range does not fit is not made */
                 if (!region_range_fits(h, h->cfg->layout.worker_bits))
                         goto out;
-                if ((UINT64_C(1) << h->cfg->layout.worker_bits) <= INIT_MAX)
-                        init_marks(h, 0);
-                else
-                        create_cluster(
-                                h); /* too many numbers: unmarked ones start above the floor */
+                create_lock(h, 0);
                 goto out;
         }
         if (rl == 0) {
