@@ -599,6 +599,19 @@ int holder_new(sd_event *event, const struct settings *cfg, struct shm_pub *pub,
         return 0;
 }
 
+static const char *step_name(const struct holder *h)
+{
+        static const char *const names[] = {
+                [H_NONE] = "none", [H_GRANT] = "grant", [H_SCAN] = "scan",  [H_CLAIM] = "claim",
+                [H_SETTLE] = "settle", [H_HELD] = "held", [H_LOST] = "lost",
+        };
+        if (h->next.state != H_NONE)
+                return names[h->next.state];
+        if (h->cur.state != H_NONE)
+                return names[h->cur.state];
+        return h->layout_ready ? "none" : "layout";
+}
+
 int holder_exit_code(const struct holder *h)
 {
         return h->exit_code;
@@ -613,6 +626,7 @@ void holder_status(const struct holder *h, struct holder_status *st)
                 .lease = h->cur.state == H_HELD   ? "held"
                          : h->cur.state == H_LOST ? "lost"
                                                   : "claiming",
+                .step = step_name(h),
                 .store_reachable = h->store_reachable,
                 .halted = holder_halt_name(h->halted),
                 .store_full = h->store_full,

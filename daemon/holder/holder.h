@@ -38,6 +38,9 @@ struct holder_status {
         bool layout_ready;
         int32_t worker;    /* -1: none held */
         const char *lease; /* "held", "lost", "claiming" */
+        /* the acquisition's step, else the holding's: "layout" (reading the
+         * cluster), "grant", "scan", "claim", "settle", "held", "lost" */
+        const char *step;
         bool store_reachable;
         const char *halted;     /* NULL, or why nothing is extended (holder_halt_name) */
         bool store_full;        /* the store refuses writes: it is full */

@@ -1,0 +1,709 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * snowid-hosts: many hosts' holders in one process, on one event loop.
+ * Each host is what snowidd's core is on a host of its own (the same claim,
+ * renewal, mark and fence code; its own settings, store client and
+ * segment), without a process start-up each: so that N hosts cost the
+ * store what N hosts cost it.  bench/hosts.py drives it.
+ *
+ *   snowid-hosts --hosts N [--floor] -- SNOWIDD FLAGS (the store's, --cluster, ...)
+ *
+ * Every host's store calls pass through a wrapper that times them by the
+ * step its holder is at (layout, grant, scan, claim, settle, renew, stop).
+ * Every 50 ms the harness checks that no worker number is published by two
+ * hosts, and measures how long each host's clients would get EAGAIN (ID
+ * time at or past its segment's deadline, once it first published).
+ *
+ * Commands on stdin, one per line; answers are JSON lines on stdout:
+ *   report            the figures so far (and resets the interval counters)
+ *   mark              a line with the time (the driver's reference)
+ *   kill I..J         holders I..J freed without a stop (as kill -9: their
+ *                     leases run out), then started again
+ *   stop              every holder stopped as snowidd stops; exits when done
+ * Events: {"event":"ready","host":I,"t":S} once per host start.
+ *
+ * --floor: instead of holders, each host makes the calls a claim cannot do
+ * without (one lease grant, one compare-and-put of a key of its own) once,
+ * all at once, through the same store client: the store's floor.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "holder.h"
+#include "log.h"
+#include "publish.h"
+#include "store.h"
+#include "txn.h"
+
+enum kind { K_LAYOUT, K_GRANT, K_SCAN, K_CLAIM, K_SETTLE, K_RENEW, K_OTHER, K_MAX };
+static const char *const kind_names[K_MAX] = {"layout", "grant", "scan",  "claim",
+                                              "settle", "renew", "other"};
+
+/* Durations of one kind of call: a log-scale histogram (0.1 ms steps
+ * doubling), enough for medians and tails. */
+#define BUCKETS 40
+struct dist {
+        uint64_t n, sum_us, max_us;
+        uint64_t b[BUCKETS];
+};
+
+static void dist_add(struct dist *d, uint64_t us)
+{
+        unsigned i = 0;
+        for (uint64_t lim = 100; i < BUCKETS - 1 && us > lim; i++, lim = lim * 3 / 2)
+                ;
+        d->n++;
+        d->sum_us += us;
+        d->b[i]++;
+        if (us > d->max_us)
+                d->max_us = us;
+}
+
+/* the upper edge of the bucket holding quantile q, in ms */
+static double dist_q(const struct dist *d, double q)
+{
+        if (!d->n)
+                return 0;
+        uint64_t want = (uint64_t)(q * (double)d->n + 0.5), seen = 0;
+        uint64_t lim = 100;
+        for (unsigned i = 0; i < BUCKETS; i++, lim = lim * 3 / 2) {
+                seen += d->b[i];
+                if (seen >= want)
+                        return (double)(i == BUCKETS - 1 || lim > d->max_us ? d->max_us : lim) /
+                               1000.0;
+        }
+        return (double)d->max_us / 1000.0;
+}
+
+struct host {
+        int i;
+        struct settings cfg;
+        struct shm_pub *pub;
+        struct holder *h;
+        struct tb *tb;
+        bool started, ready;
+        uint64_t t_start_us, t_ready_us;
+        uint64_t eagain_since_us; /* 0: none now */
+        uint64_t eagain_max_us;
+        int64_t worker;
+        /* --floor */
+        int64_t lease;
+        bool floor_done;
+};
+
+static struct host *hosts;
+static unsigned n_hosts;
+static sd_event *event;
+static char rundir[64];
+static bool floor_mode, stopping;
+static struct dist dists[K_MAX];
+static uint64_t calls_total, calls_interval, answers_failed;
+static int64_t max_revision, revision_at_interval;
+static uint64_t t0_us, t_interval_us;
+static unsigned ready_count, done_count;
+
+static uint64_t now_us(void)
+{
+        return (uint64_t)shm_monotonic_ns() / 1000;
+}
+
+static double secs(uint64_t us)
+{
+        return (double)(us - t0_us) / 1e6;
+}
+
+/* ---- the store wrapper: times every call by its holder's step ---- */
+
+struct pending {
+        struct tb *tb;
+        enum kind kind;
+        uint64_t sent_us;
+        store_cb cb;
+        void *userdata;
+        struct pending *prev, *next;
+};
+
+struct tb {
+        struct host *host;
+        const struct store_ops *real;
+        void *b;
+        struct pending *pending;
+};
+
+static const struct store_ops *real_ops;
+
+static int tb_new(sd_event *ev, const struct settings *cfg, void **ret)
+{
+        struct host *host = (struct host *)((char *)cfg - offsetof(struct host, cfg));
+        struct tb *tb = calloc(1, sizeof(*tb));
+        if (!tb)
+                return -ENOMEM;
+        tb->host = host;
+        tb->real = real_ops;
+        int r = real_ops->new(ev, cfg, &tb->b);
+        if (r < 0) {
+                free(tb);
+                return r;
+        }
+        host->tb = tb;
+        *ret = tb;
+        return 0;
+}
+
+static void tb_free(void *b)
+{
+        struct tb *tb = b;
+        tb->real->free(tb->b); /* drops the calls in flight without their callbacks */
+        while (tb->pending) {
+                struct pending *p = tb->pending;
+                tb->pending = p->next;
+                free(p);
+        }
+        if (tb->host->tb == tb)
+                tb->host->tb = NULL;
+        free(tb);
+}
+
+static void tb_answer(void *userdata, const struct store_reply *r)
+{
+        struct pending *p = userdata;
+        struct tb *tb = p->tb;
+        dist_add(&dists[p->kind], now_us() - p->sent_us);
+        if (!store_ok(r))
+                answers_failed++;
+        if (r->revision > max_revision)
+                max_revision = r->revision;
+        if (p->prev)
+                p->prev->next = p->next;
+        else
+                tb->pending = p->next;
+        if (p->next)
+                p->next->prev = p->prev;
+        store_cb cb = p->cb;
+        void *ud = p->userdata;
+        free(p);
+        cb(ud, r);
+}
+
+static enum kind kind_of(const struct host *host, const char *path)
+{
+        if (!host->h) /* the call holder_new() makes: the cluster read */
+                return K_LAYOUT;
+        struct holder_status st;
+        holder_status(host->h, &st);
+        if (!strcmp(st.step, "layout"))
+                return K_LAYOUT;
+        if (!strcmp(st.step, "grant"))
+                return !strncmp(path, "/v3/lease/grant", 15) ? K_GRANT : K_OTHER;
+        if (!strcmp(st.step, "scan"))
+                return K_SCAN;
+        if (!strcmp(st.step, "claim"))
+                return K_CLAIM;
+        if (!strcmp(st.step, "settle"))
+                return K_SETTLE;
+        if (!strcmp(st.step, "held"))
+                return K_RENEW;
+        return K_OTHER;
+}
+
+static int tb_call(void *b, const char *path, json_t *body, store_cb cb, void *userdata,
+                   uint64_t tag)
+{
+        struct tb *tb = b;
+        struct pending *p = calloc(1, sizeof(*p));
+        if (!p) {
+                json_decref(body);
+                return -ENOMEM;
+        }
+        *p = (struct pending){.tb = tb,
+                              .kind = floor_mode ? K_OTHER : kind_of(tb->host, path),
+                              .sent_us = now_us(),
+                              .cb = cb,
+                              .userdata = userdata,
+                              .next = tb->pending};
+        if (floor_mode)
+                p->kind = !strncmp(path, "/v3/lease/grant", 15) ? K_GRANT : K_CLAIM;
+        int r = tb->real->call(tb->b, path, body, tb_answer, p, tag);
+        if (r < 0) {
+                free(p);
+                return r;
+        }
+        if (tb->pending)
+                tb->pending->prev = p;
+        tb->pending = p;
+        calls_total++;
+        calls_interval++;
+        return 0;
+}
+
+static unsigned tb_in_flight(const void *b)
+{
+        const struct tb *tb = b;
+        return tb->real->in_flight(tb->b);
+}
+
+static void tb_history_reset(void *b)
+{
+        struct tb *tb = b;
+        tb->real->history_reset(tb->b);
+}
+
+static void tb_expect_cluster(void *b, uint64_t cluster_id)
+{
+        struct tb *tb = b;
+        tb->real->expect_cluster(tb->b, cluster_id);
+}
+
+static const char *tb_endpoint(const void *b)
+{
+        const struct tb *tb = b;
+        return tb->real->endpoint(tb->b);
+}
+
+static const struct store_stats *tb_stats(const void *b)
+{
+        const struct tb *tb = b;
+        return tb->real->stats(tb->b);
+}
+
+static void tb_on_problem(void *b, store_problem_cb cb, void *userdata)
+{
+        struct tb *tb = b;
+        tb->real->on_problem(tb->b, cb, userdata);
+}
+
+static struct store_ops tb_ops;
+
+static void tb_ops_make(const struct store_ops *real)
+{
+        real_ops = real;
+        tb_ops = *real;
+        tb_ops.new = tb_new;
+        tb_ops.free = tb_free;
+        tb_ops.call = tb_call;
+        tb_ops.in_flight = tb_in_flight;
+        tb_ops.history_reset = tb_history_reset;
+        tb_ops.expect_cluster = tb_expect_cluster;
+        tb_ops.endpoint = tb_endpoint;
+        tb_ops.stats = tb_stats;
+        tb_ops.on_problem = tb_on_problem;
+}
+
+/* ---- holders ---- */
+
+static void on_change(struct holder *h, void *userdata)
+{
+        struct host *host = userdata;
+        (void)h;
+        if (host->ready || !host->h)
+                return;
+        struct holder_status st;
+        holder_status(host->h, &st);
+        if (st.worker < 0)
+                return;
+        host->ready = true;
+        host->t_ready_us = now_us();
+        ready_count++;
+        printf("{\"event\":\"ready\",\"host\":%d,\"worker\":%" PRId32 ",\"t\":%.3f,\"took\":%.3f}\n",
+               host->i, st.worker, secs(host->t_ready_us),
+               (double)(host->t_ready_us - host->t_start_us) / 1e6);
+        fflush(stdout);
+}
+
+static void on_done(struct holder *h, int code, void *userdata)
+{
+        struct host *host = userdata;
+        (void)h;
+        if (code && !stopping)
+                fprintf(stderr, "snowid-hosts: host %d is done with exit code %d\n", host->i,
+                        code);
+        done_count++;
+        if (stopping && done_count == n_hosts)
+                sd_event_exit(event, 0);
+}
+
+static int host_start(struct host *host)
+{
+        char inst[32];
+        snprintf(inst, sizeof(inst), "h%04d", host->i);
+        int r = shm_pub_open(rundir, inst, -1, -1, &host->pub);
+        if (r < 0)
+                return r;
+        host->ready = false;
+        host->worker = -1;
+        host->eagain_since_us = 0;
+        host->t_start_us = now_us();
+        host->started = true;
+        host->h = NULL;
+        struct holder *h;
+        r = holder_new(event, &host->cfg, host->pub, &tb_ops,
+                       &(struct holder_callbacks){.change = on_change,
+                                                  .done = on_done,
+                                                  .userdata = host},
+                       &h);
+        if (r < 0)
+                return r;
+        host->h = h;
+        return 0;
+}
+
+/* As kill -9: nothing revoked, nothing confirmed; the segment dropped. */
+static void host_kill(struct host *host)
+{
+        host->h = holder_free(host->h);
+        host->pub = shm_pub_close(host->pub);
+        if (host->ready)
+                ready_count--;
+        host->ready = false;
+        host->started = false;
+}
+
+/* ---- the floor: one grant and one compare-and-put per host ---- */
+
+static void floor_put_done(void *userdata, const struct store_reply *r)
+{
+        struct host *host = userdata;
+        if (!store_ok(r) || !json_is_true(json_object_get(r->json, "succeeded")))
+                fprintf(stderr, "snowid-hosts: host %d: floor put failed: %s\n", host->i,
+                        r->error ? r->error : "not succeeded");
+        host->floor_done = host->ready = true;
+        host->t_ready_us = now_us();
+        ready_count++;
+        if (ready_count == n_hosts)
+                sd_event_exit(event, 0);
+}
+
+static void floor_granted(void *userdata, const struct store_reply *r)
+{
+        struct host *host = userdata;
+        if (!store_ok(r) || store_int64(r->json, "ID", &host->lease) < 0) {
+                fprintf(stderr, "snowid-hosts: host %d: no lease: %s\n", host->i,
+                        r->error ? r->error : "malformed");
+                floor_put_done(host, r);
+                return;
+        }
+        char prefix[160];
+        snprintf(prefix, sizeof(prefix), "/snowid-floor/%s/", host->cfg.cluster);
+        json_t *k = txn_key(prefix, "k", host->i);
+        json_t *body = json_pack(
+                "{s:[o],s:[{s:o}]}", "compare",
+                txn_cmp(json_incref(k), "CREATE", "EQUAL", NULL, 0), "success", "request_put",
+                json_pack("{s:o,s:o,s:I}", "key", k, "value", txn_mark(1), "lease",
+                          (json_int_t)host->lease));
+        if (tb_call(host->tb, "/v3/kv/txn", body, floor_put_done, host, 0) < 0)
+                floor_put_done(host, &(struct store_reply){.error = "cannot send"});
+}
+
+/* ---- every 50 ms: numbers held once, EAGAIN stretches ---- */
+
+static unsigned dup_seen, dup_max;
+
+static void check_hosts(void)
+{
+        uint64_t now = now_us();
+        static int32_t *owner;
+        static size_t owner_n;
+        if (!owner) {
+                owner_n = (size_t)1 << 22;
+                owner = calloc(owner_n, sizeof(*owner));
+        }
+        unsigned dups = 0;
+        for (unsigned i = 0; i < n_hosts; i++) {
+                struct host *host = &hosts[i];
+                if (!host->h || !host->ready)
+                        continue;
+                struct holder_status st;
+                holder_status(host->h, &st);
+                if (st.worker >= 0 && (size_t)st.worker < owner_n) {
+                        if (owner[st.worker] && owner[st.worker] != (int32_t)i + 1)
+                                dups++;
+                        owner[st.worker] = (int32_t)i + 1;
+                }
+                host->worker = st.worker;
+                /* clients get EAGAIN once ID time reaches the deadline */
+                int64_t id_ms = (shm_monotonic_ns() + shm_pub_offset_ns(host->pub)) / 1000000;
+                bool eagain = id_ms >= (int64_t)shm_pub_deadline(host->pub);
+                if (eagain && !host->eagain_since_us)
+                        host->eagain_since_us = now;
+                else if (!eagain && host->eagain_since_us) {
+                        uint64_t d = now - host->eagain_since_us;
+                        if (d > host->eagain_max_us)
+                                host->eagain_max_us = d;
+                        host->eagain_since_us = 0;
+                }
+        }
+        for (unsigned i = 0; i < n_hosts; i++)
+                if (hosts[i].h && hosts[i].ready && hosts[i].worker >= 0 &&
+                    (size_t)hosts[i].worker < owner_n)
+                        owner[hosts[i].worker] = 0;
+        if (dups) {
+                dup_seen++;
+                if (dups > dup_max)
+                        dup_max = dups;
+                fprintf(stderr, "snowid-hosts: %u worker numbers published by two hosts\n", dups);
+        }
+}
+
+static int on_tick(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        (void)userdata;
+        check_hosts();
+        sd_event_source_set_time(s, usec + 50000);
+        return 0;
+}
+
+/* ---- commands ---- */
+
+static void report(void)
+{
+        uint64_t now = now_us();
+        double interval = (double)(now - t_interval_us) / 1e6;
+        uint64_t first = 0, last = 0, eagain_max = 0;
+        unsigned held = 0;
+        for (unsigned i = 0; i < n_hosts; i++) {
+                struct host *h = &hosts[i];
+                if (h->ready) {
+                        held++;
+                        uint64_t took = h->t_ready_us - h->t_start_us;
+                        if (!first || took < first)
+                                first = took;
+                        if (took > last)
+                                last = took;
+                }
+                uint64_t e = h->eagain_max_us;
+                if (h->eagain_since_us && now - h->eagain_since_us > e)
+                        e = now - h->eagain_since_us;
+                if (e > eagain_max)
+                        eagain_max = e;
+        }
+        printf("{\"event\":\"report\",\"t\":%.3f,\"hosts\":%u,\"ready\":%u,\"first_s\":%.3f,"
+               "\"last_s\":%.3f,\"calls\":%" PRIu64 ",\"failed\":%" PRIu64
+               ",\"interval_s\":%.3f,\"calls_per_s_per_host\":%.4f,"
+               "\"revisions_per_s_per_host\":%.4f,\"revision\":%" PRId64
+               ",\"dup_ticks\":%u,\"dup_max\":%u,\"eagain_max_ms\":%.1f,\"phases\":{",
+               secs(now), n_hosts, held, (double)first / 1e6, (double)last / 1e6, calls_total,
+               answers_failed, interval,
+               interval > 0 ? (double)calls_interval / interval / n_hosts : 0,
+               interval > 0 && revision_at_interval
+                       ? (double)(max_revision - revision_at_interval) / interval / n_hosts
+                       : 0,
+               max_revision, dup_seen, dup_max, (double)eagain_max / 1000);
+        bool comma = false;
+        for (int k = 0; k < K_MAX; k++) {
+                const struct dist *d = &dists[k];
+                if (!d->n)
+                        continue;
+                printf("%s\"%s\":{\"n\":%" PRIu64 ",\"median_ms\":%.2f,\"p99_ms\":%.2f,"
+                       "\"max_ms\":%.2f,\"mean_ms\":%.2f}",
+                       comma ? "," : "", kind_names[k], d->n, dist_q(d, 0.5), dist_q(d, 0.99),
+                       (double)d->max_us / 1000, (double)d->sum_us / (double)d->n / 1000);
+                comma = true;
+        }
+        printf("}}\n");
+        fflush(stdout);
+        t_interval_us = now;
+        calls_interval = 0;
+        revision_at_interval = max_revision;
+}
+
+static void reset_dists(void)
+{
+        memset(dists, 0, sizeof(dists));
+        for (unsigned i = 0; i < n_hosts; i++)
+                hosts[i].eagain_max_us = 0;
+        dup_seen = dup_max = 0;
+}
+
+static int on_stdin(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        static char buf[4096];
+        static size_t have;
+        (void)s;
+        (void)revents;
+        (void)userdata;
+        ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+        if (n <= 0) {
+                sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                return 0;
+        }
+        have += (size_t)n;
+        buf[have] = 0;
+        char *line = buf, *nl;
+        while ((nl = strchr(line, '\n'))) {
+                *nl = 0;
+                unsigned a, b;
+                if (!strcmp(line, "report")) {
+                        report();
+                } else if (!strcmp(line, "reset")) {
+                        reset_dists();
+                        printf("{\"event\":\"reset\",\"t\":%.3f}\n", secs(now_us()));
+                        fflush(stdout);
+                } else if (!strcmp(line, "mark")) {
+                        printf("{\"event\":\"mark\",\"t\":%.3f}\n", secs(now_us()));
+                        fflush(stdout);
+                } else if (sscanf(line, "kill %u %u", &a, &b) == 2 && a <= b && b < n_hosts) {
+                        for (unsigned i = a; i <= b; i++)
+                                host_kill(&hosts[i]);
+                        for (unsigned i = a; i <= b; i++)
+                                if (host_start(&hosts[i]) < 0)
+                                        fprintf(stderr, "snowid-hosts: host %u: cannot start\n", i);
+                        printf("{\"event\":\"killed\",\"from\":%u,\"to\":%u,\"t\":%.3f}\n", a, b,
+                               secs(now_us()));
+                        fflush(stdout);
+                } else if (!strcmp(line, "stop")) {
+                        stopping = true;
+                        done_count = 0;
+                        for (unsigned i = 0; i < n_hosts; i++)
+                                if (hosts[i].h)
+                                        holder_stop(hosts[i].h);
+                                else
+                                        done_count++;
+                        if (done_count == n_hosts)
+                                sd_event_exit(event, 0);
+                } else if (*line) {
+                        fprintf(stderr, "snowid-hosts: unknown command: %s\n", line);
+                }
+                line = nl + 1;
+        }
+        have -= (size_t)(line - buf);
+        memmove(buf, line, have);
+        return 0;
+}
+
+static void raise_nofile(void)
+{
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return;
+        rlim_t want = (rlim_t)n_hosts * 12 + 4096;
+        if (rl.rlim_max < want) {
+                rl.rlim_max = want;
+                if (setrlimit(RLIMIT_NOFILE, &(struct rlimit){want, want}) == 0)
+                        return;
+                getrlimit(RLIMIT_NOFILE, &rl);
+        }
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+static void cleanup_rundir(void)
+{
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", rundir);
+        if (rundir[0] && system(cmd) != 0)
+                fprintf(stderr, "snowid-hosts: cannot remove %s\n", rundir);
+}
+
+int main(int argc, char **argv)
+{
+        int i = 1;
+        for (; i < argc && strcmp(argv[i], "--"); i++) {
+                if (!strcmp(argv[i], "--hosts") && i + 1 < argc)
+                        n_hosts = (unsigned)strtoul(argv[++i], NULL, 10);
+                else if (!strcmp(argv[i], "--floor"))
+                        floor_mode = true;
+                else {
+                        fprintf(stderr, "usage: snowid-hosts --hosts N [--floor] -- SNOWIDD FLAGS\n");
+                        return 2;
+                }
+        }
+        if (!n_hosts || n_hosts > 1u << 20) {
+                fprintf(stderr, "snowid-hosts: --hosts N (1 or more) is needed\n");
+                return 2;
+        }
+        int nflags = i < argc ? argc - i - 1 : 0;
+        char **flags = i < argc ? argv + i + 1 : NULL;
+        raise_nofile();
+        snprintf(rundir, sizeof(rundir), "/tmp/snowid-hosts.XXXXXX");
+        if (!mkdtemp(rundir) || chmod(rundir, 0755) < 0) {
+                perror("snowid-hosts: mkdtemp");
+                return 1;
+        }
+        atexit(cleanup_rundir);
+        log_setup();
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        signal(SIGPIPE, SIG_IGN);
+        hosts = calloc(n_hosts, sizeof(*hosts));
+        if (!hosts)
+                return 1;
+        for (unsigned h = 0; h < n_hosts; h++) {
+                char inst[32];
+                snprintf(inst, sizeof(inst), "h%04u", h);
+                char **av = calloc((size_t)nflags + 10, sizeof(char *));
+                int ac = 0;
+                av[ac++] = "snowidd";
+                av[ac++] = "--config";
+                av[ac++] = "/dev/null";
+                av[ac++] = "--log-level";
+                av[ac++] = "warning";
+                for (int f = 0; f < nflags; f++)
+                        av[ac++] = flags[f];
+                av[ac++] = "--instance";
+                av[ac++] = inst;
+                av[ac++] = "--runtime-dir";
+                av[ac++] = rundir;
+                hosts[h].i = (int)h;
+                int r = settings_load(&hosts[h].cfg, ac, av);
+                free(av);
+                if (r)
+                        return r == 1 ? 0 : r;
+        }
+        log_max_level = hosts[0].cfg.log_level;
+        tb_ops_make(hosts[0].cfg.store == STORE_POSTGRES ? &store_pg_ops : &store_etcd_ops);
+        if (sd_event_default(&event) < 0)
+                return 1;
+        sd_event_source *tick = NULL, *in = NULL;
+        sd_event_add_time_relative(event, &tick, CLOCK_MONOTONIC, 50000, 1000, on_tick, NULL);
+        sd_event_source_set_enabled(tick, SD_EVENT_ON);
+        sd_event_add_io(event, &in, STDIN_FILENO, EPOLLIN, on_stdin, NULL);
+
+        t0_us = t_interval_us = now_us();
+        int r = 0;
+        if (floor_mode) {
+                for (unsigned h = 0; h < n_hosts && r >= 0; h++) {
+                        hosts[h].t_start_us = now_us();
+                        void *b;
+                        r = tb_ops.new(event, &hosts[h].cfg, &b);
+                        if (r >= 0)
+                                r = tb_call(hosts[h].tb, "/v3/lease/grant",
+                                            json_pack("{s:I}", "TTL",
+                                                      (json_int_t)hosts[h].cfg.lease_ttl_s),
+                                            floor_granted, &hosts[h], 0);
+                }
+        } else {
+                for (unsigned h = 0; h < n_hosts && r >= 0; h++)
+                        r = host_start(&hosts[h]);
+        }
+        if (r < 0) {
+                fprintf(stderr, "snowid-hosts: cannot start: %s\n", strerror(-r));
+                return 1;
+        }
+        printf("{\"event\":\"started\",\"hosts\":%u,\"t\":%.3f}\n", n_hosts, secs(now_us()));
+        fflush(stdout);
+        r = sd_event_loop(event);
+        if (floor_mode)
+                report();
+        for (unsigned h = 0; h < n_hosts; h++) {
+                if (floor_mode && hosts[h].tb)
+                        tb_ops.free(hosts[h].tb);
+                holder_free(hosts[h].h);
+                shm_pub_close(hosts[h].pub);
+                settings_free(&hosts[h].cfg);
+        }
+        sd_event_source_disable_unref(tick);
+        sd_event_source_disable_unref(in);
+        sd_event_unref(event);
+        free(hosts);
+        return r < 0 ? 1 : 0;
+}
