@@ -6,7 +6,10 @@
  * segment), without a process start-up each: so that N hosts cost the
  * store what N hosts cost it.  bench/hosts.py drives it.
  *
- *   snowid-hosts --hosts N [--floor] -- SNOWIDD FLAGS (the store's, --cluster, ...)
+ *   snowid-hosts --hosts N [--serve] [--floor] -- SNOWIDD FLAGS (the store's, --cluster, ...)
+ *
+ * --serve: each host also serves its segment on its socket, <dir>/hNNNN.sock
+ * (the "started" event names dir), so that clients can take IDs from it.
  *
  * Every host's store calls pass through a wrapper that times them by the
  * step its holder is at (layout, grant, scan, claim, settle, renew, stop).
@@ -16,7 +19,11 @@
  *
  * Commands on stdin, one per line; answers are JSON lines on stdout:
  *   report            the figures so far (and resets the interval counters)
- *   mark              a line with the time (the driver's reference)
+ *   reset             the calls' durations and the EAGAIN stretches forgotten
+ *   mark              from now, each host's next switch (a new publication:
+ *                     another number, or the same one claimed again) is
+ *                     counted; the report says how many switched since, and
+ *                     when the last did
  *   kill I..J         holders I..J freed without a stop (as kill -9: their
  *                     leases run out), then started again
  *   stop              every holder stopped as snowidd stops; exits when done
@@ -39,10 +46,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "barrier.h"
 #include "config.h"
+#include "handshake.h"
 #include "holder.h"
 #include "log.h"
 #include "publish.h"
+#include "serve.h"
 #include "store.h"
 #include "txn.h"
 
@@ -90,6 +100,7 @@ struct host {
         int i;
         struct settings cfg;
         struct shm_pub *pub;
+        struct serve *serve;
         struct holder *h;
         struct tb *tb;
         bool started, ready;
@@ -97,6 +108,8 @@ struct host {
         uint64_t eagain_since_us; /* 0: none now */
         uint64_t eagain_max_us;
         int64_t worker;
+        uint64_t gen;          /* the segment's generation when last looked at */
+        uint64_t switched_us;  /* when it last changed */
         /* --floor */
         int64_t lease;
         bool floor_done;
@@ -106,7 +119,8 @@ static struct host *hosts;
 static unsigned n_hosts;
 static sd_event *event;
 static char rundir[64];
-static bool floor_mode, stopping;
+static bool floor_mode, serving, stopping;
+static uint64_t mark_us;
 static struct dist dists[K_MAX];
 static uint64_t calls_total, calls_interval, answers_failed;
 static int64_t max_revision, revision_at_interval;
@@ -346,6 +360,15 @@ static int host_start(struct host *host)
         host->t_start_us = now_us();
         host->started = true;
         host->h = NULL;
+        host->gen = 0;
+        if (serving) {
+                int fd = -1;
+                r = shm_listen(rundir, inst, &fd);
+                if (r >= 0)
+                        r = serve_start(event, &host->cfg, host->pub, fd, &host->serve);
+                if (r < 0)
+                        return r;
+        }
         struct holder *h;
         r = holder_new(event, &host->cfg, host->pub, &tb_ops,
                        &(struct holder_callbacks){.change = on_change,
@@ -362,6 +385,7 @@ static int host_start(struct host *host)
 static void host_kill(struct host *host)
 {
         host->h = holder_free(host->h);
+        host->serve = serve_free(host->serve);
         host->pub = shm_pub_close(host->pub);
         if (host->ready)
                 ready_count--;
@@ -431,6 +455,11 @@ static void check_hosts(void)
                         owner[st.worker] = (int32_t)i + 1;
                 }
                 host->worker = st.worker;
+                uint64_t gen = load_acquire(host->pub->ctl->gen);
+                if (gen != host->gen && !(gen & 1)) {
+                        host->gen = gen;
+                        host->switched_us = now;
+                }
                 /* clients get EAGAIN once ID time reaches the deadline */
                 int64_t id_ms = (shm_monotonic_ns() + shm_pub_offset_ns(host->pub)) / 1000000;
                 bool eagain = id_ms >= (int64_t)shm_pub_deadline(host->pub);
@@ -469,8 +498,8 @@ static void report(void)
 {
         uint64_t now = now_us();
         double interval = (double)(now - t_interval_us) / 1e6;
-        uint64_t first = 0, last = 0, eagain_max = 0;
-        unsigned held = 0;
+        uint64_t first = 0, last = 0, eagain_max = 0, last_switch = 0;
+        unsigned held = 0, switched = 0;
         for (unsigned i = 0; i < n_hosts; i++) {
                 struct host *h = &hosts[i];
                 if (h->ready) {
@@ -480,6 +509,11 @@ static void report(void)
                                 first = took;
                         if (took > last)
                                 last = took;
+                }
+                if (mark_us && h->switched_us >= mark_us) {
+                        switched++;
+                        if (h->switched_us - mark_us > last_switch)
+                                last_switch = h->switched_us - mark_us;
                 }
                 uint64_t e = h->eagain_max_us;
                 if (h->eagain_since_us && now - h->eagain_since_us > e)
@@ -491,14 +525,16 @@ static void report(void)
                "\"last_s\":%.3f,\"calls\":%" PRIu64 ",\"failed\":%" PRIu64
                ",\"interval_s\":%.3f,\"calls_per_s_per_host\":%.4f,"
                "\"revisions_per_s_per_host\":%.4f,\"revision\":%" PRId64
-               ",\"dup_ticks\":%u,\"dup_max\":%u,\"eagain_max_ms\":%.1f,\"phases\":{",
+               ",\"dup_ticks\":%u,\"dup_max\":%u,\"eagain_max_ms\":%.1f,"
+               "\"switched_since_mark\":%u,\"last_switch_after_mark_s\":%.3f,\"phases\":{",
                secs(now), n_hosts, held, (double)first / 1e6, (double)last / 1e6, calls_total,
                answers_failed, interval,
                interval > 0 ? (double)calls_interval / interval / n_hosts : 0,
                interval > 0 && revision_at_interval
                        ? (double)(max_revision - revision_at_interval) / interval / n_hosts
                        : 0,
-               max_revision, dup_seen, dup_max, (double)eagain_max / 1000);
+               max_revision, dup_seen, dup_max, (double)eagain_max / 1000, switched,
+               (double)last_switch / 1e6);
         bool comma = false;
         for (int k = 0; k < K_MAX; k++) {
                 const struct dist *d = &dists[k];
@@ -550,6 +586,7 @@ static int on_stdin(sd_event_source *s, int fd, uint32_t revents, void *userdata
                         printf("{\"event\":\"reset\",\"t\":%.3f}\n", secs(now_us()));
                         fflush(stdout);
                 } else if (!strcmp(line, "mark")) {
+                        mark_us = now_us();
                         printf("{\"event\":\"mark\",\"t\":%.3f}\n", secs(now_us()));
                         fflush(stdout);
                 } else if (sscanf(line, "kill %u %u", &a, &b) == 2 && a <= b && b < n_hosts) {
@@ -613,8 +650,11 @@ int main(int argc, char **argv)
                         n_hosts = (unsigned)strtoul(argv[++i], NULL, 10);
                 else if (!strcmp(argv[i], "--floor"))
                         floor_mode = true;
+                else if (!strcmp(argv[i], "--serve"))
+                        serving = true;
                 else {
-                        fprintf(stderr, "usage: snowid-hosts --hosts N [--floor] -- SNOWIDD FLAGS\n");
+                        fprintf(stderr, "usage: snowid-hosts --hosts N [--serve] [--floor] -- "
+                                        "SNOWIDD FLAGS\n");
                         return 2;
                 }
         }
@@ -689,7 +729,8 @@ int main(int argc, char **argv)
                 fprintf(stderr, "snowid-hosts: cannot start: %s\n", strerror(-r));
                 return 1;
         }
-        printf("{\"event\":\"started\",\"hosts\":%u,\"t\":%.3f}\n", n_hosts, secs(now_us()));
+        printf("{\"event\":\"started\",\"hosts\":%u,\"dir\":\"%s\",\"t\":%.3f}\n", n_hosts,
+               rundir, secs(now_us()));
         fflush(stdout);
         r = sd_event_loop(event);
         if (floor_mode)
@@ -698,6 +739,7 @@ int main(int argc, char **argv)
                 if (floor_mode && hosts[h].tb)
                         tb_ops.free(hosts[h].tb);
                 holder_free(hosts[h].h);
+                serve_free(hosts[h].serve);
                 shm_pub_close(hosts[h].pub);
                 settings_free(&hosts[h].cfg);
         }
