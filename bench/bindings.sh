@@ -23,10 +23,11 @@ meson compile -C build >/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export SNOWID_BUILD=$PWD/build
-# 33 time bits hold 99 days: the epoch is yesterday
+# 35 time bits hold 397 days (snowidd refuses a layout that runs out within
+# a year): the epoch is yesterday
 epoch=$(( ($(date +%s) - 86400) * 1000 ))
-layout=(--daemon-arg=--cluster=bench --daemon-arg=--epoch=$epoch --daemon-arg=--time-bits=33
-        --daemon-arg=--worker-bits=10
+layout=(--daemon-arg=--cluster=bench --daemon-arg=--epoch=$epoch --daemon-arg=--time-bits=35
+        --daemon-arg=--worker-bits=8
         --daemon-arg=--seq-bits=20 --daemon-arg=--http-address-ids=0)
 mapfile -t benches < <(grep -v '^$' build/bindings/benches.tsv)
 [ ${#benches[@]} -gt 0 ] || { echo "bindings.sh: no binding was built (build/bindings/benches.tsv)"; exit 1; }

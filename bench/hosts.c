@@ -694,10 +694,10 @@ int main(int argc, char **argv)
                 av[ac++] = "--runtime-dir";
                 av[ac++] = rundir;
                 hosts[h].i = (int)h;
-                int r = settings_load(&hosts[h].cfg, ac, av);
+                int r = settings_load(&hosts[h].cfg, &settings_checks_postgres, ac, av);
                 free(av);
                 if (r)
-                        return r == 1 ? 0 : r;
+                        return settings_exit_status(r);
         }
         log_max_level = hosts[0].cfg.log_level;
         tb_ops_make(hosts[0].cfg.store == STORE_POSTGRES ? &store_pg_ops : &store_etcd_ops);

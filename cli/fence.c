@@ -285,10 +285,10 @@ int cmd_fence(int argc, char **argv)
                         args[n++] = argv[i];
         }
         log_setup();
-        int r = settings_load(&cfg, n, args);
+        int r = settings_load(&cfg, &settings_checks_postgres, n, args);
         free(args);
         if (r != 0)
-                return r == 1 ? 0 : r;
+                return settings_exit_status(r);
         f.cfg = &cfg;
         snprintf(f.prefix, sizeof(f.prefix), "/snowid/%s/", cfg.cluster);
         if (sd_event_new(&f.event) < 0 || store_new(f.event, &cfg, &f.store) < 0) {

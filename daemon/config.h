@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -33,7 +34,8 @@ struct settings {
         unsigned renew_ms;    /* keepalive and mark extension period */
         unsigned window_s;    /* headroom kept: an etcd outage shorter than this is invisible */
         unsigned mark_step_s; /* a mark write lasts this long before the next */
-        unsigned etcd_timeout_ms;
+        /* store-timeout (etcd-timeout): each request, to either store */
+        unsigned store_timeout_ms;
         unsigned step_back_ms;  /* wall clock this far behind ID time: a fresh number */
         unsigned slew_us_per_s; /* how fast ID time is brought back to the wall clock */
         unsigned lead_ms;       /* how far the counter may run ahead of ID time */
@@ -65,12 +67,37 @@ struct settings {
         unsigned http_address_ids, http_address_requests; /* per second, per address */
         unsigned http_connections, http_connections_per_address;
         unsigned http_read_timeout_s; /* a whole request, however it trickles */
+        /* as given to settings_load() */
+        const struct settings_checks *checks;
 };
 
-/* Parses defaults, then the config file, then flags.  0 to run, 1 when
- * --help or --check-config asked to exit, or EX_CONFIG_ after printing one
- * line that says what is wrong. */
-int settings_load(struct settings *s, int argc, char **argv);
+/* Checks that other parts of snowidd make of their own settings, given to
+ * settings_load() by a program that links those parts, so that a program
+ * that needs settings does not link them (libpq) for nothing.  Without
+ * them, the settings they check are refused, never taken unchecked. */
+struct settings_checks {
+        /* 0 if a libpq connection string parses and has no password; else
+         * -EINVAL and why (never the value) in why */
+        int (*postgres)(const char *conninfo, char *why, size_t why_size);
+        /* fn for each file a connection string names, until one fails */
+        int (*postgres_files)(const char *conninfo,
+                              int (*fn)(const char *keyword, const char *path));
+};
+/* The PostgreSQL store's (pg-conninfo.c). */
+extern const struct settings_checks settings_checks_postgres;
+
+/* Defaults, then the config file, then flags, each setting parsed by its row
+ * (config-table.c), then the checks across settings.  0 to run; 1 when
+ * --help or --check-config has done what it was asked; or, after logging one
+ * line that says what is wrong, a negative errno.  checks may be NULL. */
+int settings_load(struct settings *s, const struct settings_checks *checks, int argc, char **argv);
+/* What a program exits with after settings_load() returned r, not 0: 0, or
+ * EX_CONFIG_ for a bad setting (a restart cannot mend it), or 1 when out of
+ * memory. */
+static inline int settings_exit_status(int r)
+{
+        return r > 0 ? 0 : r == -ENOMEM ? 1 : EX_CONFIG_;
+}
 void settings_free(struct settings *s);
 /* Root, snowidd's own user, and whoever the allow lists name (a group by its
  * primary or any supplementary gid) may take IDs. */

@@ -195,9 +195,9 @@ int main(int argc, char **argv)
         int r;
 
         log_setup();
-        r = settings_load(&cfg, argc, argv);
-        if (r)
-                return r == 1 ? EXIT_SUCCESS : r;
+        r = settings_load(&cfg, &settings_checks_postgres, argc, argv);
+        if (r != 0)
+                return settings_exit_status(r);
         log_max_level = cfg.log_level;
 
         /* under systemd, what an earlier snowidd stored comes back */

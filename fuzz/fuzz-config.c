@@ -41,11 +41,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         argv[argc] = NULL;
 
         struct settings s;
-        int r = settings_load(&s, argc, argv);
+        int r = settings_load(&s, &settings_checks_postgres, argc, argv);
         if (r == 0) {
                 /* what was accepted holds together */
                 if (s.renew_ms * 2 > s.lease_ttl_s * 1000 || s.renew_ms * 2 > s.window_s * 1000 ||
-                    s.etcd_timeout_ms > s.window_s * 1000 || s.n_etcd == 0 || !s.instance ||
+                    s.store_timeout_ms > s.window_s * 1000 || s.n_etcd == 0 || !s.instance ||
                     !s.cluster || snowid_layout_check(&s.layout) < 0)
                         abort();
         }

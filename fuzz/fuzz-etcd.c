@@ -168,7 +168,7 @@ static void setup(void)
         snprintf(inst, sizeof(inst), "fuzz-etcd-%d", (int)getpid());
         char *argv[] = {"snowidd",     "--config", "/dev/null",     "--instance",       inst,
                         "--log-level", "err",      "--runtime-dir", (char *)fuzz_dir(), NULL};
-        if (settings_load(&cfg, (int)(sizeof(argv) / sizeof(*argv)) - 1, argv) != 0)
+        if (settings_load(&cfg, NULL, (int)(sizeof(argv) / sizeof(*argv)) - 1, argv) != 0)
                 abort();
         if (shm_pub_open(cfg.runtime_dir, cfg.instance, -1, -1, &pub) < 0)
                 abort();

@@ -206,7 +206,7 @@ static void setup(void)
                         "--allow-groups",
                         "4343",
                         NULL};
-        if (settings_load(&cfg, (int)(sizeof(argv) / sizeof(*argv)) - 1, argv) != 0)
+        if (settings_load(&cfg, NULL, (int)(sizeof(argv) / sizeof(*argv)) - 1, argv) != 0)
                 abort();
         log_max_level = cfg.log_level;
         trace = getenv("FUZZ_HANDSHAKE_TRACE") != NULL;

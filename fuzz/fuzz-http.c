@@ -67,7 +67,7 @@ static void setup(void)
         char *argv[] = {"snowidd", "--config",      "/dev/null",        "--instance", inst,
                         "--http",  listen,          "--http-threads",   "1",          "--log-level",
                         "err",     "--runtime-dir", (char *)fuzz_dir(), NULL};
-        if (settings_load(&cfg, (int)(sizeof(argv) / sizeof(*argv)) - 1, argv) != 0)
+        if (settings_load(&cfg, NULL, (int)(sizeof(argv) / sizeof(*argv)) - 1, argv) != 0)
                 abort();
         /* no handshake server: http_start() maps the publisher's descriptors
          * itself, and the heartbeat (below) keeps it from asking the socket */

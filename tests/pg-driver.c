@@ -151,7 +151,7 @@ int main(int argc, char **argv)
         }
         cfg.store = STORE_POSTGRES;
         cfg.postgres = argv[1];
-        cfg.etcd_timeout_ms = (unsigned)atoi(argv[2]);
+        cfg.store_timeout_ms = (unsigned)atoi(argv[2]);
         if (sd_event_default(&event) < 0 || pg_new(event, &cfg, &pg) < 0)
                 return 1;
         pg_on_problem(pg, on_problem, NULL);

@@ -43,7 +43,7 @@ static int setup(void **state)
                         "--allow-users",
                         uid,
                         NULL};
-        if (settings_load(&cfg, (int)(sizeof(argv) / sizeof(*argv)) - 1, argv) != 0)
+        if (settings_load(&cfg, NULL, (int)(sizeof(argv) / sizeof(*argv)) - 1, argv) != 0)
                 return -1;
         log_max_level = cfg.log_level;
         /* the welcome hands out the segment, published or not */

@@ -153,7 +153,7 @@ static int setup(void **state)
         char *argv[] = {"snowidd",     "--config", "/dev/null",     "--instance",
                         (char *)test_instance("store"), "--log-level", "err",
                         "--runtime-dir", (char *)test_dir(), NULL};
-        if (settings_load(&cfg, (int)(sizeof(argv) / sizeof(*argv)) - 1, argv) != 0)
+        if (settings_load(&cfg, NULL, (int)(sizeof(argv) / sizeof(*argv)) - 1, argv) != 0)
                 return -1;
         log_max_level = cfg.log_level;
         return 0;

@@ -294,7 +294,7 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                         /* other live daemons see the fence within a renewal
                          * and raise their marks: no claim before they can */
                         h->claims_not_before_ms = holder_mono_ms() + h->cfg->renew_ms +
-                                                  h->cfg->etcd_timeout_ms + FENCE_SETTLE_MS;
+                                                  h->cfg->store_timeout_ms + FENCE_SETTLE_MS;
                 } else if (was_halted)
                         log_notice("The cluster is as it was; going on");
                 if (h->cur.state == H_HELD)
@@ -573,7 +573,7 @@ void holder_stop(struct holder *h)
          * so that the whole stop fits systemd's TimeoutStopSec) and a
          * second */
         sd_event_add_post(h->event, &h->stop_post, on_stop_post, h);
-        unsigned ms = h->cfg->etcd_timeout_ms < 2000 ? h->cfg->etcd_timeout_ms : 2000;
+        unsigned ms = h->cfg->store_timeout_ms < 2000 ? h->cfg->store_timeout_ms : 2000;
         sd_event_add_time_relative(h->event, &h->stop_timer, CLOCK_MONOTONIC,
                                    (uint64_t)ms * 1000 + 1000000, 1000, on_stop_timer, h);
         holder_stop_check(h);

@@ -449,9 +449,9 @@ static int send_request(struct etcd *e, struct request *q)
         curl_easy_setopt(q->easy, CURLOPT_HTTPHEADER, q->headers);
         curl_easy_setopt(q->easy, CURLOPT_WRITEFUNCTION, on_data);
         curl_easy_setopt(q->easy, CURLOPT_WRITEDATA, q);
-        curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, (long)cfg->etcd_timeout_ms);
+        curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, (long)cfg->store_timeout_ms);
         curl_easy_setopt(q->easy, CURLOPT_CONNECTTIMEOUT_MS,
-                         (long)(cfg->etcd_timeout_ms < 1000 ? cfg->etcd_timeout_ms : 1000));
+                         (long)(cfg->store_timeout_ms < 1000 ? cfg->store_timeout_ms : 1000));
         curl_easy_setopt(q->easy, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(q->easy, CURLOPT_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(q->easy, CURLOPT_USERAGENT, "snowidd");

@@ -129,7 +129,7 @@ static int on_connect_timeout(sd_event_source *s, uint64_t usec, void *userdata)
                 snprintf(why, sizeof(why), "the connection's setup took more than %u ms",
                          setup_ms(p));
         else
-                snprintf(why, sizeof(why), "no connection within %u ms", p->cfg->etcd_timeout_ms);
+                snprintf(why, sizeof(why), "no connection within %u ms", p->cfg->store_timeout_ms);
         connect_failed(p, STORE_ERR_NONE, why);
         return 0;
 }
@@ -204,7 +204,7 @@ void pg_connect_start(struct pg *p)
         }
         PQsetNoticeProcessor(p->conn, on_notice, p);
         p->state = C_CONNECTING;
-        uint64_t until = now_usec() + (uint64_t)p->cfg->etcd_timeout_ms * 1000;
+        uint64_t until = now_usec() + (uint64_t)p->cfg->store_timeout_ms * 1000;
         if (!p->connect_timer) {
                 if (sd_event_add_time(p->event, &p->connect_timer, CLOCK_MONOTONIC, until, 1000,
                                       on_connect_timeout, p) >= 0)
@@ -225,7 +225,7 @@ void pg_connect_start(struct pg *p)
 
 static unsigned setup_ms(const struct pg *p)
 {
-        return p->cfg->etcd_timeout_ms > SETUP_MIN_MS ? p->cfg->etcd_timeout_ms : SETUP_MIN_MS;
+        return p->cfg->store_timeout_ms > SETUP_MIN_MS ? p->cfg->store_timeout_ms : SETUP_MIN_MS;
 }
 
 /* A transaction that reads one key snowid never writes, through the same
@@ -251,7 +251,7 @@ static void setup_send(struct pg *p)
                          "SET tcp_user_timeout = %u; "
                          "SET default_transaction_isolation = 'read committed'; "
                          "SET application_name = 'snowidd'; SET client_min_messages = warning",
-                         setup_ms(p), setup_ms(p), p->cfg->etcd_timeout_ms);
+                         setup_ms(p), setup_ms(p), p->cfg->store_timeout_ms);
                 sql = settings;
                 break;
         case S_WARM:
@@ -261,7 +261,7 @@ static void setup_send(struct pg *p)
                 /* no statement or lock wait outlives the call that made it */
                 snprintf(settings, sizeof(settings),
                          "SET statement_timeout = %u; SET lock_timeout = %u",
-                         p->cfg->etcd_timeout_ms, p->cfg->etcd_timeout_ms);
+                         p->cfg->store_timeout_ms, p->cfg->store_timeout_ms);
                 sql = settings;
                 break;
         case S_CHECKS:
@@ -405,7 +405,7 @@ static void request_result(struct pg *p, PGresult *res)
                         snprintf(why, sizeof(why),
                                  "PostgreSQL did not answer within %u ms "
                                  "(statement_timeout)",
-                                 p->cfg->etcd_timeout_ms);
+                                 p->cfg->store_timeout_ms);
                         pg_conn_broken(p, why);
                         return;
                 }

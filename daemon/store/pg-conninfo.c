@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "config.h"
 #include "pg.h"
 
 /* A URI's "user:password@": PQconninfoParse() reports it as the password
@@ -77,3 +78,8 @@ int pg_conninfo_files(const char *conninfo, int (*fn)(const char *keyword, const
         PQconninfoFree(opts);
         return r;
 }
+
+const struct settings_checks settings_checks_postgres = {
+        .postgres = pg_conninfo_check,
+        .postgres_files = pg_conninfo_files,
+};

@@ -283,7 +283,7 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
         (void)usec;
         if (q == p->current) {
                 snprintf(why, sizeof(why), "PostgreSQL did not answer within %u ms",
-                         p->cfg->etcd_timeout_ms);
+                         p->cfg->store_timeout_ms);
                 pg_conn_broken(p, why);
                 return 0;
         }
@@ -297,10 +297,10 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
                 snprintf(why, sizeof(why), "%s", p->hold.problem.message);
         else if (p->state == C_READY)
                 snprintf(why, sizeof(why), "waited %u ms behind other calls to PostgreSQL",
-                         p->cfg->etcd_timeout_ms);
+                         p->cfg->store_timeout_ms);
         else
                 snprintf(why, sizeof(why), "no connection to PostgreSQL at %s within %u ms",
-                         p->endpoint, p->cfg->etcd_timeout_ms);
+                         p->endpoint, p->cfg->store_timeout_ms);
         fail_request(p, q, err, why);
         return 0;
 }
@@ -366,7 +366,7 @@ int pg_call(struct pg *p, const char *path, json_t *body, store_cb cb, void *use
         q->queued = now_usec();
         q->is_kv = !strncmp(path, "/v3/kv/", 7);
         int r = sd_event_add_time(p->event, &q->deadline, CLOCK_MONOTONIC,
-                                  q->queued + (uint64_t)p->cfg->etcd_timeout_ms * 1000, 1000,
+                                  q->queued + (uint64_t)p->cfg->store_timeout_ms * 1000, 1000,
                                   on_deadline, q);
         if (r < 0) {
                 request_free(q);

@@ -2,12 +2,18 @@
 """snowidd against a real store (etcd, or PostgreSQL with SNOWID_STORE=postgres):
 claiming, READY, the guarded mark, bad input."""
 import os
+import re
 import signal
 import subprocess
 import time
 
 from harness import (STORE, Daemon, Etcd, SNOWIDD, Store, Taker, b64, check_unique_and_increasing, decode,
                      log, run, take, wait_for)
+
+
+# a line the daemon logs (daemon/log.c): timestamped, or an error's level
+# under the journal
+LOG_LINE = re.compile(r"\d\d:\d\d:\d\d\.\d{3} snowidd: |<3>")
 
 
 def mark_txn(etcd, n, lease, value, mark, cluster="default"):
@@ -104,11 +110,12 @@ def test_bad_input(h):
                  ["--runtime-dir", "/" + "d" * 60, "--instance", "i" * 50],
                  ["--etcd-user", "u"], ["extra"], ["--check-config", "--slew", "5001"],
                  ["--tsc-clock", "yes"], ["--tsc-max-error", "0"],
-                 ["--check-config", "--tsc-max-error", "501"]):
+                 ["--check-config", "--tsc-max-error", "501"],
+                 ["--check-config", "--time-bits", "33", "--worker-bits", "10", "--seq-bits", "20"]):
         r = run_d(*args)
         assert r.returncode == 78, f"{args}: exit {r.returncode}"
         lines = r.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("snowidd:"), f"{args}: {r.stderr!r}"
+        assert len(lines) == 1 and LOG_LINE.match(lines[0]), f"{args}: {r.stderr!r}"
     conf = h.path("bad.conf")
     with open(conf, "w") as f:
         f.write("# comment\nlease-ttl = 10\nwindow = ten\n")
@@ -117,6 +124,8 @@ def test_bad_input(h):
     r = run_d("--check-config", "--lease-ttl", "20", "--renew-interval", "500")
     assert r.returncode == 0, r.stderr
     assert run_d("--check-config", "--slew", "5000").returncode == 0  # half of lead 1 ms
+    # the older name of store-timeout
+    assert run_d("--check-config", "--etcd-timeout", "3000").returncode == 0
 
     etcd = Etcd(h)
     # a different layout from the stored one
@@ -132,6 +141,12 @@ def test_bad_input(h):
     etcd.call("/v3/kv/put", {"key": b64("/snowid/junk/layout"), "value": b64("{not json")})
     r = run_d("--etcd", etcd.urls[0], "--cluster", "junk", "--instance", h.instance + "-3")
     assert r.returncode == 78 and "not valid" in r.stderr, r.stderr
+    # a layout whose time bits ran out (33 bits of ms from 2025 ended in April
+    # 2025): refused before anything reaches the store, the cluster unmade
+    r = run_d("--etcd", etcd.urls[0], "--cluster", "short", "--instance", h.instance + "-4",
+              "--time-bits", "33", "--worker-bits", "10", "--seq-bits", "20")
+    assert r.returncode == 78 and "33 time bits" in r.stderr, r.stderr
+    assert etcd.prefix("/snowid/short/") == {}
     # an "etcd" that answers garbage: the daemon waits, says why, and is not READY
     import http.server
     import threading

@@ -414,7 +414,7 @@ def test_settings(pg):
     refused(check("--postgres", "hots=x"), "not a libpq connection string", "hots")
     # the files it names are read at start
     log(refused(check("--store", "postgres", "--postgres", pg.conninfo(passfile=False)),
-                "cannot read postgres passfile /nonexistent"))
+                "Cannot read postgres passfile /nonexistent"))
     refused(check("--store", "postgres", "--postgres",
                   pg.conninfo() + f" sslrootcert={pg.dir}"), "postgres sslrootcert",
             "Is a directory")

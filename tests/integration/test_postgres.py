@@ -7,12 +7,18 @@ starting at once.  The tests shared with etcd run with SNOWID_STORE=postgres
 (pg-daemon, pg-failover)."""
 import json
 import os
+import re
 import subprocess
 import time
 
 import harness
 from harness import (SNOWIDD, Daemon, PgStore, check_unique_and_increasing, decode, free_port,
                      http_get, log, run, take, wait_for)
+
+
+# a line the daemon logs (daemon/log.c): timestamped, or an error's level
+# under the journal
+LOG_LINE = re.compile(r"\d\d:\d\d:\d\d\.\d{3} snowidd: |<3>")
 
 
 def run_d(h, *args, timeout=30):
@@ -26,7 +32,7 @@ def one_line(r, *words):
     """A run that ended 78 with one line naming what is wrong."""
     assert r.returncode == 78, f"exit {r.returncode}, not 78:\n{r.stderr}"
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("snowidd:"), r.stderr
+    assert len(lines) == 1 and LOG_LINE.match(lines[0]), r.stderr
     for w in words:
         assert w in lines[0], f"{w!r} not in {lines[0]!r}"
     log(lines[0])

@@ -7,12 +7,18 @@ READY; after READY the daemon keeps going, says so on /healthz and in
 that name files are read at start."""
 import json
 import os
+import re
 import subprocess
 
 from harness import (SNOWIDD, Daemon, Etcd, cli_status, free_port, http_get, kill_quietly,
                      log, run, take, wait_for)
 
 ROOT = "root:rootpw"
+
+
+# a line the daemon logs (daemon/log.c): timestamped, or an error's level
+# under the journal
+LOG_LINE = re.compile(r"\d\d:\d\d:\d\d\.\d{3} snowidd: |<3>")
 
 
 def run_d(h, urls, *args, timeout=30):
@@ -233,7 +239,7 @@ def test_check_config(h):
     def refused(r, *words):
         assert r.returncode == 78, f"exit {r.returncode}: {r.stderr}"
         lines = r.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("snowidd:"), r.stderr
+        assert len(lines) == 1 and LOG_LINE.match(lines[0]), r.stderr
         for w in words:
             assert w in lines[0], f"{w!r} not in {lines[0]!r}"
         return lines[0]
@@ -249,7 +255,7 @@ def test_check_config(h):
                        "etcd-password-file"),
                       (["--http", "127.0.0.1:1", "--http-token-file", missing],
                        "http-token-file")):
-        line = refused(check(*args), f"cannot read {key} {missing}", "No such file")
+        line = refused(check(*args), f"Cannot read {key} {missing}", "No such file")
         log(line)
     refused(check("--etcd-cacert", h.dir), "etcd-cacert", "Is a directory")
     refused(check("--etcd-cacert", write(h, "empty.pem", "")), "etcd-cacert", "empty")

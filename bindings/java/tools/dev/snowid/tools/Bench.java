@@ -32,7 +32,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * each (JIT).
  *
  * <p>With 12 sequence bits every Snowflake row is capped at 4096 IDs a ms
- * (244 ns an ID); a daemon with --seq-bits 20 (and --time-bits 33, --epoch
+ * (244 ns an ID); a daemon with --seq-bits 20 (and --time-bits 35, --worker-bits 8, --epoch
  * recent) measures the calls instead.
  */
 public final class Bench {

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""The daemon's parts keep their shape (docs/design.md, "The daemon's parts"):
+
+- no .c file in daemon/ is over 700 lines;
+- among the holder's headers, none includes another part's: each part's
+  header (claim.h, cluster.h, ...) includes holder-int.h and no other
+  header of holder/, so no include circle can form;
+- the store's interface (store.h, store.c), the holder and serving name no
+  etcd identifier or text outside comments: only the etcd backend speaks
+  of etcd, and what serving must still answer by an etcd name (the HTTP
+  API's and the metrics' names from before PostgreSQL) is listed below;
+- etcd.h and pg.h are included only inside store/.
+
+Usage: check-parts.py SOURCE_ROOT
+"""
+import os
+import re
+import sys
+
+ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
+DAEMON = os.path.join(ROOT, "daemon")
+MAX_LINES = 700
+
+# names in the public API that say etcd, kept for the clients and dashboards
+# that use them (docs/http.md); each is a whole string literal or a name
+API_NAMES = re.compile(
+    r'"(etcd-restored|etcd-full|etcd_reachable|etcd_full|etcd_error|etcd_error_message)"'
+    r'|snowid_etcd_[a-z_]+')
+
+
+def strip_comments(text):
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def files(where, exts=(".c", ".h")):
+    for dirpath, _, names in os.walk(where):
+        for n in sorted(names):
+            if n.endswith(exts):
+                yield os.path.join(dirpath, n)
+
+
+def main():
+    problems = []
+    checked = 0
+
+    for path in files(DAEMON, (".c",)):
+        checked += 1
+        n = sum(1 for _ in open(path, encoding="utf-8"))
+        if n > MAX_LINES:
+            problems.append(f"{os.path.relpath(path, ROOT)}: {n} lines (at most {MAX_LINES})")
+
+    holder = os.path.join(DAEMON, "holder")
+    own_headers = {n for n in os.listdir(holder) if n.endswith(".h")}
+    for n in sorted(own_headers):
+        if n in ("holder.h", "holder-int.h", "range.h"):
+            continue
+        checked += 1
+        incs = re.findall(r'#include "([^"]+)"', open(os.path.join(holder, n)).read())
+        others = [i for i in incs if i in own_headers and i != "holder-int.h"]
+        if others:
+            problems.append(f"daemon/holder/{n} includes {', '.join(others)}: a part's header "
+                            "includes holder-int.h only")
+    incs = re.findall(r'#include "([^"]+)"', open(os.path.join(holder, "holder-int.h")).read())
+    bad = [i for i in incs if i in own_headers and i not in ("holder.h", "range.h")]
+    if bad:
+        problems.append(f"daemon/holder/holder-int.h includes {', '.join(bad)}")
+
+    neutral = [os.path.join(DAEMON, "store", "store.h"), os.path.join(DAEMON, "store", "store.c")]
+    neutral += list(files(holder)) + list(files(os.path.join(DAEMON, "serve")))
+    for path in neutral:
+        checked += 1
+        code = API_NAMES.sub("", strip_comments(open(path, encoding="utf-8").read()))
+        for i, line in enumerate(code.split("\n"), 1):
+            # the store's chooser names the backends' tables, as it must
+            if path.endswith("store.c") or path.endswith("store.h"):
+                line = re.sub(r"store_etcd_ops", "", line)
+            if re.search(r"etcd", line, re.I):
+                problems.append(f"{os.path.relpath(path, ROOT)}:{i}: says etcd: {line.strip()}")
+
+    for path in list(files(DAEMON)) + list(files(os.path.join(ROOT, "cli"))):
+        if os.path.dirname(path) == os.path.join(DAEMON, "store"):
+            continue
+        checked += 1
+        for inc in re.findall(r'#include "((?:etcd|pg|pg-int)\.h)"', open(path).read()):
+            problems.append(f"{os.path.relpath(path, ROOT)} includes {inc}, private to store/")
+
+    for p in problems:
+        print("FAIL", p)
+    print(f"{checked} checked, {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
