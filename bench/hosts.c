@@ -26,6 +26,8 @@
  *                     when the last did
  *   kill I..J         holders I..J freed without a stop (as kill -9: their
  *                     leases run out), then started again
+ *   retire I          holder I stopped as snowidd stops (its number given up),
+ *                     and not started again
  *   stop              every holder stopped as snowidd stops; exits when done
  * Events: {"event":"ready","host":I,"t":S} once per host start.
  *
@@ -339,6 +341,14 @@ static void on_done(struct holder *h, int code, void *userdata)
 {
         struct host *host = userdata;
         (void)h;
+        if (!stopping) { /* retired: its number given up */
+                if (host->ready)
+                        ready_count--;
+                host->ready = false;
+                printf("{\"event\":\"retired\",\"host\":%d,\"t\":%.3f}\n", host->i,
+                       secs(now_us()));
+                fflush(stdout);
+        }
         if (code && !stopping)
                 fprintf(stderr, "snowid-hosts: host %d is done with exit code %d\n", host->i,
                         code);
@@ -598,6 +608,9 @@ static int on_stdin(sd_event_source *s, int fd, uint32_t revents, void *userdata
                         printf("{\"event\":\"killed\",\"from\":%u,\"to\":%u,\"t\":%.3f}\n", a, b,
                                secs(now_us()));
                         fflush(stdout);
+                } else if (sscanf(line, "retire %u", &a) == 1 && a < n_hosts) {
+                        if (hosts[a].h)
+                                holder_stop(hosts[a].h);
                 } else if (!strcmp(line, "stop")) {
                         stopping = true;
                         done_count = 0;
