@@ -252,12 +252,17 @@ static void on_scan(void *userdata, const struct store_reply *r)
                 pick = low;
         }
         if (pick < 0) {
-                log_warning("All %" PRIu64 " worker numbers are taken (range %" PRIu64 "-%" PRIu64
-                            "); retrying",
-                            last - first + 1, first, last);
-                /* a number frees when its lease expires: look again within
-                 * half a TTL, not the full back-off */
-                claim_restart(h, claim_next_backoff(h, full_retry_max(h)));
+                /* said once while it lasts: a host beyond the space waits */
+                if (!h->said_full)
+                        log_warning("All %" PRIu64 " worker numbers are taken (range %" PRIu64
+                                    "-%" PRIu64 "); looking again every renewal interval",
+                                    last - first + 1, first, last);
+                h->said_full = true;
+                /* a number frees when its holder stops or its lease expires:
+                 * look again each renewal interval (jittered), so that it is
+                 * claimed within one of coming free */
+                claim_restart(h, h->cfg->renew_ms / 2 +
+                                         (unsigned)random() % (h->cfg->renew_ms / 2 + 1));
                 goto out;
         }
         step_claim(h, (uint32_t)pick, mark[pick], modrev[pick], floor);
@@ -307,6 +312,9 @@ static void step_settle(struct holder *h);
 static void claimed(struct holder *h)
 {
         struct holding *g = &h->next;
+        if (h->said_full)
+                log_notice("A worker number came free");
+        h->said_full = false;
         log_info("Claimed worker number %" PRId32 " (lease %" PRIx64 ", mark %" PRIu64 ")",
                  g->worker, (uint64_t)g->lease, g->mark);
         g->state = H_HELD;

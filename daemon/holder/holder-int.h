@@ -114,6 +114,7 @@ struct holder {
         enum store_err store_err; /* the store refuses us: a setting is wrong (refused.c) */
         char store_err_message[256];
         bool alarm_busy; /* an alarm list request is in flight */
+        bool said_full;  /* every number of the range was found taken (said once) */
         snowid_layout layout;
         bool layout_ready;
         uint32_t range_from, range_to; /* the numbers claimed in, once the layout is read */

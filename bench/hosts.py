@@ -1,0 +1,365 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The fleet at the layout's full size, with many hosts' holders in one
+process (bench/hosts.c, `snowid-hosts`): for each store and each N, on a
+store of its own:
+
+  floor      one lease grant and one compare-and-put per host, all at once,
+             through the same store client: what a storm cannot avoid
+  storm new  N holders started together on a cluster that does not exist
+  rest       requests and revisions per second per host, the store's growth,
+             its members' CPU
+  fence      `snowid fence` with N holders live: time until every host has
+             published again, and the longest EAGAIN any host's clients saw
+  wave       10% freed without a stop (as kill -9) and started again
+  full       (N = 2^worker-bits) one host more: it waits; one holder retires;
+             time until the extra host holds the number
+  storm old  every holder stopped, then N started again on the existing cluster
+
+Writes bench/results/hosts.md and hosts.tsv (one row per store and N).
+
+    bench/hosts.py [--stores etcd,postgres] [--hosts 64,256,1024] [--rest 60]
+                   [--members 3] [--out bench/results]
+"""
+import argparse
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+BUILD = os.environ.get("SNOWID_BUILD", os.path.join(ROOT, "build"))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+os.environ.setdefault("SNOWID_BUILD", BUILD)
+
+import scale  # noqa: E402  (the 3-member etcd, /proc readers)
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+class Hosts:
+    """One snowid-hosts process; its JSON lines read on a thread."""
+
+    def __init__(self, n, flags, work, name, floor=False, serve=False):
+        cmd = [os.path.join(BUILD, "bench", "snowid-hosts"), "--hosts", str(n)]
+        cmd += ["--floor"] if floor else []
+        cmd += ["--serve"] if serve else []
+        self.n = n
+        self.errlog = open(os.path.join(work, f"{name}.log"), "ab")
+        self.proc = subprocess.Popen(cmd + ["--"] + flags, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.errlog, text=True,
+                                     bufsize=1)
+        self.events = queue.Queue()
+        self.ready = {}
+        self.reports = queue.Queue()
+        self.t_start = time.monotonic()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if e.get("event") == "ready":
+                self.ready[e["host"]] = e
+            if e.get("event") == "report":
+                self.reports.put(e)
+            else:
+                self.events.put(e)
+        self.events.put({"event": "exit"})
+
+    def send(self, cmd):
+        self.proc.stdin.write(cmd + "\n")
+        self.proc.stdin.flush()
+
+    def report(self, timeout=30):
+        self.send("report")
+        return self.reports.get(timeout=timeout)
+
+    def wait(self, cond, timeout, what):
+        end = time.monotonic() + timeout
+        while not cond():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"snowid-hosts exited ({self.proc.returncode}) waiting for {what}")
+            if time.monotonic() > end:
+                raise TimeoutError(f"{what}: not within {timeout} s")
+            time.sleep(0.05)
+
+    def wait_exit(self, timeout):
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.errlog.close()
+
+    def stop(self, timeout=60):
+        if self.proc.poll() is None:
+            self.send("stop")
+        self.wait_exit(timeout)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.wait_exit(5)
+
+
+class EtcdStore:
+    name = "etcd"
+
+    def __init__(self, work, members):
+        a = argparse.Namespace(work=work, compaction_mode="periodic",
+                               compaction_retention="1h", quota_bytes=8 << 30)
+        self.pidfile = open(os.path.join(work, "pids"), "a")
+        self.etcd = scale.Etcd(a, self.pidfile) if members == 3 else None
+        self.flags = ["--etcd", ",".join(self.etcd.urls)]
+
+    def revision(self):
+        return self.etcd.revision()
+
+    def size(self):
+        """bytes in use by the backend, summed over members / members"""
+        sizes = []
+        for i in range(self.etcd.n):
+            st = self.etcd.call("/v3/maintenance/status", {}, member=i)
+            sizes.append(int(st.get("dbSizeInUse", st.get("dbSize", 0))))
+        return sum(sizes) / len(sizes)
+
+    def cpu(self):
+        return self.etcd.cpu()
+
+    def leader(self):
+        return self.etcd.leader()
+
+    def stop(self):
+        self.etcd.stop()
+
+
+class PgStore:
+    name = "postgres"
+
+    def __init__(self, work):
+        import pgserver
+        # a connection per host, and fsync on, as a production server has it
+        self.pg = pgserver.Postgres(None, settings=["max_connections=1200", "fsync=on"])
+        self.flags = ["--store", "postgres", "--postgres", self.pg.conninfo()]
+
+    def revision(self):
+        status, a = self.pg.call("/v3/kv/range", {"key": "Lw==", "count_only": True})
+        return int(a["header"]["revision"])
+
+    def size(self):
+        out = self.pg.psql("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                           "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                           "WHERE n.nspname = 'snowid' AND c.relkind = 'r'")
+        return float(out.strip() or 0)
+
+    def cpu(self):
+        """the server's CPU seconds: the postmaster and every backend"""
+        pid = self.pg.postmaster_pid()
+        pids = [pid] + self.pg._children(pid) if pid else []
+        return [sum(scale.cpu_seconds(p) or 0.0 for p in pids)]
+
+    def leader(self):
+        return 0
+
+    def stop(self):
+        self.pg.cleanup()
+
+
+def run_one(store, n, args, work, wbits):
+    row = {"store": store.name, "hosts": n}
+    cluster = f"c{n}"
+    flags = store.flags + ["--cluster", cluster, "--worker-bits", str(wbits)]
+
+    # the floor
+    f = Hosts(n, store.flags + ["--cluster", f"floor{n}"], work, f"floor-{n}", floor=True)
+    f.wait_exit(120)
+    rep = f.reports.get(timeout=5)
+    row["floor_s"] = rep["last_s"]
+    log(f"{store.name} N={n}: floor {row['floor_s']:.2f} s")
+
+    # the storm on a new cluster
+    h = Hosts(n, flags, work, f"hosts-{n}")
+    h.wait(lambda: len(h.ready) == n, args.timeout, f"{n} holders READY")
+    rep = h.report()
+    row["storm_new_s"] = rep["last_s"]
+    row["first_new_s"] = rep["first_s"]
+    row["storm_new_phases"] = rep["phases"]
+    row["dup_storm"] = rep["dup_ticks"]
+    log(f"{store.name} N={n}: storm on a new cluster {rep['last_s']:.2f} s "
+        f"(first {rep['first_s']:.2f} s)")
+
+    # at rest
+    time.sleep(args.settle)
+    h.send("reset")
+    h.report()
+    rev0, size0, cpu0, t0 = store.revision(), store.size(), store.cpu(), time.monotonic()
+    time.sleep(args.rest)
+    rep = h.report()
+    rev1, size1, cpu1, t1 = store.revision(), store.size(), store.cpu(), time.monotonic()
+    dt = t1 - t0
+    row["rest_req_per_host_s"] = rep["calls_per_s_per_host"]
+    row["rest_rev_per_host_s"] = (rev1 - rev0) / dt / n
+    row["growth_per_host_day"] = (size1 - size0) / dt * 86400 / n
+    leader = store.leader() or 0
+    row["leader_cpu"] = (cpu1[leader] - cpu0[leader]) / dt
+    log(f"{store.name} N={n}: at rest {row['rest_req_per_host_s']:.3f} requests and "
+        f"{row['rest_rev_per_host_s']:.3f} revisions per s per host, leader CPU "
+        f"{100 * row['leader_cpu']:.1f}%")
+
+    # a fence with every holder live
+    h.send("reset")
+    h.send("mark")
+    fence = subprocess.run([os.path.join(BUILD, "cli", "snowid"), "fence"] + store.flags +
+                           ["--cluster", cluster], capture_output=True, text=True, timeout=120)
+    if fence.returncode:
+        raise RuntimeError(f"snowid fence: {fence.stdout} {fence.stderr}")
+    end = time.monotonic() + args.timeout
+    while True:
+        rep = h.report()
+        if rep["switched_since_mark"] >= n or time.monotonic() > end:
+            break
+        time.sleep(0.25)
+    row["fence_s"] = rep["last_switch_after_mark_s"]
+    row["fence_switched"] = rep["switched_since_mark"]
+    row["fence_eagain_ms"] = rep["eagain_max_ms"]
+    row["dup_fence"] = rep["dup_ticks"]
+    log(f"{store.name} N={n}: fence: {rep['switched_since_mark']}/{n} published again within "
+        f"{row['fence_s']:.2f} s; longest EAGAIN {rep['eagain_max_ms']:.0f} ms")
+
+    # a wave: 10% freed without a stop, started again
+    k = max(1, n // 10)
+    for i in range(k):
+        h.ready.pop(i, None)
+    t = time.monotonic()
+    h.send(f"kill 0 {k - 1}")
+    h.wait(lambda: all(i in h.ready for i in range(k)), args.timeout, "the wave READY")
+    row["wave_s"] = time.monotonic() - t
+    log(f"{store.name} N={n}: wave of {k}: READY again in {row['wave_s']:.2f} s")
+
+    # the full space: one host more waits, then takes the number one retires
+    row["full_s"] = None
+    if n == 1 << wbits:
+        extra = Hosts(1, flags, work, f"extra-{n}")
+        time.sleep(args.full_wait)
+        if extra.ready:
+            raise RuntimeError("a host beyond the worker space holds a number")
+        t = time.monotonic()
+        h.send(f"retire {n - 1}")
+        extra.wait(lambda: 0 in extra.ready, 120, "the extra host to hold the number given up")
+        row["full_s"] = time.monotonic() - t
+        said = open(os.path.join(work, f"extra-{n}.log"), errors="replace").read()
+        row["full_said"] = said.count("worker numbers are taken")
+        if row["full_said"] != 1:
+            raise RuntimeError(f"the extra host said the space is full {row['full_said']} times")
+        extra.stop()
+        log(f"{store.name} N={n}: full space: the extra host held a number "
+            f"{row['full_s']:.2f} s after one was given up")
+
+    # the storm on the existing cluster
+    h.stop(120)
+    h2 = Hosts(n, flags, work, f"hosts2-{n}")
+    h2.wait(lambda: len(h2.ready) == n, args.timeout, f"{n} holders READY again")
+    rep = h2.report()
+    row["storm_old_s"] = rep["last_s"]
+    row["first_old_s"] = rep["first_s"]
+    row["storm_old_phases"] = rep["phases"]
+    h2.stop(120)
+    log(f"{store.name} N={n}: storm on the existing cluster {rep['last_s']:.2f} s")
+    return row
+
+
+def write(rows, out):
+    os.makedirs(out, exist_ok=True)
+    cols = ["store", "hosts", "floor_s", "storm_new_s", "first_new_s", "storm_old_s", "first_old_s",
+            "fence_s", "fence_eagain_ms", "wave_s", "full_s", "rest_req_per_host_s",
+            "rest_rev_per_host_s", "growth_per_host_day", "leader_cpu"]
+    with open(os.path.join(out, "hosts.tsv"), "w") as f:
+        f.write("\t".join(cols) + "\n")
+        for r in rows:
+            f.write("\t".join("" if r.get(c) is None else
+                              (f"{r[c]:.4f}" if isinstance(r[c], float) else str(r[c]))
+                              for c in cols) + "\n")
+
+    def x(a, b):
+        return f"{a / b:.1f}x" if a and b else "-"
+
+    md = ["# The fleet at full size: many hosts' holders in one process",
+          "",
+          "`bench/hosts.py` (one `snowid-hosts` process holds every host's holder on one",
+          f"loop). Machine: {os.cpu_count()} cores; etcd as 3 members on loopback.",
+          "Ratios are to the floor measured in the same run (one lease grant and one",
+          "compare-and-put per host, all at once, through the same client).",
+          "",
+          "| store | N | floor | storm, new cluster | storm, existing | first READY (new / existing) "
+          "| fence: all published again | longest EAGAIN in the fence | wave of 10% | full space: "
+          "extra host claims | at rest: requests /s/host | revisions /s/host | growth /host/day "
+          "| leader CPU |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        md.append(
+            f"| {r['store']} | {r['hosts']} | {r['floor_s']:.2f} s | {r['storm_new_s']:.2f} s "
+            f"({x(r['storm_new_s'], r['floor_s'])}) | {r['storm_old_s']:.2f} s "
+            f"({x(r['storm_old_s'], r['floor_s'])}) | {r['first_new_s']:.2f} / "
+            f"{r['first_old_s']:.2f} s | {r['fence_s']:.2f} s ({r['fence_switched']}/{r['hosts']}) "
+            f"| {r['fence_eagain_ms']:.0f} ms | {r['wave_s']:.2f} s | "
+            f"{'-' if r['full_s'] is None else '%.2f s' % r['full_s']} | "
+            f"{r['rest_req_per_host_s']:.3f} | {r['rest_rev_per_host_s']:.3f} | "
+            f"{r['growth_per_host_day'] / 1024:.1f} KiB | {100 * r['leader_cpu']:.1f}% |")
+    md += ["", "Where a storm's time goes (each step's store calls: count, median and 99th "
+           "percentile, ms):", "",
+           "| store | N | storm | layout | grant | scan | claim | settle | renew |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        for which in ("new", "old"):
+            ph = r[f"storm_{which}_phases"]
+            cells = []
+            for k in ("layout", "grant", "scan", "claim", "settle", "renew"):
+                p = ph.get(k)
+                cells.append(f"{p['n']}: {p['median_ms']:.0f} / {p['p99_ms']:.0f}" if p else "-")
+            md.append(f"| {r['store']} | {r['hosts']} | {which} | " + " | ".join(cells) + " |")
+    with open(os.path.join(out, "hosts.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--stores", default="etcd,postgres")
+    ap.add_argument("--hosts", default="64,256,1024")
+    ap.add_argument("--rest", type=float, default=60)
+    ap.add_argument("--settle", type=float, default=10)
+    ap.add_argument("--full-wait", type=float, default=5)
+    ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--members", type=int, default=3)
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+    rows = []
+    for sname in args.stores.split(","):
+        for n in [int(x) for x in args.hosts.split(",")]:
+            work = tempfile.mkdtemp(prefix=f"snowid-hosts-{sname}-{n}-")
+            store = EtcdStore(work, args.members) if sname == "etcd" else PgStore(work)
+            wbits = 10  # the default layout's: the space is full at 1,024
+            try:
+                rows.append(run_one(store, n, args, work, wbits))
+            finally:
+                store.stop()
+                if not args.keep:
+                    shutil.rmtree(work, ignore_errors=True)
+            write(rows, args.out)
+    print(open(os.path.join(args.out, "hosts.md")).read())
+
+
+if __name__ == "__main__":
+    main()
