@@ -367,18 +367,29 @@ out:
 void cluster_read(struct holder *h)
 {
         const char *p = h->prefix;
-        json_t *body =
-                json_pack("{s:[o, o, o, o, o, o]}", "success",
-                          txn_range(txn_key(p, "layout", -1), NULL, false),
-                          txn_range(txn_key(p, "fence", -1), NULL, false),
-                          txn_range(txn_key(p, "floor", -1), NULL, false),
-                          txn_range(txn_key(p, "workers/", -1), txn_key(p, "workers0", -1), true),
-                          txn_range(txn_key(p, "hwm/", -1), txn_key(p, "hwm0", -1), false),
-                          txn_range(txn_key(p, "ranges/", -1), txn_key(p, "ranges0", -1), false));
-        /* never_used() needs only whether any number is held, and the
-         * highest mark (marks are 20 digits: their order is their value's):
-         * one key of each, not every number's, which a fleet of daemons
-         * starting at once would each read */
+        /* [layout, fence, floor, workers/, hwm/, ranges/]: while there is
+         * no layout, workers/ and hwm/ are what never_used() needs: whether
+         * any number is held, and the highest mark (marks are 20 digits:
+         * their order is their value's), one key of each.  Once there is a
+         * layout they are not needed, and reading the highest mark would
+         * cost the store every number's key on every read of every host:
+         * the failure branch reads two keys that never exist instead, so
+         * that the answer has the same shape */
+        json_t *body = json_pack(
+                "{s:[o], s:[o, o, o, o, o, o], s:[o, o, o, o, o, o]}", "compare",
+                txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0), "success",
+                txn_range(txn_key(p, "layout", -1), NULL, false),
+                txn_range(txn_key(p, "fence", -1), NULL, false),
+                txn_range(txn_key(p, "floor", -1), NULL, false),
+                txn_range(txn_key(p, "workers/", -1), txn_key(p, "workers0", -1), true),
+                txn_range(txn_key(p, "hwm/", -1), txn_key(p, "hwm0", -1), false),
+                txn_range(txn_key(p, "ranges/", -1), txn_key(p, "ranges0", -1), false), "failure",
+                txn_range(txn_key(p, "layout", -1), NULL, false),
+                txn_range(txn_key(p, "fence", -1), NULL, false),
+                txn_range(txn_key(p, "floor", -1), NULL, false),
+                txn_range(txn_key(p, "workers/", -1), NULL, true),
+                txn_range(txn_key(p, "hwm/", -1), NULL, false),
+                txn_range(txn_key(p, "ranges/", -1), txn_key(p, "ranges0", -1), false));
         json_t *ops = json_object_get(body, "success");
         json_t *held = json_object_get(json_array_get(ops, 3), "request_range");
         json_t *top = json_object_get(json_array_get(ops, 4), "request_range");
@@ -386,11 +397,13 @@ void cluster_read(struct holder *h)
         json_object_set_new(top, "limit", json_integer(1));
         json_object_set_new(top, "sort_order", json_string("DESCEND"));
         json_object_set_new(top, "sort_target", json_string("VALUE"));
-        /* and the mark of the number held, to check that etcd still has
-         * this daemon's last write of it */
+        /* and the mark of the number held, to check that the store still
+         * has this daemon's last write of it */
         uint64_t tag = 0;
         if (h->halted == HALT_NONE && h->cur.state != H_NONE && h->cur.mark_rev) {
                 json_array_append_new(ops,
+                                      txn_range(txn_key(p, "hwm/", h->cur.worker), NULL, false));
+                json_array_append_new(json_object_get(body, "failure"),
                                       txn_range(txn_key(p, "hwm/", h->cur.worker), NULL, false));
                 tag = (uint64_t)h->cur.mark_rev;
         }
