@@ -33,8 +33,9 @@ def test_storm_and_fence(h):
 
     # clients of three hosts, through their sockets, across the fence
     os.environ["SNOWID_RUNTIME_DIR"] = started["dir"]
-    takers = [Taker(h, instance=f"h{i:04d}", name=f"t{i}", threads=2, wait_us=2000000)
-              for i in range(3)]
+    # 200,000 IDs a second each: every ms of the fence, not billions to compare
+    takers = [Taker(h, instance=f"h{i:04d}", name=f"t{i}", threads=2, wait_us=2000000,
+                    extra=["-r", "100000"]) for i in range(3)]
     time.sleep(0.5)
     hosts.send("reset")
     hosts.send("mark")
