@@ -20,9 +20,12 @@
 #define INIT_BATCH 100      /* marks made per transaction (etcd allows 128 ops) */
 #define INIT_MAX (1u << 14) /* more numbers than this: none made; absent means unmarked */
 /* creating a cluster: one host does it, holding the key `creating`; the
- * others read again after this long (jittered to twice), and take over a
- * creation not finished within CREATE_STALE_MS (its host gone) */
+ * others read again after a wait that starts at CREATE_WAIT_MS and doubles
+ * to CREATE_WAIT_MAX_MS (jittered), so that a fleet waiting does not keep
+ * the store from the creation, and take over a creation not finished
+ * within CREATE_STALE_MS (its host gone) */
 #define CREATE_WAIT_MS 250
+#define CREATE_WAIT_MAX_MS 2000
 #define CREATE_STALE_MS 15000
 
 const char *holder_halt_name(enum halt why)
@@ -138,7 +141,7 @@ static void on_create_lock(void *userdata, const struct store_reply *r)
                  now_ms - (int64_t)since > CREATE_STALE_MS)
                 create_lock(h, ck.mod_revision);
         else
-                reread_in(h, CREATE_WAIT_MS + (unsigned)random() % CREATE_WAIT_MS);
+                reread_in(h, claim_next_backoff(h, CREATE_WAIT_MAX_MS) + CREATE_WAIT_MS);
         kv_clear(&lk);
         kv_clear(&ck);
 }
