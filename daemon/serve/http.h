@@ -4,6 +4,7 @@
  * IDs through libsnowid like any other client; what they know of the lease
  * comes from a snapshot that the event loop publishes with liburcu
  * (rcu_assign_pointer there, rcu_dereference here, call_rcu to free).
+ * The server's own files are listed in http-internal.h.
  */
 #pragma once
 
