@@ -84,7 +84,7 @@ static void setup(void)
                                        .layout_ready = true,
                                        .worker = 5,
                                        .lease = "held",
-                                       .etcd_reachable = true,
+                                       .store_reachable = true,
                                        .offset_ns = p.offset_ns};
         http_publish(srv, snap);
         port = http_port(srv);

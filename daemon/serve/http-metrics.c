@@ -107,7 +107,7 @@ enum MHD_Result http_metrics(struct http_server *srv, struct MHD_Connection *c)
                 "# TYPE snowid_worker gauge\nsnowid_worker %" PRId32 "\n",
                 s->holder.renewals, s->holder.renewal_failures, s->holder.leases_lost,
                 s->holder.switches, s->holder.steps_forward, s->holder.steps_back,
-                s->holder.backstops, (double)s->offset_ns / 1e9, s->etcd_reachable, s->worker);
+                s->holder.backstops, (double)s->offset_ns / 1e9, s->store_reachable, s->worker);
         fprintf(f,
                 "# HELP snowid_tsc_clock_on Whether clients read time from the TSC clock that "
                 "snowidd calibrates (else the vDSO).\n# TYPE snowid_tsc_clock_on gauge\n"
@@ -156,18 +156,18 @@ enum MHD_Result http_metrics(struct http_server *srv, struct MHD_Connection *c)
                 "(NOSPACE alarm).\n# TYPE snowid_etcd_full gauge\nsnowid_etcd_full %d\n"
                 "# HELP snowid_etcd_full_total Times etcd was found full.\n"
                 "# TYPE snowid_etcd_full_total counter\nsnowid_etcd_full_total %" PRIu64 "\n",
-                s->etcd_full, s->holder.store_full_seen);
+                s->store_full, s->holder.store_full_seen);
         static const char *const le[] = {"0.001", "0.002", "0.005", "0.01",
                                          "0.05",  "0.1",   "1",     "+Inf"};
         fprintf(f, "# HELP snowid_etcd_request_duration_seconds etcd request latency.\n"
                    "# TYPE snowid_etcd_request_duration_seconds histogram\n");
         for (size_t i = 0; i < 8; i++)
                 fprintf(f, "snowid_etcd_request_duration_seconds_bucket{le=\"%s\"} %" PRIu64 "\n",
-                        le[i], s->etcd.latency_le[i]);
+                        le[i], s->store.latency_le[i]);
         fprintf(f,
                 "snowid_etcd_request_duration_seconds_sum %.6f\n"
                 "snowid_etcd_request_duration_seconds_count %" PRIu64 "\n",
-                s->etcd.latency_sum_s, s->etcd.latency_le[7]);
+                s->store.latency_sum_s, s->store.latency_le[7]);
         rcu_read_unlock();
         fprintf(f,
                 "# HELP snowid_headroom_seconds Time left before the published deadline.\n"

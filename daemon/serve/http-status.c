@@ -42,10 +42,10 @@ enum MHD_Result http_status(struct http_server *srv, struct MHD_Connection *c)
                 (json_int_t)s->layout.seq_bits, "worker", (json_int_t)s->worker, "generation",
                 (json_int_t)st.generation, "state", state_name(st.state), "lease", s->lease,
                 "deadline", deadline, "headroom_ms", (json_int_t)st.headroom_ms, "etcd_reachable",
-                s->etcd_reachable, "halted", s->halted ? s->halted : "no", "uptime_s",
+                s->store_reachable, "halted", s->halted ? s->halted : "no", "uptime_s",
                 (json_int_t)((now_msec() - s->mono_started_ms) / 1000), "region", srv->cfg->region,
                 "worker_range", range);
-        /* the store behind the etcd_* fields (docs/postgres.md) */
+        /* the store behind the store_* and etcd_* fields (docs/postgres.md) */
         json_object_set_new(j, "store",
                             json_string(srv->cfg->store == STORE_POSTGRES ? "postgres" : "etcd"));
         /* the clock clients read (docs/clocks.md, "The TSC clock") */
@@ -55,11 +55,19 @@ enum MHD_Result http_status(struct http_server *srv, struct MHD_Connection *c)
                           "why_off", s->tsc.on ? json_null() : json_string(s->tsc.why_off),
                           "last_error_us", (double)s->tsc.last_error_ns / 1000, "max_error_us",
                           (double)s->tsc.max_error_ns / 1000, "trips", (json_int_t)s->tsc.trips));
-        /* how etcd refuses us, if it does: class and its own words */
+        /* how the store refuses us, if it does: class and its own words */
         json_object_set_new(j, "etcd_error",
-                            s->etcd_error ? json_string(s->etcd_error) : json_null());
+                            s->store_error ? json_string(s->store_error) : json_null());
         json_object_set_new(j, "etcd_error_message",
-                            s->etcd_error ? json_string(s->etcd_error_message) : json_null());
+                            s->store_error ? json_string(s->store_error_message) : json_null());
+        /* the same under the store's names, the ones to use (docs/http.md);
+         * etcd_reachable and etcd_error* stay for the clients that read them */
+        json_object_set_new(j, "store_reachable", json_boolean(s->store_reachable));
+        json_object_set_new(j, "store_full", json_boolean(s->store_full));
+        json_object_set_new(j, "store_error",
+                            s->store_error ? json_string(s->store_error) : json_null());
+        json_object_set_new(j, "store_error_message",
+                            s->store_error ? json_string(s->store_error_message) : json_null());
         rcu_read_unlock();
         return http_reply_json(srv, c, 200, j, NULL, NULL);
 }
@@ -72,13 +80,13 @@ enum MHD_Result http_healthz(struct http_server *srv, struct MHD_Connection *c)
                 return http_fail(srv, c, 503, "cannot read the segment");
         rcu_read_lock();
         const char *halted = rcu_dereference(srv->snap)->halted;
-        bool full = rcu_dereference(srv->snap)->etcd_full;
-        const char *refused = rcu_dereference(srv->snap)->etcd_error;
+        bool full = rcu_dereference(srv->snap)->store_full;
+        const char *refused = rcu_dereference(srv->snap)->store_error;
         if (refused) /* the message lives in the snapshot: copied inside the section */
                 snprintf(why, sizeof(why),
                          "%s: etcd refuses snowidd: %.160s (the log says "
                          "what to check)",
-                         refused, rcu_dereference(srv->snap)->etcd_error_message);
+                         refused, rcu_dereference(srv->snap)->store_error_message);
         rcu_read_unlock();
         if (halted && strcmp(halted, "checking")) {
                 /* a static string: safe past the read-side section */
