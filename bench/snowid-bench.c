@@ -40,7 +40,7 @@
 
 #include "barrier.h"
 #include "publish.h"
-#include "server.h"
+#include "shm-server.h"
 #include "snowid.h"
 #include "tsc-clock.h"
 

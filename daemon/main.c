@@ -48,17 +48,17 @@ static void on_holder_change(struct holder *h, void *userdata)
                 .layout_ready = st.layout_ready,
                 .worker = st.worker,
                 .lease = st.lease,
-                .etcd_reachable = st.store_reachable,
+                .store_reachable = st.store_reachable,
                 .halted = st.halted,
-                .etcd_full = st.store_full,
-                .etcd_error = st.store_error,
+                .store_full = st.store_full,
+                .store_error = st.store_error,
                 .offset_ns = st.offset_ns,
                 .mono_started_ms = app->started_ms,
                 .holder = st.stats,
-                .etcd = st.store,
+                .store = st.store,
                 .handshakes = app->serve ? *serve_stats(app->serve) : (struct serve_stats){0},
         };
-        memcpy(snap->etcd_error_message, st.store_error_message, sizeof(st.store_error_message));
+        memcpy(snap->store_error_message, st.store_error_message, sizeof(st.store_error_message));
         tsc_clock_stats(app->tsc, &snap->tsc);
         http_publish(app->http, snap);
 }

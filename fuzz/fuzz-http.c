@@ -2,7 +2,7 @@
 /*
  * The daemon's HTTP server, fed raw requests over a real socket: method,
  * path, query, headers and body all come from the input, parsed by
- * libmicrohttpd and handled by daemon/serve/http.c exactly as in snowidd.  The
+ * libmicrohttpd and handled by daemon/serve/http*.c exactly as in snowidd.  The
  * server runs once, over a segment published here with a day's deadline
  * (and a heartbeat before every input, as snowidd's clock tick keeps it).
  *
@@ -84,7 +84,7 @@ static void setup(void)
                                        .layout_ready = true,
                                        .worker = 5,
                                        .lease = "held",
-                                       .etcd_reachable = true,
+                                       .store_reachable = true,
                                        .offset_ns = p.offset_ns};
         http_publish(srv, snap);
         port = http_port(srv);

@@ -78,7 +78,8 @@ uint64_t shm_pub_epoch_ms(const struct shm_pub *p);
 int64_t shm_pub_offset_ns(const struct shm_pub *p);
 uint64_t shm_pub_nonce(const struct shm_pub *p);
 
-/* ID time of CLOCK_MONOTONIC now, as the clients compute it. */
+/* CLOCK_MONOTONIC now, in ns, as the clients read it (ID time is this plus
+ * the offset): the one reading of it in snowidd (daemon/monotonic.h). */
 int64_t shm_monotonic_ns(void);
 int64_t shm_realtime_ns(void);
 /* The offset that makes ID time equal the wall clock now. */

@@ -14,7 +14,7 @@
 
 #include "publish.h"
 #include "rundir.h"
-#include "server.h"
+#include "shm-server.h"
 
 static inline const char *test_instance(const char *what)
 {

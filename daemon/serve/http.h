@@ -4,6 +4,7 @@
  * IDs through libsnowid like any other client; what they know of the lease
  * comes from a snapshot that the event loop publishes with liburcu
  * (rcu_assign_pointer there, rcu_dereference here, call_rcu to free).
+ * The server's own files are listed in http-internal.h.
  */
 #pragma once
 
@@ -11,27 +12,28 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "etcd.h"
 #include "holder.h"
 #include "publish.h"
 #include "serve.h"
+#include "store.h"
 #include "tsc-clock.h"
 
 /* What the loop knows, as one immutable object. */
 struct http_snapshot {
         snowid_layout layout;
         bool layout_ready;
-        int32_t worker;    /* -1: none */
-        const char *lease; /* "held", "lost", "claiming" */
-        bool etcd_reachable;
-        const char *halted;           /* NULL, or why nothing is extended (holder_halt_name) */
-        bool etcd_full;               /* etcd's NOSPACE alarm: writes refused */
-        const char *etcd_error;       /* NULL, or how etcd refuses us: "etcd-auth"... (refusal.c) */
-        char etcd_error_message[256]; /* in etcd's or TLS's words */
+        int32_t worker;       /* -1: none */
+        const char *lease;    /* "held", "lost", "claiming" */
+        bool store_reachable; /* the last store request got an answer */
+        const char *halted;   /* NULL, or why nothing is extended (holder_halt_name) */
+        bool store_full;      /* the store refuses writes: it is full (NOSPACE, a full disk) */
+        /* NULL, or how the store refuses us: "etcd-auth", "postgres-auth"... */
+        const char *store_error;
+        char store_error_message[256]; /* in the store's or TLS's words */
         int64_t offset_ns;
         uint64_t mono_started_ms;
         struct holder_stats holder;
-        struct store_stats etcd;
+        struct store_stats store; /* request latencies */
         struct serve_stats handshakes;
         struct tsc_stats tsc;
 };

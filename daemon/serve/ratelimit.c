@@ -26,7 +26,7 @@ int bucket_take(struct bucket *b, struct rate r, uint64_t n, int64_t now, int64_
         if (!iv)
                 return 0;
         int64_t cost = n > (uint64_t)(INT64_MAX / 4 / iv) ? INT64_MAX / 4 : (int64_t)n * iv;
-        int64_t cur = atomic_load_explicit(&b->tat, memory_order_relaxed);
+        int64_t cur = READ_ONCE(b->tat);
         for (;;) {
                 int64_t base = cur > now ? cur : now;
                 if (base > now && base + cost - now > NS_PER_S) {
@@ -35,8 +35,7 @@ int bucket_take(struct bucket *b, struct rate r, uint64_t n, int64_t now, int64_
                         *ret_wait = cost > NS_PER_S ? base - now : base + cost - now - NS_PER_S;
                         return -1;
                 }
-                if (atomic_compare_exchange_weak_explicit(
-                            &b->tat, &cur, base + cost, memory_order_relaxed, memory_order_relaxed))
+                if (cas_weak_relaxed(b->tat, &cur, base + cost))
                         return 0;
         }
 }
@@ -45,7 +44,7 @@ void bucket_refund(struct bucket *b, struct rate r, uint64_t n)
 {
         int64_t iv = interval_ns(r);
         if (iv)
-                atomic_fetch_sub_explicit(&b->tat, (int64_t)n * iv, memory_order_relaxed);
+                fetch_sub_relaxed(b->tat, (int64_t)n * iv);
 }
 
 static int name_ok(const char *s)
@@ -282,7 +281,7 @@ int addr_table_init(struct addr_table *t)
 
 static int64_t load(_Atomic int64_t *w)
 {
-        return atomic_load_explicit(w, memory_order_relaxed);
+        return READ_ONCE(*w);
 }
 
 static int64_t owed_until(struct addr_slot *s)
@@ -299,8 +298,7 @@ static struct addr_slot *shared_of(struct addr_table *t, uint64_t h)
 static void raise_to(struct bucket *b, int64_t tat)
 {
         int64_t cur = load(&b->tat);
-        while (cur < tat && !atomic_compare_exchange_weak_explicit(
-                                    &b->tat, &cur, tat, memory_order_relaxed, memory_order_relaxed))
+        while (cur < tat && !cas_weak_relaxed(b->tat, &cur, tat))
                 ;
 }
 
@@ -318,10 +316,9 @@ static void hand_over(struct addr_table *t, struct addr_slot *s, uint64_t old, u
         /* at least now: full, and held from now on */
         struct addr_slot *mine = shared_of(t, h);
         int64_t ids = load(&mine->ids.tat), requests = load(&mine->requests.tat);
-        atomic_store_explicit(&s->ids.tat, ids > now ? ids : now, memory_order_relaxed);
-        atomic_store_explicit(&s->requests.tat, requests > now ? requests : now,
-                              memory_order_relaxed);
-        atomic_store_explicit(&s->refused, 0, memory_order_relaxed);
+        WRITE_ONCE(s->ids.tat, ids > now ? ids : now);
+        WRITE_ONCE(s->requests.tat, requests > now ? requests : now);
+        WRITE_ONCE(s->refused, 0);
 }
 
 /* How readily a held slot is given up: 3 free, 2 its address went quiet, 1
@@ -337,7 +334,7 @@ struct pick {
 
 static struct pick rate_slot(struct addr_slot *s, int64_t now)
 {
-        struct pick p = {.s = s, .key = atomic_load_explicit(&s->key, memory_order_relaxed)};
+        struct pick p = {.s = s, .key = READ_ONCE(s->key)};
         int64_t until = owed_until(s), refused = load(&s->refused);
         if (!p.key)
                 p.rank = 3;
@@ -381,7 +378,7 @@ struct addr_slot *addr_slot_get(struct addr_table *t, uint64_t key, int64_t now)
         for (int i = 0; i < 2; i++)
                 for (size_t w = 0; w < LIMIT_ADDR_WAYS; w++) {
                         struct addr_slot *s = &t->slot[set[i] * LIMIT_ADDR_WAYS + w];
-                        if (atomic_load_explicit(&s->key, memory_order_relaxed) == key)
+                        if (READ_ONCE(s->key) == key)
                                 return s;
                 }
         struct pick best = {.rank = -1};
@@ -400,8 +397,7 @@ struct addr_slot *addr_slot_get(struct addr_table *t, uint64_t key, int64_t now)
         }
         if (best.rank > 0) {
                 uint64_t k = best.key;
-                if (atomic_compare_exchange_strong_explicit(
-                            &best.s->key, &k, key, memory_order_relaxed, memory_order_relaxed)) {
+                if (cas_relaxed(best.s->key, &k, key)) {
                         hand_over(t, best.s, best.key, h, now);
                         return best.s;
                 }
@@ -416,7 +412,7 @@ int addr_take(struct addr_slot *s, struct bucket *b, struct rate r, uint64_t n, 
 {
         if (bucket_take(b, r, n, now, ret_wait) == 0)
                 return 0;
-        atomic_store_explicit(&s->refused, now, memory_order_relaxed);
+        WRITE_ONCE(s->refused, now);
         return -1;
 }
 

@@ -7,10 +7,11 @@
  */
 #pragma once
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+
+#include "barrier.h"
 
 #define LIMIT_RATE_MAX 1000000000u /* per second: one per ns */
 #define LIMIT_NAME_MAX 64

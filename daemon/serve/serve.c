@@ -24,11 +24,11 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <systemd/sd-daemon.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "handshake.h"
 #include "log.h"
+#include "monotonic.h"
 #include "serve.h"
 
 /* accept4() calls per turn of the loop: refusals cost a few system calls
@@ -144,13 +144,6 @@ static void conn_free(struct conn *c)
         free(c);
 }
 
-static int64_t monotonic_now_ns(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Is the welcome still unread in the peer's socket (its descriptors in
  * flight, charged to snowidd's user)? */
 static bool in_flight(const struct conn *c)
@@ -196,7 +189,7 @@ static int peer_allowed(struct serve *s, int fd, uid_t *ret_uid)
         int ok = settings_allowed(s->cfg, cred.uid, gids, n);
         if (!ok) {
                 /* anyone may connect: one line a second at most */
-                uint64_t now = (uint64_t)monotonic_now_ns() / 1000000;
+                uint64_t now = now_msec();
                 if (now >= s->refused_logged_ms + 1000) {
                         log_info("Refused the segment to uid %u gid %u (pid %d): not in "
                                  "allow-users or allow-groups (%" PRIu64 " more refused since "
@@ -231,7 +224,7 @@ static void answer(struct conn *c)
                 w.nonce = shm_pub_nonce(s->pub);
                 w.uid = (uint32_t)geteuid();
         }
-        w.mono_ns = monotonic_now_ns();
+        w.mono_ns = shm_monotonic_ns();
         int r = shm_welcome_send(c->fd, &w, s->pub->ctl_ro_fd, s->pub->ctr_fd);
         if (r < 0)
                 log_warning_errno(r, "Cannot answer a handshake: %m");
@@ -339,7 +332,7 @@ static int refuse_early(struct serve *s, int fd, uid_t *ret_uid)
                 return 0;
         struct shm_welcome w = {.version = SHM_VERSION, .status = -EACCES};
         memcpy(w.magic, SHM_HS_WELCOME_MAGIC, sizeof(w.magic));
-        w.mono_ns = monotonic_now_ns();
+        w.mono_ns = shm_monotonic_ns();
         (void)shm_welcome_send(fd, &w, -1, -1); /* a peer gone already: nothing to say */
         close(fd);
         s->stats.refused++;
@@ -449,7 +442,7 @@ void serve_drain(struct serve *s)
          * still queued stay on the listening socket, which outlives this
          * process in systemd's fd store: the next snowidd accepts them */
         while (s->pending.n > 0) {
-                uint64_t now = (uint64_t)monotonic_now_ns() / 1000, first = UINT64_MAX;
+                uint64_t now = now_usec(), first = UINT64_MAX;
                 nfds_t n = 0;
                 for (struct conn *c = s->pending.head, *next; c; c = next) {
                         next = c->next;

@@ -12,6 +12,7 @@
 
 #include "etcd.h"
 #include "log.h"
+#include "monotonic.h"
 #include "store-refusal.h"
 
 #define BODY_MAX (16u << 20) /* an answer larger than this is not one of ours */
@@ -55,13 +56,6 @@ struct etcd {
         struct store_refusal hold;         /* a refusal in force */
         uint32_t problem_members; /* bit i: endpoint i refused this way */
 };
-
-static uint64_t now_usec(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
 
 /* ---- libcurl's multi interface in sd-event ---- */
 

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "monotonic.h"
 #include "pg.h"
 #include "store-refusal.h"
 
@@ -85,13 +86,6 @@ struct pg {
         bool said_down, said_standby, said_setup;
         char endpoint[256];
 };
-
-static inline uint64_t now_usec(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
 
 bool pg_failed(const PGresult *res);
 const char *pg_one_line(char *buf, size_t size, const char *msg);

@@ -2,17 +2,11 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "monotonic.h"
 #include "store-refusal.h"
 
 #define HOLD_MIN_MS 1000 /* after a refusal (auth, TLS...), the first wait */
 #define HOLD_MAX_MS 30000
-
-static uint64_t now_usec(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
 
 bool store_refusal_applies(const struct store_refusal *h, bool is_kv)
 {

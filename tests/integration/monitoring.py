@@ -7,10 +7,10 @@ unit tests and the Grafana dashboard use) and sample_names() (the names in a
 a live daemon's /metrics.
 
 As a script (meson test monitoring-files): the same names against the
-metric families that daemon/serve/http.c declares (its "# TYPE" lines), rate() and
-increase() only over counters, the dashboard's shape (a Prometheus data
-source variable, an instance variable that every selector uses), and, given
-promtool, every dashboard expression parsed by it."""
+metric families that daemon/serve/http-metrics.c declares (its "# TYPE"
+lines), rate() and increase() only over counters, the dashboard's shape (a
+Prometheus data source variable, an instance variable that every selector
+uses), and, given promtool, every dashboard expression parsed by it."""
 import json
 import os
 import re
@@ -22,7 +22,7 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 RULES = os.path.join(ROOT, "contrib/prometheus/snowid.rules.yml")
 RULES_TEST = os.path.join(ROOT, "contrib/prometheus/snowid.rules.test.yml")
 DASHBOARD = os.path.join(ROOT, "contrib/grafana/snowid-dashboard.json")
-HTTP_C = os.path.join(ROOT, "daemon/serve/http.c")
+METRICS_C = os.path.join(ROOT, "daemon/serve/http-metrics.c")
 
 # a metric's name; not a C function (followed by "(") nor a pattern ("_*")
 NAME = re.compile(r"\bsnowid_[a-z0-9_]*[a-z0-9](?![\w(*])")
@@ -60,8 +60,8 @@ def sample_names(body):
 
 
 def declared_families():
-    """{family: type} from daemon/serve/http.c's "# TYPE" lines."""
-    with open(HTTP_C) as f:
+    """{family: type} from daemon/serve/http-metrics.c's "# TYPE" lines."""
+    with open(METRICS_C) as f:
         return dict(re.findall(r"# TYPE (snowid_[a-z0-9_]+) (counter|gauge|histogram)", f.read()))
 
 
@@ -79,12 +79,13 @@ def sample_names_of(families):
 def check_files(promtool=None):
     problems = []
     families = declared_families()
-    assert len(families) > 30, f"only {len(families)} families found in daemon/serve/http.c"
+    assert len(families) > 30, f"only {len(families)} families found in daemon/serve/http-metrics.c"
     names = sample_names_of(families)
     for path, used in names_used().items():
         assert used, f"no metric names found in {path}"
         for n in sorted(used - set(names) - set(families)):
-            problems.append(f"{os.path.relpath(path, ROOT)}: {n} is not in daemon/serve/http.c")
+            problems.append(f"{os.path.relpath(path, ROOT)}: {n} is not in "
+                            "daemon/serve/http-metrics.c")
 
     # rate() and increase() are for counters (a histogram's buckets count too)
     with open(RULES) as f:
@@ -149,4 +150,4 @@ if __name__ == "__main__":
         sys.exit(1)
     used = names_used()
     print(f"{sum(map(len, used.values()))} metric names used in {len(used)} files, "
-          "all declared in daemon/serve/http.c")
+          "all declared in daemon/serve/http-metrics.c")

@@ -86,8 +86,15 @@ def test_endpoints(h):
     status = json.loads(body)
     assert st == 200 and status["worker"] == worker and status["lease"] == "held", status
     for k in ("cluster", "instance", "layout", "generation", "headroom_ms", "etcd_reachable",
-              "uptime_s"):
+              "uptime_s", "store_reachable", "store_full", "store_error", "store_error_message",
+              "etcd_error", "etcd_error_message"):
         assert k in status, k
+    # the store's names (docs/http.md) and the etcd_* ones kept for older
+    # clients: the same values
+    assert status["store_reachable"] is True and status["etcd_reachable"] is True, status
+    assert status["store_full"] is False, status
+    assert status["store_error"] is None and status["etcd_error"] is None, status
+    assert status["store_error_message"] is None and status["etcd_error_message"] is None, status
     assert status["layout"]["seq_bits"] == 12 and status["headroom_ms"] > 1000
 
     st, hd, body = request(base, "GET", "/metrics")

@@ -117,6 +117,8 @@ def test_etcd_full(h):
     wait_for(lambda: metric(port, "snowid_etcd_full") == 1, 10, "the daemon to see it")
     st, body = http_get(port, "/healthz")
     assert st == 503 and "etcd-full" in body, (st, body)
+    st, body = http_get(port, "/v1/status")
+    assert st == 200 and json.loads(body)["store_full"] is True, body
     assert cli_status(h.instance).get("state") == "etcd-full", cli_status(h.instance)
     logline = [ln for ln in d.log_text().splitlines() if "etcd is full" in ln]
     assert len(logline) == 1 and "etcdctl alarm disarm" in logline[0], logline
@@ -135,6 +137,7 @@ def test_etcd_full(h):
                                             "alarm": "NOSPACE"})
     wait_for(lambda: metric(port, "snowid_etcd_full") == 0, 10, "the daemon to go on")
     wait_for(lambda: http_get(port, "/healthz")[0] == 200, 10, "/healthz 200")
+    assert json.loads(http_get(port, "/v1/status")[1])["store_full"] is False
     assert cli_status(h.instance).get("state") == "leased"
     assert metric(port, "snowid_etcd_full_total") == 1
     assert "etcd takes writes again" in d.log_text()

@@ -139,6 +139,7 @@ def test_server_checks(h):
     st, body = http_get(port, "/v1/status")
     status = json.loads(body)
     assert st == 200 and status["store"] == "postgres" and status["etcd_reachable"], body
+    assert status["store_reachable"] is True and status["store_full"] is False, body
     wait_for(lambda: "synchronous_commit" in d.log_text(), 10, "the warning")
     line = [x for x in d.log_text().splitlines() if "synchronous_commit" in x]
     log(line[0][:200])

@@ -103,6 +103,8 @@ def test_auth_and_roles(h):
     j = json.loads(body) if code == 200 else {}
     assert j.get("etcd_error") == "etcd-permission" and \
         "permission denied" in j.get("etcd_error_message", ""), body
+    assert j.get("store_error") == j["etcd_error"] and \
+        j.get("store_error_message") == j["etcd_error_message"], body
     # retried, and said once
     wait_for(lambda: d.log_text().count("Extending the mark failed: etcdserver: permission denied")
              >= 3, 30, "three refused extensions")

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "handshake.h"
-#include "server.h"
+#include "shm-server.h"
 
 struct shm_server {
         pthread_t thread;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A handshake server on a thread of its own, blocking: for the tests, the
- * benchmark and the fuzzers, which publish a segment without snowidd.
- * snowidd serves from its event loop instead (daemon/serve/serve.c).
+ * A handshake server on a thread of its own, blocking: for the tests and the
+ * benchmark, which publish a segment without snowidd.  snowidd serves from
+ * its event loop instead (daemon/serve/serve.c).  Not in libshm: only what
+ * uses it links it (shm_server_dep, the top meson.build).
  */
 #pragma once
 
