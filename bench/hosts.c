@@ -59,7 +59,7 @@
 #include "txn.h"
 
 enum kind { K_LAYOUT, K_GRANT, K_SCAN, K_CLAIM, K_SETTLE, K_RENEW, K_OTHER, K_MAX };
-static const char *const kind_names[K_MAX] = {"layout", "grant", "scan",  "claim",
+static const char *const kind_names[K_MAX] = {"layout", "grant", "scan", "claim",
                                               "settle", "renew", "other"};
 
 /* Durations of one kind of call: a log-scale histogram (0.1 ms steps
@@ -110,8 +110,8 @@ struct host {
         uint64_t eagain_since_us; /* 0: none now */
         uint64_t eagain_max_us;
         int64_t worker;
-        uint64_t gen;          /* the segment's generation when last looked at */
-        uint64_t switched_us;  /* when it last changed */
+        uint64_t gen;         /* the segment's generation when last looked at */
+        uint64_t switched_us; /* when it last changed */
         /* --floor */
         int64_t lease;
         bool floor_done;
@@ -167,7 +167,7 @@ static int tb_new(sd_event *ev, const struct settings *cfg, void **ret)
                 return -ENOMEM;
         tb->host = host;
         tb->real = real_ops;
-        int r = real_ops->new(ev, cfg, &tb->b);
+        int r = real_ops->new (ev, cfg, &tb->b);
         if (r < 0) {
                 free(tb);
                 return r;
@@ -331,7 +331,8 @@ static void on_change(struct holder *h, void *userdata)
         host->ready = true;
         host->t_ready_us = now_us();
         ready_count++;
-        printf("{\"event\":\"ready\",\"host\":%d,\"worker\":%" PRId32 ",\"t\":%.3f,\"took\":%.3f}\n",
+        printf("{\"event\":\"ready\",\"host\":%d,\"worker\":%" PRId32
+               ",\"t\":%.3f,\"took\":%.3f}\n",
                host->i, st.worker, secs(host->t_ready_us),
                (double)(host->t_ready_us - host->t_start_us) / 1e6);
         fflush(stdout);
@@ -345,13 +346,11 @@ static void on_done(struct holder *h, int code, void *userdata)
                 if (host->ready)
                         ready_count--;
                 host->ready = false;
-                printf("{\"event\":\"retired\",\"host\":%d,\"t\":%.3f}\n", host->i,
-                       secs(now_us()));
+                printf("{\"event\":\"retired\",\"host\":%d,\"t\":%.3f}\n", host->i, secs(now_us()));
                 fflush(stdout);
         }
         if (code && !stopping)
-                fprintf(stderr, "snowid-hosts: host %d is done with exit code %d\n", host->i,
-                        code);
+                fprintf(stderr, "snowid-hosts: host %d is done with exit code %d\n", host->i, code);
         done_count++;
         if (stopping && done_count == n_hosts)
                 sd_event_exit(event, 0);
@@ -380,11 +379,10 @@ static int host_start(struct host *host)
                         return r;
         }
         struct holder *h;
-        r = holder_new(event, &host->cfg, host->pub, &tb_ops,
-                       &(struct holder_callbacks){.change = on_change,
-                                                  .done = on_done,
-                                                  .userdata = host},
-                       &h);
+        r = holder_new(
+                event, &host->cfg, host->pub, &tb_ops,
+                &(struct holder_callbacks){.change = on_change, .done = on_done, .userdata = host},
+                &h);
         if (r < 0)
                 return r;
         host->h = h;
@@ -430,11 +428,11 @@ static void floor_granted(void *userdata, const struct store_reply *r)
         char prefix[160];
         snprintf(prefix, sizeof(prefix), "/snowid-floor/%s/", host->cfg.cluster);
         json_t *k = txn_key(prefix, "k", host->i);
-        json_t *body = json_pack(
-                "{s:[o],s:[{s:o}]}", "compare",
-                txn_cmp(json_incref(k), "CREATE", "EQUAL", NULL, 0), "success", "request_put",
-                json_pack("{s:o,s:o,s:I}", "key", k, "value", txn_mark(1), "lease",
-                          (json_int_t)host->lease));
+        json_t *body = json_pack("{s:[o],s:[{s:o}]}", "compare",
+                                 txn_cmp(json_incref(k), "CREATE", "EQUAL", NULL, 0), "success",
+                                 "request_put",
+                                 json_pack("{s:o,s:o,s:I}", "key", k, "value", txn_mark(1), "lease",
+                                           (json_int_t)host->lease));
         if (tb_call(host->tb, "/v3/kv/txn", body, floor_put_done, host, 0) < 0)
                 floor_put_done(host, &(struct store_reply){.error = "cannot send"});
 }
@@ -742,8 +740,8 @@ int main(int argc, char **argv)
                 fprintf(stderr, "snowid-hosts: cannot start: %s\n", strerror(-r));
                 return 1;
         }
-        printf("{\"event\":\"started\",\"hosts\":%u,\"dir\":\"%s\",\"t\":%.3f}\n", n_hosts,
-               rundir, secs(now_us()));
+        printf("{\"event\":\"started\",\"hosts\":%u,\"dir\":\"%s\",\"t\":%.3f}\n", n_hosts, rundir,
+               secs(now_us()));
         fflush(stdout);
         r = sd_event_loop(event);
         if (floor_mode)

@@ -38,8 +38,8 @@ static void send_read(struct fence_run *f);
 static json_t *layout_value(const snowid_layout *l)
 {
         return store_b64("{\"epoch_ms\":%" PRIu64 ",\"time_bits\":%u,\"worker_bits\":%u,"
-                        "\"seq_bits\":%u}",
-                        l->epoch_ms, l->time_bits, l->worker_bits, l->seq_bits);
+                         "\"seq_bits\":%u}",
+                         l->epoch_ms, l->time_bits, l->worker_bits, l->seq_bits);
 }
 
 static void done(struct fence_run *f, int result)

@@ -166,7 +166,7 @@ static void test_names(void **state)
 /* One answer with this header, noted as a kv (linearizable) or a lease
  * answer sent when the history stood at rev_at_send. */
 static struct store_reply noted(struct store_history *hist, const char *cluster, int64_t revision,
-                               int64_t rev_at_send, bool linearizable)
+                                int64_t rev_at_send, bool linearizable)
 {
         char body[160];
         struct store_reply r = {0};

@@ -150,9 +150,16 @@ static struct settings cfg;
 static int setup(void **state)
 {
         (void)state;
-        char *argv[] = {"snowidd",     "--config", "/dev/null",     "--instance",
-                        (char *)test_instance("store"), "--log-level", "err",
-                        "--runtime-dir", (char *)test_dir(), NULL};
+        char *argv[] = {"snowidd",
+                        "--config",
+                        "/dev/null",
+                        "--instance",
+                        (char *)test_instance("store"),
+                        "--log-level",
+                        "err",
+                        "--runtime-dir",
+                        (char *)test_dir(),
+                        NULL};
         if (settings_load(&cfg, NULL, (int)(sizeof(argv) / sizeof(*argv)) - 1, argv) != 0)
                 return -1;
         log_max_level = cfg.log_level;
@@ -192,8 +199,7 @@ static void test_dispatch(void **state)
         assert_int_equal(store_new_with(&fake_ops, NULL, &cfg, &s), 0);
         struct fake *f = &fakes[0];
 
-        assert_int_equal(store_call(s, "/v3/kv/range", json_object(), on_answer, &answered, 42),
-                         0);
+        assert_int_equal(store_call(s, "/v3/kv/range", json_object(), on_answer, &answered, 42), 0);
         assert_int_equal(f->calls, 1);
         assert_string_equal(f->last_path, "/v3/kv/range");
         assert_int_equal(f->last_tag, 42);

@@ -29,7 +29,6 @@
 #define FRESH_THROTTLE_MS 10000
 #define FLOOR_SLACK_MS 1000
 
-
 static void step_grant(struct holder *h);
 
 /* ---- retries ---- */
@@ -290,15 +289,17 @@ static void scan(struct holder *h, bool full)
                 }
                 for (unsigned i = 0; i < g->sampled; i++)
                         json_array_append_new(
-                                ops, txn_range(txn_key(h->prefix, "workers/", g->sample[i]), NULL, true));
+                                ops, txn_range(txn_key(h->prefix, "workers/", g->sample[i]), NULL,
+                                               true));
                 for (unsigned i = 0; i < g->sampled; i++)
                         json_array_append_new(
-                                ops, txn_range(txn_key(h->prefix, "hwm/", g->sample[i]), NULL, false));
+                                ops,
+                                txn_range(txn_key(h->prefix, "hwm/", g->sample[i]), NULL, false));
         } else {
                 json_array_append_new(ops, txn_range(txn_key(h->prefix, "workers/", -1),
-                                                    txn_key(h->prefix, "workers0", -1), true));
-                json_array_append_new(
-                        ops, txn_range(txn_key(h->prefix, "hwm/", -1), txn_key(h->prefix, "hwm0", -1), false));
+                                                     txn_key(h->prefix, "workers0", -1), true));
+                json_array_append_new(ops, txn_range(txn_key(h->prefix, "hwm/", -1),
+                                                     txn_key(h->prefix, "hwm0", -1), false));
         }
         json_array_append_new(ops, txn_range(txn_key(h->prefix, "floor", -1), NULL, false));
         txn_cluster_reads(ops, h->prefix);
@@ -350,7 +351,8 @@ static void on_claim(void *userdata, const struct store_reply *r)
                 uint64_t m = 0;
                 bool low = !own.key || parse_mark(own.value, own.value_len, &m) < 0;
                 kv_clear(&own);
-                if (holder_forgotten(h, g->own_worker, g->own_rev, modrev, "claiming another number"))
+                if (holder_forgotten(h, g->own_worker, g->own_rev, modrev,
+                                     "claiming another number"))
                         return;
                 /* deleted or lowered since (by hand): raised back, or every
                  * claim would fail on it */
@@ -399,8 +401,10 @@ static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t 
         json_t *body = json_pack(
                 "{s:[o, o], s:[o, o, o], s:[o, o]}", "compare",
                 txn_cmp(txn_key(h->prefix, "workers/", worker), "CREATE", "EQUAL", NULL, 0),
-                txn_cmp(txn_key(h->prefix, "hwm/", worker), "MOD", "EQUAL", NULL, modrev), "success",
-                txn_put(txn_key(h->prefix, "workers/", worker), store_b64("%s", g->value), g->lease),
+                txn_cmp(txn_key(h->prefix, "hwm/", worker), "MOD", "EQUAL", NULL, modrev),
+                "success",
+                txn_put(txn_key(h->prefix, "workers/", worker), store_b64("%s", g->value),
+                        g->lease),
                 txn_put(txn_key(h->prefix, "hwm/", worker), txn_mark(g->mark), 0),
                 txn_raise_floor(h->prefix, g->mark), "failure",
                 txn_range(txn_key(h->prefix, "workers/", worker), NULL, false),
@@ -417,8 +421,9 @@ static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t 
                 g->own_rev = h->cur.mark_rev;
                 json_array_append_new(cmp, txn_cmp(txn_key(h->prefix, "hwm/", h->cur.worker), "MOD",
                                                    "GREATER", NULL, h->cur.mark_rev - 1));
-                json_array_append_new(json_object_get(body, "failure"),
-                                      txn_range(txn_key(h->prefix, "hwm/", h->cur.worker), NULL, false));
+                json_array_append_new(
+                        json_object_get(body, "failure"),
+                        txn_range(txn_key(h->prefix, "hwm/", h->cur.worker), NULL, false));
         }
         /* no mark: the floor, which is at or above every deadline ever
          * published, must still be below the start */

@@ -378,21 +378,21 @@ void cluster_read(struct holder *h)
          * cost the store every number's key on every read of every host:
          * the failure branch reads two keys that never exist instead, so
          * that the answer has the same shape */
-        json_t *body = json_pack(
-                "{s:[o], s:[o, o, o, o, o, o], s:[o, o, o, o, o, o]}", "compare",
-                txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0), "success",
-                txn_range(txn_key(p, "layout", -1), NULL, false),
-                txn_range(txn_key(p, "fence", -1), NULL, false),
-                txn_range(txn_key(p, "floor", -1), NULL, false),
-                txn_range(txn_key(p, "workers/", -1), txn_key(p, "workers0", -1), true),
-                txn_range(txn_key(p, "hwm/", -1), txn_key(p, "hwm0", -1), false),
-                txn_range(txn_key(p, "ranges/", -1), txn_key(p, "ranges0", -1), false), "failure",
-                txn_range(txn_key(p, "layout", -1), NULL, false),
-                txn_range(txn_key(p, "fence", -1), NULL, false),
-                txn_range(txn_key(p, "floor", -1), NULL, false),
-                txn_range(txn_key(p, "workers/", -1), NULL, true),
-                txn_range(txn_key(p, "hwm/", -1), NULL, false),
-                txn_range(txn_key(p, "ranges/", -1), txn_key(p, "ranges0", -1), false));
+        json_t *body =
+                json_pack("{s:[o], s:[o, o, o, o, o, o], s:[o, o, o, o, o, o]}", "compare",
+                          txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0), "success",
+                          txn_range(txn_key(p, "layout", -1), NULL, false),
+                          txn_range(txn_key(p, "fence", -1), NULL, false),
+                          txn_range(txn_key(p, "floor", -1), NULL, false),
+                          txn_range(txn_key(p, "workers/", -1), txn_key(p, "workers0", -1), true),
+                          txn_range(txn_key(p, "hwm/", -1), txn_key(p, "hwm0", -1), false),
+                          txn_range(txn_key(p, "ranges/", -1), txn_key(p, "ranges0", -1), false),
+                          "failure", txn_range(txn_key(p, "layout", -1), NULL, false),
+                          txn_range(txn_key(p, "fence", -1), NULL, false),
+                          txn_range(txn_key(p, "floor", -1), NULL, false),
+                          txn_range(txn_key(p, "workers/", -1), NULL, true),
+                          txn_range(txn_key(p, "hwm/", -1), NULL, false),
+                          txn_range(txn_key(p, "ranges/", -1), txn_key(p, "ranges0", -1), false));
         json_t *ops = json_object_get(body, "success");
         json_t *held = json_object_get(json_array_get(ops, 3), "request_range");
         json_t *top = json_object_get(json_array_get(ops, 4), "request_range");
@@ -607,7 +607,8 @@ static void on_raise(void *userdata, const struct store_reply *r)
         kv_clear(&kv);
         /* a mark this daemon wrote, back below that write: etcd forgot it.
          * Writing it again would erase what shows the restore */
-        if (!put && present && holder_forgotten(h, m->worker, m->acked_sent, modrev, "raising its mark")) {
+        if (!put && present &&
+            holder_forgotten(h, m->worker, m->acked_sent, modrev, "raising its mark")) {
                 raise_done(h, m, false);
                 return;
         }

@@ -109,7 +109,7 @@ struct holder {
         sd_event *event;
         struct store *store;
         struct shm_pub *pub;
-        unsigned pub_replaced;  /* pub->replaced when last seen */
+        unsigned pub_replaced;    /* pub->replaced when last seen */
         bool store_full;          /* the store refuses writes: full (etcd's NOSPACE alarm) */
         enum store_err store_err; /* the store refuses us: a setting is wrong (refused.c) */
         char store_err_message[256];

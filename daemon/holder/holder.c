@@ -74,8 +74,8 @@ char *holder_i64(int64_t v, char buf[static 24])
 
 /* Reads back the two ranges [workers/n, hwm/n] of a txn answer: whether
  * workers/n holds this holding (value and lease) and the stored mark. */
-int holder_read_back(const struct holding *g, const json_t *root, bool *ret_ours, uint64_t *ret_mark,
-              int64_t *ret_modrev)
+int holder_read_back(const struct holding *g, const json_t *root, bool *ret_ours,
+                     uint64_t *ret_mark, int64_t *ret_modrev)
 {
         struct kv kv;
         *ret_ours = false;
@@ -110,7 +110,7 @@ struct holding *holder_by_tag(struct holder *h, uint64_t tag)
 }
 
 bool holder_forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64_t modrev,
-               const char *where)
+                      const char *where)
 {
         if (!acked_rev || !modrev || modrev >= acked_rev)
                 return false;
@@ -376,8 +376,8 @@ void holder_give_up_lease(struct holder *h, int64_t lease)
         char l[24];
         if (!lease)
                 return;
-        store_call(h->store, "/v3/lease/revoke", json_pack("{s:s}", "ID", holder_i64(lease, l)), on_revoke,
-                   h, 0);
+        store_call(h->store, "/v3/lease/revoke", json_pack("{s:s}", "ID", holder_i64(lease, l)),
+                   on_revoke, h, 0);
 }
 
 /* ---- publishing ---- */
@@ -426,7 +426,8 @@ void holder_publish(struct holder *h)
         h->cur.keepalive_busy = h->cur.extend_busy = false;
         h->next = (struct holding){.state = H_NONE, .worker = -1};
         log_info("Publishing worker %" PRId32 ", deadline %" PRIu64 " (%" PRId64 " ms ahead)",
-                 h->cur.worker, h->cur.mark, (int64_t)h->cur.mark - (int64_t)holder_id_ms(h, false));
+                 h->cur.worker, h->cur.mark,
+                 (int64_t)h->cur.mark - (int64_t)holder_id_ms(h, false));
         if (!h->ready_sent) {
                 sd_notify(0, "READY=1");
                 h->ready_sent = true;
@@ -442,10 +443,11 @@ void holder_update_status(struct holder *h)
         if (h->cb.change)
                 h->cb.change(h, h->cb.userdata);
         if (h->store_err != STORE_ERR_NONE)
-                snprintf(said, sizeof(said), "refused (%s: %s)", store_err_name(h->store, h->store_err),
-                         h->store_err_message);
+                snprintf(said, sizeof(said), "refused (%s: %s)",
+                         store_err_name(h->store, h->store_err), h->store_err_message);
         else
-                snprintf(said, sizeof(said), "%s", h->store_reachable ? "reachable" : "unreachable");
+                snprintf(said, sizeof(said), "%s",
+                         h->store_reachable ? "reachable" : "unreachable");
         int64_t headroom = h->cur.state == H_NONE ? 0
                                                   : (int64_t)shm_pub_deadline(h->pub) -
                                                             (int64_t)holder_id_ms(h, false);
@@ -602,8 +604,8 @@ int holder_new(sd_event *event, const struct settings *cfg, struct shm_pub *pub,
 static const char *step_name(const struct holder *h)
 {
         static const char *const names[] = {
-                [H_NONE] = "none", [H_GRANT] = "grant", [H_SCAN] = "scan",  [H_CLAIM] = "claim",
-                [H_SETTLE] = "settle", [H_HELD] = "held", [H_LOST] = "lost",
+                [H_NONE] = "none",     [H_GRANT] = "grant", [H_SCAN] = "scan", [H_CLAIM] = "claim",
+                [H_SETTLE] = "settle", [H_HELD] = "held",   [H_LOST] = "lost",
         };
         if (h->next.state != H_NONE)
                 return names[h->next.state];

@@ -32,7 +32,8 @@ void refused_file(const struct holder *h)
         int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0)
                 return;
-        int ok = dprintf(fd, "%s\t%s\n", store_err_name(h->store, h->store_err), h->store_err_message) > 0;
+        int ok = dprintf(fd, "%s\t%s\n", store_err_name(h->store, h->store_err),
+                         h->store_err_message) > 0;
         if (close(fd) < 0 || !ok || rename(tmp, path) < 0)
                 unlink(tmp);
 }
@@ -44,8 +45,8 @@ void refused_problem(void *userdata, const struct store_problem *p)
 
         if (p->err == STORE_ERR_NONE) {
                 if (h->store_err != STORE_ERR_NONE)
-                        log_notice("%s takes snowidd's requests again (%s is over)", store_title(h->store),
-                                   store_err_name(h->store, h->store_err));
+                        log_notice("%s takes snowidd's requests again (%s is over)",
+                                   store_title(h->store), store_err_name(h->store, h->store_err));
                 h->store_err = STORE_ERR_NONE;
                 h->store_err_message[0] = 0;
                 refused_file(h);
@@ -62,9 +63,9 @@ void refused_problem(void *userdata, const struct store_problem *p)
         bool news = p->err != h->store_err;
         if (news) {
                 store_refusal_hint(h->store, h->cfg, p->err, h->prefix, why, sizeof(why));
-                log_error("%s at %s refuses snowidd (%s): %s. To fix: %s. %s", store_title(h->store),
-                          p->endpoint,
-                          store_err_name(h->store, p->err), p->message, why,
+                log_error("%s at %s refuses snowidd (%s): %s. To fix: %s. %s",
+                          store_title(h->store), p->endpoint, store_err_name(h->store, p->err),
+                          p->message, why,
                           fatal           ? "Exiting: retrying cannot help"
                           : h->ready_sent ? "IDs go on until the deadline; trying again, up to "
                                             "30 s apart"
@@ -72,8 +73,7 @@ void refused_problem(void *userdata, const struct store_problem *p)
                 h->stats.store_refusals++;
         } else if (fatal) {
                 log_error("%s keeps refusing (%s), every member, %u times in a row: exiting",
-                          store_title(h->store),
-                          store_err_name(h->store, p->err), p->in_row);
+                          store_title(h->store), store_err_name(h->store, p->err), p->in_row);
         }
         /* one line for STATUS=, the status file and JSON */
         char msg[sizeof(h->store_err_message)];

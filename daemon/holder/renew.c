@@ -63,12 +63,14 @@ static void on_lease_check(void *userdata, const struct store_reply *r)
         int64_t modrev = kv.key ? kv.mod_revision : 0;
         kv_clear(&kv);
         g->lease_checking = false;
-        if (g->state != H_HELD || holder_forgotten(h, g->worker, g->own_rev, modrev, "its lease unknown"))
+        if (g->state != H_HELD ||
+            holder_forgotten(h, g->worker, g->own_rev, modrev, "its lease unknown"))
                 return;
         /* the write that came after the grant is there: so would the lease
          * be, after a restore */
-        holder_lost(h, "its lease was revoked before its TTL ran out (by hand, or by the store); its "
-                "mark is as this daemon wrote it");
+        holder_lost(h,
+                    "its lease was revoked before its TTL ran out (by hand, or by the store); its "
+                    "mark is as this daemon wrote it");
 }
 
 /* Reads the held number's mark: a write of it forgotten is a restore. */
@@ -207,7 +209,8 @@ void renew_send(struct holder *h)
         g->pending = v;
         json_t *body = json_pack(
                 "{s:[o, o, o, o], s:[o, o], s:[o, o]}", "compare",
-                txn_cmp(txn_key(h->prefix, "workers/", g->worker), "LEASE", "EQUAL", NULL, g->lease),
+                txn_cmp(txn_key(h->prefix, "workers/", g->worker), "LEASE", "EQUAL", NULL,
+                        g->lease),
                 txn_cmp(txn_key(h->prefix, "workers/", g->worker), "VALUE", "EQUAL",
                         store_b64("%s", g->value), 0),
                 txn_cmp(txn_key(h->prefix, "hwm/", g->worker), "VALUE", "LESS", txn_mark(v), 0),

@@ -168,7 +168,7 @@ void store_reply_parse(struct store_reply *r, long http, const char *body, size_
 }
 
 void store_history_note(struct store_history *hist, int64_t rev_at_send, unsigned gen_at_send,
-                       bool linearizable, struct store_reply *r)
+                        bool linearizable, struct store_reply *r)
 {
         json_t *hdr = json_object_get(r->json, "header");
         if (!hdr) /* a keepalive's answer is a stream's message: {"result": {"header"...}} */

@@ -49,9 +49,8 @@ const char *etcd_err_name(enum store_err err)
         return err > STORE_ERR_NONE && err < STORE_ERR_MAX_ ? names[err] : NULL;
 }
 
-
-void etcd_refusal_hint(const struct settings *c, enum store_err err, const char *prefix,
-                       char *buf, size_t size)
+void etcd_refusal_hint(const struct settings *c, enum store_err err, const char *prefix, char *buf,
+                       size_t size)
 {
         const char *user = c->user ? c->user : "(none: etcd-user is not set)";
 

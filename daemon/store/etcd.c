@@ -53,8 +53,8 @@ struct etcd {
         struct store_stats stats;
         struct store_history hist; /* of kv and lease answers */
         /* a refusal that needs an operator, and the wait it imposes */
-        struct store_refusal hold;         /* a refusal in force */
-        uint32_t problem_members; /* bit i: endpoint i refused this way */
+        struct store_refusal hold; /* a refusal in force */
+        uint32_t problem_members;  /* bit i: endpoint i refused this way */
 };
 
 /* ---- libcurl's multi interface in sd-event ---- */
@@ -304,8 +304,8 @@ static void problem_seen(struct etcd *e, const struct request *q, const struct s
                 e->problem_members = 0;
         e->problem_members |= UINT32_C(1) << q->member;
         store_refusal_seen(&e->hold, r->err, r->error, e->cfg->etcd[q->member],
-                  (unsigned)__builtin_popcount(e->problem_members), e->event, "etcd-hold",
-                  on_hold_over, e);
+                           (unsigned)__builtin_popcount(e->problem_members), e->event, "etcd-hold",
+                           on_hold_over, e);
 }
 
 /* A request of the kind the refusal concerned went through. */

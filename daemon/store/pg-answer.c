@@ -134,8 +134,8 @@ void pg_error_reply(struct store_reply *r, const char *sqlstate, const char *mes
         r->nospace = sqlstate && !strcmp(sqlstate, "53100");
         r->http = r->err == STORE_ERR_AUTH         ? 401
                   : r->err == STORE_ERR_PERMISSION ? 403
-                  : r->nospace                    ? 429 /* as etcd's gateway: RESOURCE_EXHAUSTED */
-                                                  : 500;
+                  : r->nospace                     ? 429 /* as etcd's gateway: RESOURCE_EXHAUSTED */
+                                                   : 500;
         pg_one_line(r->text, sizeof(r->text), message);
         r->error = r->text[0] ? r->text : "PostgreSQL reported an error";
 }
@@ -160,7 +160,6 @@ void pg_answer_parse(struct store_reply *r, const char *text, size_t len)
         json_decref(a);
 }
 
-
 const char *pg_err_name(enum store_err err)
 {
         static const char *const names[STORE_ERR_MAX_] = {
@@ -172,8 +171,8 @@ const char *pg_err_name(enum store_err err)
         return err > STORE_ERR_NONE && err < STORE_ERR_MAX_ ? names[err] : NULL;
 }
 
-void pg_refusal_hint(const struct settings *cfg, enum store_err err, const char *prefix,
-                     char *buf, size_t size)
+void pg_refusal_hint(const struct settings *cfg, enum store_err err, const char *prefix, char *buf,
+                     size_t size)
 {
         (void)cfg;
         (void)prefix;
@@ -205,8 +204,7 @@ void pg_refusal_hint(const struct settings *cfg, enum store_err err, const char 
         }
 }
 
-void pg_full_text(const char *member, const char *endpoint, int64_t left_ms, char *buf,
-                  size_t size)
+void pg_full_text(const char *member, const char *endpoint, int64_t left_ms, char *buf, size_t size)
 {
         snprintf(buf, size,
                  "PostgreSQL's disk is full (SQLSTATE 53100, at %s): no mark is extended and no "

@@ -523,4 +523,3 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
                 read_input(p);
         return 0;
 }
-

@@ -126,7 +126,8 @@ static bool held(const struct pg *p, const struct request *q)
 
 void pg_problem_seen(struct pg *p, enum store_err err, const char *message)
 {
-        store_refusal_seen(&p->hold, err, message, p->endpoint, 1, p->event, "pg-hold", on_hold_over, p);
+        store_refusal_seen(&p->hold, err, message, p->endpoint, 1, p->event, "pg-hold",
+                           on_hold_over, p);
 }
 
 /* A call of the kind the refusal concerned went through. */
@@ -398,7 +399,6 @@ const struct store_stats *pg_stats(const struct pg *p)
 {
         return &p->stats;
 }
-
 
 /* ---- the backend's table ---- */
 

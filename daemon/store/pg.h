@@ -24,7 +24,8 @@ int pg_new(sd_event *event, const struct settings *cfg, struct pg **ret);
 /* Calls not answered yet are dropped without their callbacks. */
 struct pg *pg_free(struct pg *p);
 /* As store_call(). */
-int pg_call(struct pg *p, const char *path, json_t *body, store_cb cb, void *userdata, uint64_t tag);
+int pg_call(struct pg *p, const char *path, json_t *body, store_cb cb, void *userdata,
+            uint64_t tag);
 unsigned pg_in_flight(const struct pg *p);
 void pg_history_reset(struct pg *p);
 void pg_expect_cluster(struct pg *p, uint64_t cluster_id);
@@ -64,7 +65,7 @@ void pg_answer_parse(struct store_reply *r, const char *text, size_t len);
  * NULL for none. */
 const char *pg_err_name(enum store_err err);
 /* What to set in snowidd's postgres setting, or grant in PostgreSQL, to mend err. */
-void pg_refusal_hint(const struct settings *cfg, enum store_err err, const char *prefix,
-                     char *buf, size_t size);
+void pg_refusal_hint(const struct settings *cfg, enum store_err err, const char *prefix, char *buf,
+                     size_t size);
 void pg_full_text(const char *member, const char *endpoint, int64_t left_ms, char *buf,
                   size_t size);

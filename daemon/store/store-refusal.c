@@ -14,9 +14,9 @@ bool store_refusal_applies(const struct store_refusal *h, bool is_kv)
                (h->problem.err != STORE_ERR_PERMISSION || is_kv);
 }
 
-void store_refusal_seen(struct store_refusal *h, enum store_err err, const char *message, const char *endpoint,
-               unsigned members, sd_event *event, const char *timer_name,
-               sd_event_time_handler_t over, void *userdata)
+void store_refusal_seen(struct store_refusal *h, enum store_err err, const char *message,
+                        const char *endpoint, unsigned members, sd_event *event,
+                        const char *timer_name, sd_event_time_handler_t over, void *userdata)
 {
         struct store_problem *p = &h->problem;
         uint64_t now = now_usec();

@@ -25,9 +25,9 @@ bool store_refusal_applies(const struct store_refusal *h, bool is_kv);
 /* A refusal of kind err (from endpoint, one of members endpoints that
  * refused this way): recorded and told; in a new round of tries the wait
  * doubles, and over(userdata) runs on event when it ends. */
-void store_refusal_seen(struct store_refusal *h, enum store_err err, const char *message, const char *endpoint,
-               unsigned members, sd_event *event, const char *timer_name,
-               sd_event_time_handler_t over, void *userdata);
+void store_refusal_seen(struct store_refusal *h, enum store_err err, const char *message,
+                        const char *endpoint, unsigned members, sd_event *event,
+                        const char *timer_name, sd_event_time_handler_t over, void *userdata);
 /* A call (is_kv: a key-value one) went through: true if that ended the
  * refusal (told; the caller then lets the calls held back go). */
 bool store_refusal_cleared(struct store_refusal *h, bool is_kv);

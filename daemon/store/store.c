@@ -20,7 +20,7 @@ int store_new_with(const struct store_ops *ops, sd_event *event, const struct se
         if (!s)
                 return -ENOMEM;
         s->ops = ops;
-        int r = ops->new(event, cfg, &s->b);
+        int r = ops->new (event, cfg, &s->b);
         if (r < 0) {
                 free(s);
                 return r;
