@@ -46,6 +46,8 @@ static void on_holder_change(struct holder *h, void *userdata)
         *snap = (struct http_snapshot){
                 .layout = st.layout,
                 .layout_ready = st.layout_ready,
+                .store_name = st.store_name,
+                .store_title = st.store_title,
                 .worker = st.worker,
                 .lease = st.lease,
                 .store_reachable = st.store_reachable,

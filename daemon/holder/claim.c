@@ -22,6 +22,7 @@
 #include "claim.h"
 #include "cluster.h"
 #include "log.h"
+#include "marks.h"
 
 #define RETRY_MIN_MS 100
 #define RETRY_MAX_MS 1000

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* cluster.c: the layout, the fence, halts, and raising marks (rule 4). */
+/* cluster.c: the layout, the fence, halts. */
 #pragma once
 
 #include "holder-int.h"
@@ -8,12 +8,3 @@ void cluster_read(struct holder *h);
 void cluster_read_in(struct holder *h, unsigned ms);
 bool cluster_ok(struct holder *h, const struct store_reply *r, int fence_op);
 void cluster_halt(struct holder *h, enum halt why);
-void cluster_fence_adopted(struct holder *h);
-void marks_raise(struct holder *h, int32_t worker, uint64_t mark, int64_t lease,
-                 uint64_t for_holding, int64_t acked_rev);
-void marks_retired(struct holder *h, int32_t worker, uint64_t mark);
-uint64_t marks_own(const struct holder *h, int32_t worker);
-/* A restore seen: every mark this daemon published (the held number's, and
- * those of the last hour) raised again on the store as it is now; a higher
- * mark only fences more. */
-void marks_protect(struct holder *h);

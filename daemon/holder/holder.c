@@ -14,6 +14,7 @@
 #include "cluster.h"
 #include "holder-int.h"
 #include "log.h"
+#include "marks.h"
 #include "macro.h"
 #include "refused.h"
 #include "renew.h"
@@ -290,7 +291,7 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                                 h->cur.mark_rev = 0; /* of the old history too */
                                 marks_retired(h, h->cur.worker, h->cur.mark);
                         }
-                        cluster_fence_adopted(h);
+                        marks_fence_adopted(h);
                         /* other live daemons see the fence within a renewal
                          * and raise their marks: no claim before they can */
                         h->claims_not_before_ms = holder_mono_ms() + h->cfg->renew_ms +
@@ -633,6 +634,7 @@ void holder_status(const struct holder *h, struct holder_status *st)
                 .halted = holder_halt_name(h->halted),
                 .store_full = h->store_full,
                 .store_name = store_name(h->store),
+                .store_title = store_title(h->store),
                 .store_error = store_err_name(h->store, h->store_err),
                 .offset_ns = h->clock.offset_ns,
                 .stats = h->stats,

@@ -44,7 +44,8 @@ struct holder_status {
         bool store_reachable;
         const char *halted;            /* NULL, or why nothing is extended (holder_halt_name) */
         bool store_full;               /* the store refuses writes: it is full */
-        const char *store_name;        /* "etcd", "postgres" */
+        const char *store_name;        /* the backend's: "etcd", "postgres" */
+        const char *store_title;       /* for sentences: "etcd", "PostgreSQL" */
         const char *store_error;       /* NULL, or how the store refuses us: "etcd-auth"... */
         char store_error_message[256]; /* in the store's or TLS's words */
         int64_t offset_ns;             /* ID time minus CLOCK_MONOTONIC, as published */

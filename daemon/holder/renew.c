@@ -14,6 +14,7 @@
 #include "claim.h"
 #include "cluster.h"
 #include "log.h"
+#include "marks.h"
 #include "renew.h"
 
 void holder_lost(struct holder *h, const char *why)

@@ -78,7 +78,7 @@ enum MHD_Result http_metrics(struct http_server *srv, struct MHD_Connection *c)
         rcu_read_lock();
         const struct http_snapshot *s = rcu_dereference(srv->snap);
         fprintf(f,
-                "# HELP snowid_lease_renewals_total Mark extensions acknowledged by etcd.\n"
+                "# HELP snowid_lease_renewals_total Mark extensions acknowledged by the store.\n"
                 "# TYPE snowid_lease_renewals_total counter\nsnowid_lease_renewals_total %" PRIu64
                 "\n# HELP snowid_lease_renewal_failures_total Keepalives or extensions that "
                 "failed.\n"
@@ -101,7 +101,7 @@ enum MHD_Result http_metrics(struct http_server *srv, struct MHD_Connection *c)
                 "# HELP snowid_clock_offset_seconds ID time minus CLOCK_MONOTONIC, less the "
                 "epoch.\n"
                 "# TYPE snowid_clock_offset_seconds gauge\nsnowid_clock_offset_seconds %.6f\n"
-                "# HELP snowid_etcd_reachable Whether the last etcd request got an answer.\n"
+                "# HELP snowid_etcd_reachable Whether the last store request got an answer.\n"
                 "# TYPE snowid_etcd_reachable gauge\nsnowid_etcd_reachable %d\n"
                 "# HELP snowid_worker The worker number held, -1 if none.\n"
                 "# TYPE snowid_worker gauge\nsnowid_worker %" PRId32 "\n",
@@ -131,7 +131,8 @@ enum MHD_Result http_metrics(struct http_server *srv, struct MHD_Connection *c)
                 "# TYPE snowid_marks_raised_total counter\nsnowid_marks_raised_total %" PRIu64 "\n"
                 "# HELP snowid_fences_adopted_total New fences (snowid fence) adopted.\n"
                 "# TYPE snowid_fences_adopted_total counter\nsnowid_fences_adopted_total %" PRIu64
-                "\n# HELP snowid_etcd_restores_seen_total Times etcd's history went back.\n"
+                "\n# HELP snowid_etcd_restores_seen_total Times the store was found restored (its "
+                "history went back).\n"
                 "# TYPE snowid_etcd_restores_seen_total counter\n"
                 "snowid_etcd_restores_seen_total %" PRIu64 "\n",
                 s->holder.marks_raised, s->holder.fences_adopted, s->holder.restores_seen);
@@ -152,14 +153,14 @@ enum MHD_Result http_metrics(struct http_server *srv, struct MHD_Connection *c)
                 s->handshakes.bad, s->handshakes.timeouts, s->handshakes.evicted,
                 s->handshakes.busy);
         fprintf(f,
-                "# HELP snowid_etcd_full Whether etcd refuses writes because its store is full "
-                "(NOSPACE alarm).\n# TYPE snowid_etcd_full gauge\nsnowid_etcd_full %d\n"
-                "# HELP snowid_etcd_full_total Times etcd was found full.\n"
+                "# HELP snowid_etcd_full Whether the store refuses writes because it is full.\n"
+                "# TYPE snowid_etcd_full gauge\nsnowid_etcd_full %d\n"
+                "# HELP snowid_etcd_full_total Times the store was found full.\n"
                 "# TYPE snowid_etcd_full_total counter\nsnowid_etcd_full_total %" PRIu64 "\n",
                 s->store_full, s->holder.store_full_seen);
         static const char *const le[] = {"0.001", "0.002", "0.005", "0.01",
                                          "0.05",  "0.1",   "1",     "+Inf"};
-        fprintf(f, "# HELP snowid_etcd_request_duration_seconds etcd request latency.\n"
+        fprintf(f, "# HELP snowid_etcd_request_duration_seconds Store request latency.\n"
                    "# TYPE snowid_etcd_request_duration_seconds histogram\n");
         for (size_t i = 0; i < 8; i++)
                 fprintf(f, "snowid_etcd_request_duration_seconds_bucket{le=\"%s\"} %" PRIu64 "\n",

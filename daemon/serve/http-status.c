@@ -46,8 +46,7 @@ enum MHD_Result http_status(struct http_server *srv, struct MHD_Connection *c)
                 (json_int_t)((now_msec() - s->mono_started_ms) / 1000), "region", srv->cfg->region,
                 "worker_range", range);
         /* the store behind the store_* and etcd_* fields (docs/postgres.md) */
-        json_object_set_new(j, "store",
-                            json_string(srv->cfg->store == STORE_POSTGRES ? "postgres" : "etcd"));
+        json_object_set_new(j, "store", json_string(s->store_name));
         /* the clock clients read (docs/clocks.md, "The TSC clock") */
         json_object_set_new(
                 j, "tsc_clock",
@@ -82,11 +81,12 @@ enum MHD_Result http_healthz(struct http_server *srv, struct MHD_Connection *c)
         const char *halted = rcu_dereference(srv->snap)->halted;
         bool full = rcu_dereference(srv->snap)->store_full;
         const char *refused = rcu_dereference(srv->snap)->store_error;
+        const char *title = rcu_dereference(srv->snap)->store_title; /* static */
         if (refused) /* the message lives in the snapshot: copied inside the section */
                 snprintf(why, sizeof(why),
-                         "%s: etcd refuses snowidd: %.160s (the log says "
+                         "%s: %s refuses snowidd: %.160s (the log says "
                          "what to check)",
-                         refused, rcu_dereference(srv->snap)->store_error_message);
+                         refused, title, rcu_dereference(srv->snap)->store_error_message);
         rcu_read_unlock();
         if (halted && strcmp(halted, "checking")) {
                 /* a static string: safe past the read-side section */
@@ -95,16 +95,17 @@ enum MHD_Result http_healthz(struct http_server *srv, struct MHD_Connection *c)
                         "%s: %s; run `snowid fence` against the cluster (IDs stop at the deadline)",
                         halted,
                         !strcmp(halted, "etcd-restored")
-                                ? "etcd was restored from a snapshot or replaced"
+                                ? "the store was restored from a backup or replaced"
                                 : "the cluster's layout or fence key is gone");
                 return http_fail(srv, c, 503, why);
         }
         if (full) {
+                /* the state's name is the API's (SNOWID_STATE_ETCD_FULL's, from
+                 * when etcd was the only store) */
                 snprintf(why, sizeof(why),
-                         "etcd-full: etcd's store is full (NOSPACE alarm) and it refuses every "
-                         "write; compact, defragment and disarm it (IDs stop at the deadline, "
-                         "%" PRId64 " ms from now)",
-                         st.headroom_ms);
+                         "%s: %s is full and refuses every write; the log says how to "
+                         "mend it (IDs stop at the deadline, %" PRId64 " ms from now)",
+                         "etcd-full", title, st.headroom_ms);
                 return http_fail(srv, c, 503, why);
         }
         if (refused)

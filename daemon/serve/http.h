@@ -22,11 +22,13 @@
 struct http_snapshot {
         snowid_layout layout;
         bool layout_ready;
-        int32_t worker;       /* -1: none */
-        const char *lease;    /* "held", "lost", "claiming" */
-        bool store_reachable; /* the last store request got an answer */
-        const char *halted;   /* NULL, or why nothing is extended (holder_halt_name) */
-        bool store_full;      /* the store refuses writes: it is full (NOSPACE, a full disk) */
+        int32_t worker;          /* -1: none */
+        const char *lease;       /* "held", "lost", "claiming" */
+        const char *store_name;  /* "etcd", "postgres" (static strings) */
+        const char *store_title; /* "etcd", "PostgreSQL" */
+        bool store_reachable;    /* the last store request got an answer */
+        const char *halted;      /* NULL, or why nothing is extended (holder_halt_name) */
+        bool store_full;         /* the store refuses writes: it is full (NOSPACE, a full disk) */
         /* NULL, or how the store refuses us: "etcd-auth", "postgres-auth"... */
         const char *store_error;
         char store_error_message[256]; /* in the store's or TLS's words */

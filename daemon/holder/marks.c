@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The marks this daemon published (docs/fences.md rule 4): the numbers it
+ * held in the last hour and their last deadlines, raised again on a new
+ * fence or a restore seen; and raising a mark found low, by reading it and
+ * then putting it comparing the mod revision read, until the store has it
+ * at or above its target.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "claim.h"
+#include "cluster.h"
+#include "log.h"
+#include "marks.h"
+
+#define PUBLISHED_KEEP_MS (3600 * 1000)
+
+/* ---- marks this daemon published ---- */
+
+void marks_retired(struct holder *h, int32_t worker, uint64_t mark)
+{
+        unsigned i = h->n_published++ % PUBLISHED_MAX;
+        h->published[i] =
+                (struct published){.worker = worker, .mark = mark, .mono_ms = holder_mono_ms()};
+}
+
+uint64_t marks_own(const struct holder *h, int32_t worker)
+{
+        uint64_t m = 0;
+        unsigned n = h->n_published < PUBLISHED_MAX ? h->n_published : PUBLISHED_MAX;
+        for (unsigned i = 0; i < n; i++)
+                if (h->published[i].worker == worker && h->published[i].mark > m)
+                        m = h->published[i].mark;
+        if (h->cur.state != H_NONE && h->cur.worker == worker && h->cur.mark > m)
+                m = h->cur.mark;
+        return m;
+}
+
+/* A new fence: every mark this daemon published above claims_above is
+ * raised again (claims start above claims_above anyway). */
+void marks_fence_adopted(struct holder *h)
+{
+        unsigned n = h->n_published < PUBLISHED_MAX ? h->n_published : PUBLISHED_MAX;
+        uint64_t now = holder_mono_ms();
+        h->stats.fences_adopted++;
+        for (unsigned i = 0; i < RAISES_MAX; i++)
+                h->raises[i].acked_rev = 0; /* revisions of the old history */
+        for (unsigned i = 0; i < n; i++) {
+                struct published *p = &h->published[i];
+                if (p->mark > h->cl.claims_above && now - p->mono_ms < PUBLISHED_KEEP_MS) {
+                        log_warning("Worker %" PRId32 "'s last deadline %" PRIu64
+                                    " is past the new "
+                                    "fence's claims_above %" PRIu64 ": raising its mark",
+                                    p->worker, p->mark, h->cl.claims_above);
+                        marks_raise(h, p->worker, p->mark, 0, 0, 0);
+                }
+        }
+}
+
+void marks_protect(struct holder *h)
+{
+        unsigned n = h->n_published < PUBLISHED_MAX ? h->n_published : PUBLISHED_MAX;
+        uint64_t now = holder_mono_ms();
+        if (h->cur.state != H_NONE)
+                marks_raise(h, h->cur.worker, h->cur.mark, 0, 0, 0);
+        for (unsigned i = 0; i < n; i++) {
+                struct published *p = &h->published[i];
+                if (now - p->mono_ms < PUBLISHED_KEEP_MS)
+                        marks_raise(h, p->worker, p->mark, 0, 0, 0);
+        }
+}
+
+/* ---- raising a mark: read it, then compare its mod revision and put ---- */
+
+static void raise_send(struct holder *h, struct mark_raise *m, bool cas, int64_t modrev);
+
+static void raise_done(struct holder *h, struct mark_raise *m, bool ok)
+{
+        if (ok && m->lease) {
+                if (h->stopping)
+                        log_info("Worker %" PRId32 "'s mark confirmed at or above %" PRIu64
+                                 "; revoking its lease",
+                                 m->worker, m->mark);
+                holder_give_up_lease(h, m->lease);
+        }
+        if (m->for_holding && h->cur.id == m->for_holding)
+                h->cur.raising = false;
+        m->active = false;
+        holder_stop_check(h);
+}
+
+static struct mark_raise *raise_by_tag(struct holder *h, uint64_t tag)
+{
+        for (unsigned i = 0; i < RAISES_MAX; i++)
+                if (h->raises[i].active && h->raises[i].id == tag)
+                        return &h->raises[i];
+        return NULL;
+}
+
+static int on_raise_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct holder *h = userdata;
+        (void)s;
+        (void)usec;
+        for (unsigned i = 0; i < RAISES_MAX; i++)
+                if (h->raises[i].active && h->raises[i].waiting) {
+                        h->raises[i].waiting = false;
+                        raise_send(h, &h->raises[i], false, 0);
+                }
+        return 0;
+}
+
+static void raise_later(struct holder *h)
+{
+        holder_timer_in(h, &h->raise_timer, 500, on_raise_timer);
+}
+
+static void on_raise(void *userdata, const struct store_reply *r)
+{
+        struct holder *h = userdata;
+        struct mark_raise *m = raise_by_tag(h, r->tag);
+        struct kv kv = {0};
+        uint64_t stored = 0;
+        if (!m)
+                return;
+        /* [hwm, fence, layout] read in either branch.  Once a restore is
+         * seen, the raise goes on against the store as it is (a higher mark
+         * only fences more) until a fence other than the one it compares
+         * is found there: that fence's adoption raises again */
+        if (h->halted == HALT_RESTORED) {
+                if (store_ok(r) && !json_is_true(json_object_get(r->json, "succeeded")) &&
+                    txn_cluster_same(r->json, 1, &h->cl) != 1) {
+                        raise_done(h, m, false);
+                        return;
+                }
+        } else if (!cluster_ok(h, r, 1)) {
+                if (h->halted != HALT_NONE) {
+                        raise_done(h, m, false); /* a new fence re-raises what it must */
+                        return;
+                }
+                m->waiting = true; /* a malformed answer: again */
+                raise_later(h);
+                return;
+        }
+        bool put = store_ok(r) && json_is_true(json_object_get(r->json, "succeeded")) &&
+                   json_object_get(json_array_get(json_object_get(r->json, "responses"), 0),
+                                   "response_put");
+        if (!put && (!store_ok(r) || txn_kv(r->json, 0, &kv) < 0)) {
+                /* no answer: again until etcd answers (a raise is never
+                 * abandoned while the cluster is the one it was for) */
+                m->tries++;
+                m->waiting = true;
+                raise_later(h);
+                return;
+        }
+        bool present = kv.key != NULL;
+        bool valid = present && parse_mark(kv.value, kv.value_len, &stored) == 0;
+        int64_t modrev = kv.mod_revision;
+        kv_clear(&kv);
+        /* a mark this daemon wrote, back below that write: etcd forgot it.
+         * Writing it again would erase what shows the restore */
+        if (!put && present &&
+            holder_forgotten(h, m->worker, m->acked_sent, modrev, "raising its mark")) {
+                raise_done(h, m, false);
+                return;
+        }
+        if (put) {
+                h->stats.marks_raised++;
+                log_notice("Raised the mark of worker %" PRId32 " back to %" PRIu64, m->worker,
+                           m->sent);
+                if (m->sent >= m->mark) {
+                        raise_done(h, m, true);
+                        return;
+                }
+                raise_send(h, m, false, 0); /* raised further meanwhile: check again */
+                return;
+        }
+        if (valid && stored >= m->mark) {
+                raise_done(h, m, true);
+                return;
+        }
+        m->tries++;
+        log_warning("The mark of worker %" PRId32 " reads %s, below the %" PRIu64
+                    " published: raising it",
+                    m->worker,
+                    !present ? "absent"
+                    : valid  ? "lower"
+                             : "damaged",
+                    m->mark);
+        raise_send(h, m, true, present ? modrev : 0);
+}
+
+static void raise_send(struct holder *h, struct mark_raise *m, bool cas, int64_t modrev)
+{
+        const char *p = h->prefix;
+        m->acked_sent = m->acked_rev;
+        json_t *cmp = json_array(), *success = json_array();
+        txn_cluster_compares(cmp, p, &h->cl);
+        if (cas) {
+                m->sent = m->mark;
+                json_array_append_new(
+                        cmp, txn_cmp(txn_key(p, "hwm/", m->worker), "MOD", "EQUAL", NULL, modrev));
+                json_array_append_new(success,
+                                      txn_put(txn_key(p, "hwm/", m->worker), txn_mark(m->mark), 0));
+                json_array_append_new(success, txn_raise_floor(p, m->mark));
+        } else {
+                json_array_append_new(success,
+                                      txn_range(txn_key(p, "hwm/", m->worker), NULL, false));
+                txn_cluster_reads(success, p);
+        }
+        json_t *failure = json_array();
+        json_array_append_new(failure, txn_range(txn_key(p, "hwm/", m->worker), NULL, false));
+        txn_cluster_reads(failure, p);
+        json_t *body = json_pack("{s:o, s:o, s:o}", "compare", cmp, "success", success, "failure",
+                                 failure);
+        if (store_call(h->store, "/v3/kv/txn", body, on_raise, h, m->id) < 0) {
+                m->tries++;
+                m->waiting = true;
+                raise_later(h);
+        }
+}
+
+void marks_raise(struct holder *h, int32_t worker, uint64_t mark, int64_t lease,
+                 uint64_t for_holding, int64_t acked_rev)
+{
+        struct mark_raise *m = NULL;
+        /* one raise per number, to the highest mark asked for */
+        for (unsigned i = 0; i < RAISES_MAX; i++) {
+                struct mark_raise *o = &h->raises[i];
+                if (o->active && o->worker == worker) {
+                        o->mark = mark > o->mark ? mark : o->mark;
+                        o->acked_rev = acked_rev > o->acked_rev ? acked_rev : o->acked_rev;
+                        if (lease && !o->lease)
+                                o->lease = lease, lease = 0;
+                        if (for_holding)
+                                o->for_holding = for_holding;
+                        if (lease) /* two holdings of one number retiring at once */
+                                holder_give_up_lease(h, lease);
+                        return;
+                }
+        }
+        for (unsigned i = 0; i < RAISES_MAX && !m; i++)
+                if (!h->raises[i].active)
+                        m = &h->raises[i];
+        if (!m) {
+                /* more numbers than slots (more than the published list
+                 * holds): cannot happen with one raise per number */
+                log_warning("Too many marks being raised; worker %" PRId32 "'s is not checked",
+                            worker);
+                if (lease)
+                        holder_give_up_lease(h, lease);
+                if (for_holding && h->cur.id == for_holding)
+                        h->cur.raising = false;
+                return;
+        }
+        *m = (struct mark_raise){.id = ++h->ids,
+                                 .worker = worker,
+                                 .mark = mark,
+                                 .lease = lease,
+                                 .for_holding = for_holding,
+                                 .acked_rev = acked_rev,
+                                 .active = true};
+        raise_send(h, m, false, 0);
+}
