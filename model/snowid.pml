@@ -52,7 +52,9 @@
  *             revision) is taken at any moment; later etcd reverts to it
  *             (requests in flight still applied afterwards).  NEWID=1 (the
  *             procedure, R-A): the restored cluster has a new cluster ID;
- *             NEWID=0: the operator forgot the new --initial-cluster-token.
+ *             NEWID=0: the token kept (with GAP=0 the procedure's other
+ *             form, the members fenced before any daemon reaches them; with
+ *             GAP=1 the operator forgot both: the expected failures).
  *             REFILL: after a restore, other clients' writes bring the
  *             revision back to the highest it ever was, so that "revision
  *             went back" alone stops firing.  Then `snowid fence` writes a
