@@ -32,16 +32,29 @@
  *   leases    a lease expires only once its daemon stopped keeping it
  *             alive for a TTL: a stall (STALLS per daemon, at any moment,
  *             STALL0=0: never daemon 0), a crash, a stop, or a revocation.
- *             Any lease so left may expire at any moment.  A daemon knows
+ *             Any lease so left may expire at any moment.  (Without
+ *             restores or lowered marks, any lease may expire at any moment:
+ *             a superset.)  A daemon knows
  *             whether its TTL could have run out (its own monotonic clock):
  *             a lease etcd says is unknown while it could not is a restore
  *             (R-D), not an expiry.
- *   faults    DELS: an operator deletes a mark at any moment.  RESTORE: a
+ *   faults    DELS: an operator deletes a mark at any moment.  LOWERS: an
+ *             operator writes a mark lower than the highest acknowledged (a
+ *             script, a key put back from a backup, also where it was
+ *             deleted), the floor untouched: only while daemon 0 holds the
+ *             number and keeps its lease (STALL0=0, CRASHES=0), and not
+ *             after etcd confirmed it for giving the number up (from there
+ *             the number is as good as free).  A mark lowered under a number
+ *             nobody holds, or whose holder then stalls or crashes, is
+ *             covered by no rule (docs/fences.md; expected failure
+ *             'lowstall' in model/check.sh).  RESTORE: a
  *             snapshot of etcd's state (workers/, hwm/, floor, leases alive,
  *             revision) is taken at any moment; later etcd reverts to it
  *             (requests in flight still applied afterwards).  NEWID=1 (the
  *             procedure, R-A): the restored cluster has a new cluster ID;
- *             NEWID=0: the operator forgot the new --initial-cluster-token.
+ *             NEWID=0: the token kept (with GAP=0 the procedure's other
+ *             form, the members fenced before any daemon reaches them; with
+ *             GAP=1 the operator forgot both: the expected failures).
  *             REFILL: after a restore, other clients' writes bring the
  *             revision back to the highest it ever was, so that "revision
  *             went back" alone stops firing.  Then `snowid fence` writes a
@@ -120,7 +133,7 @@
  *   5 rule 3: claims after a fence ignore claims_above
  *   6 rule 3: the claim start ignores this daemon's own last deadline
  *   7 rule 4: a renewal that reads back its mark absent or low does not
- *     raise it (the holding goes on)
+ *     raise it: the number is abandoned (revoked, claimed again)
  *   8 rule 4: a number given up without its mark confirmed
  *   9 rule 5 (R-B): revisions are not compared
  *  10 rule 6: a new fence: the numbers published are not re-raised
@@ -175,6 +188,9 @@
 #ifndef DELS
 #define DELS 0    /* marks deleted by an operator */
 #endif
+#ifndef LOWERS
+#define LOWERS 0  /* marks lowered by an operator (a script, a key put back from a backup) */
+#endif
 #ifndef RESTORE
 #define RESTORE 0 /* 1: one snapshot, one restore, one fence */
 #endif
@@ -217,7 +233,11 @@
 #ifndef SLACK
 #define SLACK 0
 #endif
-#define FAULTS (DELS > 0 || RESTORE)
+#define FAULTS (DELS > 0 || RESTORE || LOWERS > 0)
+/* leases expire only once their daemon stops keeping them alive (a stall,
+ * a crash, a stop, a revocation): with restores and with lowered marks.
+ * Elsewhere any lease may expire at any moment, a superset. */
+#define STALLING (RESTORE || LOWERS > 0)
 #ifndef LOSS
 #define LOSS 1    /* 0: no answer is ever lost (a daemon waits for each) */
 #endif
@@ -267,6 +287,18 @@ byte hmax[N];       /* ghost: the highest mark ever acknowledged */
 #endif
 #if DELS > 0
 byte dels;
+#endif
+#if LOWERS > 0
+byte lowers;
+bool giving0;       /* ghost: daemon 0 is confirming a mark to give its number up */
+bool gone0;         /* ghost: etcd confirmed it: from here the number is as good as free */
+#define GONE0(h) if :: h == 0 -> gone0 = 1 :: else -> skip fi
+#define GIVING0(h) if :: h == 0 -> giving0 = 1 :: else -> skip fi
+#define HOLD0(h) if :: h == 0 -> giving0 = 0; gone0 = 0 :: else -> skip fi
+#else
+#define GONE0(h) skip
+#define GIVING0(h) skip
+#define HOLD0(h) skip
 #endif
 
 typedef Req {
@@ -399,6 +431,9 @@ inline apply(i) {
                 if
                 :: FENCE_OK(i) && hrev[n] == req[i].rev ->
                         put_mark(n, req[i].v, req[i].host);
+#if LOWERS > 0
+                        if :: req[i].host == 0 && giving0 -> gone0 = 1 :: else -> skip fi;
+#endif
                         res = 1
                 :: else -> skip
                 fi
@@ -453,7 +488,7 @@ inline expire(l) {
 /* a lease expires only once no daemon keeps it alive; without restores a
  * daemon cannot tell an expiry from a forgotten lease, nor needs to (R-D):
  * there any lease may expire at any moment, a superset of the stalls */
-#if RESTORE
+#if STALLING
 #define MAY_EXPIRE(l) (curL[0] != l && curL[1] != l)
 #define KEPT(h) (curL[h] == L)
 #else
@@ -475,6 +510,34 @@ inline delete_mark(n) {
         hwm[n] = 0;
         hrev[n] = 0;
         bump()
+}
+#endif
+
+#if LOWERS > 0
+/* an operator writes hwm/<n> lower than the highest mark acknowledged (a
+ * script, or the key put back from a backup, also where it was deleted);
+ * the floor is left as it is.  Only a number daemon 0 holds and keeps
+ * alive: a lowered mark is covered while its holder lives and gives the
+ * number up itself (rule 4); a holder that stalls or crashes first, or a
+ * mark lowered under a number nobody holds, is not covered by any rule
+ * (docs/fences.md) */
+#define LBOUND(n) (hrev[n] != 0 -> hwm[n] : hmax[n])
+#define LOWER_OK(n) (lowers < LOWERS && curL[0] != 0 && owner[n] == curL[0] && !gone0 && LBOUND(n) > 0)
+inline lower_mark(n) {
+        lowers++;
+        faults++;
+        if
+        :: hwm[n] = 0
+        :: LBOUND(n) > 1 -> hwm[n] = 1
+#if T > 2
+        :: LBOUND(n) > 2 -> hwm[n] = 2
+#endif
+#if T > 3
+        :: LBOUND(n) > 3 -> hwm[n] = 3
+#endif
+        fi;
+        bump();
+        hrev[n] = erev
 }
 #endif
 
@@ -581,7 +644,7 @@ end:    do
 #if LMAX > 4
         :: atomic { alive[5] && MAY_EXPIRE(5) -> expire(5) }
 #endif
-#if RESTORE
+#if STALLING
         /* a daemon stalls past its TTL: its lease may expire from now on */
 #if STALL0
         :: atomic { stalls[0] < STALLS && curL[0] != 0 -> curL[0] = 0; stalls[0]++ }
@@ -592,6 +655,12 @@ end:    do
         :: atomic { dels < DELS && hrev[0] != 0 -> delete_mark(0) }
 #if N > 1
         :: atomic { dels < DELS && hrev[1] != 0 -> delete_mark(1) }
+#endif
+#endif
+#if LOWERS > 0
+        :: atomic { LOWER_OK(0) -> lower_mark(0) }
+#if N > 1
+        :: atomic { LOWER_OK(1) -> lower_mark(1) }
 #endif
 #endif
 #if RESTORE
@@ -761,7 +830,8 @@ new_lease:
                 :: !READ_STALE && nlease > LMAX -> goto done
                 :: !READ_STALE && nlease <= LMAX ->
                         heard_now();
-                        L = nlease; nlease++; alive[L] = 1; hold[h]++; attempts = 0; curL[h] = L
+                        L = nlease; nlease++; alive[L] = 1; hold[h]++; attempts = 0; curL[h] = L;
+                        HOLD0(h)
                 fi
         }
 scan:
@@ -1001,13 +1071,14 @@ giveup:
 #if FAULTS && MUTANT != 8
 confirm:
         atomic {
+                GIVING0(h);
                 if
                 :: READ_STALE -> goto restored
                 :: else -> heard_now()
                 fi;
                 if
                 :: ftok != myft -> goto refence /* rule 6 raises it */
-                :: ftok == myft && hrev[cn] != 0 && hwm[cn] >= cd -> goto confirmed
+                :: ftok == myft && hrev[cn] != 0 && hwm[cn] >= cd -> GONE0(h); goto confirmed
                 :: ftok == myft && !(hrev[cn] != 0 && hwm[cn] >= cd) && ctries >= CTRIES ->
                         goto unconfirmed
                 :: ftok == myft && !(hrev[cn] != 0 && hwm[cn] >= cd) && ctries < CTRIES ->
