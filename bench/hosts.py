@@ -178,7 +178,7 @@ class PgStore:
 
 
 def run_one(store, n, args, work, wbits):
-    row = {"store": store.name, "hosts": n}
+    row = {"store": store.name, "hosts": n, "timeout": args.timeout}
     cluster = f"c{n}"
     flags = store.flags + ["--cluster", cluster, "--worker-bits", str(wbits)]
 
@@ -191,9 +191,13 @@ def run_one(store, n, args, work, wbits):
 
     # the storm on a new cluster
     h = Hosts(n, flags, work, f"hosts-{n}")
-    h.wait(lambda: len(h.ready) == n, args.timeout, f"{n} holders READY")
+    try:
+        h.wait(lambda: len(h.ready) == n, args.timeout, f"{n} holders READY")
+    except TimeoutError:
+        log(f"{store.name} N={n}: only {len(h.ready)} READY within {args.timeout:.0f} s")
     rep = h.report()
     row["storm_new_s"] = rep["last_s"]
+    row["storm_new_ready"] = rep["ready"]
     row["first_new_s"] = rep["first_s"]
     row["storm_new_phases"] = rep["phases"]
     row["dup_storm"] = rep["dup_ticks"]
@@ -244,9 +248,15 @@ def run_one(store, n, args, work, wbits):
         h.ready.pop(i, None)
     t = time.monotonic()
     h.send(f"kill 0 {k - 1}")
-    h.wait(lambda: all(i in h.ready for i in range(k)), args.timeout, "the wave READY")
-    row["wave_s"] = time.monotonic() - t
-    log(f"{store.name} N={n}: wave of {k}: READY again in {row['wave_s']:.2f} s")
+    try:
+        h.wait(lambda: all(i in h.ready for i in range(k)), args.timeout, "the wave READY")
+        row["wave_s"] = time.monotonic() - t
+        log(f"{store.name} N={n}: wave of {k}: READY again in {row['wave_s']:.2f} s")
+    except TimeoutError:
+        row["wave_s"] = None
+        row["wave_ready"] = sum(1 for i in range(k) if i in h.ready)
+        log(f"{store.name} N={n}: wave of {k}: only {row['wave_ready']} READY again within "
+            f"{args.timeout:.0f} s")
 
     # the full space: one host more waits, then takes the number one retires
     row["full_s"] = None
@@ -257,20 +267,27 @@ def run_one(store, n, args, work, wbits):
             raise RuntimeError("a host beyond the worker space holds a number")
         t = time.monotonic()
         h.send(f"retire {n - 1}")
-        extra.wait(lambda: 0 in extra.ready, 120, "the extra host to hold the number given up")
-        row["full_s"] = time.monotonic() - t
+        try:
+            extra.wait(lambda: 0 in extra.ready, 120, "the extra host to hold the number given up")
+            row["full_s"] = time.monotonic() - t
+        except TimeoutError:
+            log(f"{store.name} N={n}: the extra host held no number within 120 s")
         said = open(os.path.join(work, f"extra-{n}.log"), errors="replace").read()
         row["full_said"] = said.count("worker numbers are taken")
         if row["full_said"] != 1:
             raise RuntimeError(f"the extra host said the space is full {row['full_said']} times")
         extra.stop()
-        log(f"{store.name} N={n}: full space: the extra host held a number "
-            f"{row['full_s']:.2f} s after one was given up")
+        if row["full_s"] is not None:
+            log(f"{store.name} N={n}: full space: the extra host held a number "
+                f"{row['full_s']:.2f} s after one was given up")
 
     # the storm on the existing cluster
     h.stop(120)
     h2 = Hosts(n, flags, work, f"hosts2-{n}")
-    h2.wait(lambda: len(h2.ready) == n, args.timeout, f"{n} holders READY again")
+    try:
+        h2.wait(lambda: len(h2.ready) == n, args.timeout, f"{n} holders READY again")
+    except TimeoutError:
+        log(f"{store.name} N={n}: only {len(h2.ready)} READY again within {args.timeout:.0f} s")
     rep = h2.report()
     row["storm_old_s"] = rep["last_s"]
     row["first_old_s"] = rep["first_s"]
@@ -310,10 +327,11 @@ def write(rows, out):
     for r in rows:
         md.append(
             f"| {r['store']} | {r['hosts']} | {r['floor_s']:.2f} s | {r['storm_new_s']:.2f} s "
-            f"({x(r['storm_new_s'], r['floor_s'])}) | {r['storm_old_s']:.2f} s "
+            f"({x(r['storm_new_s'], r['floor_s'])}{'' if r.get('storm_new_ready', r['hosts']) == r['hosts'] else ', %d READY' % r['storm_new_ready']}) | {r['storm_old_s']:.2f} s "
             f"({x(r['storm_old_s'], r['floor_s'])}) | {r['first_new_s']:.2f} / "
             f"{r['first_old_s']:.2f} s | {r['fence_s']:.2f} s ({r['fence_switched']}/{r['hosts']}) "
-            f"| {r['fence_eagain_ms']:.0f} ms | {r['wave_s']:.2f} s | "
+            f"| {r['fence_eagain_ms']:.0f} ms | "
+            f"{'%.2f s' % r['wave_s'] if r['wave_s'] is not None else 'not all (%d) in %.0f s' % (r.get('wave_ready', 0), r.get('timeout', 0))} | "
             f"{'-' if r['full_s'] is None else '%.2f s' % r['full_s']} | "
             f"{r['rest_req_per_host_s']:.3f} | {r['rest_rev_per_host_s']:.3f} | "
             f"{r['growth_per_host_day'] / 1024:.1f} KiB | {100 * r['leader_cpu']:.1f}% |")
