@@ -167,7 +167,9 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
         return n;
 }
 
-int etcd_new(sd_event *event, const struct settings *cfg, struct etcd **ret)
+static void etcd_free(void *b);
+
+static int etcd_new(sd_event *event, const struct settings *cfg, void **ret)
 {
         struct etcd *e = calloc(1, sizeof(*e));
         if (!e)
@@ -213,10 +215,11 @@ static void request_free(struct request *q)
         free(q);
 }
 
-struct etcd *etcd_free(struct etcd *e)
+static void etcd_free(void *b)
 {
+        struct etcd *e = b;
         if (!e)
-                return NULL;
+                return;
         if (e->multi) {
                 /* requests still in flight are dropped without their callbacks */
                 while (e->requests)
@@ -228,7 +231,6 @@ struct etcd *etcd_free(struct etcd *e)
         sd_event_unref(e->event);
         free(e->token);
         free(e);
-        return NULL;
 }
 
 static int send_request(struct etcd *e, struct request *q);
@@ -252,13 +254,15 @@ static void account(struct etcd *e, uint64_t usec, bool ok)
 
 static void auth_done(struct etcd *e, const struct store_reply *r);
 
-void etcd_history_reset(struct etcd *e)
+static void etcd_history_reset(void *b)
 {
+        struct etcd *e = b;
         e->hist = (struct store_history){.gen = e->hist.gen + 1};
 }
 
-void etcd_expect_cluster(struct etcd *e, uint64_t cluster_id)
+static void etcd_expect_cluster(void *b, uint64_t cluster_id)
 {
+        struct etcd *e = b;
         e->hist.cluster_id = cluster_id;
 }
 
@@ -317,9 +321,9 @@ static void problem_cleared(struct etcd *e, const struct request *q)
         release_parked(e);
 }
 
-void etcd_on_problem(struct etcd *e, void (*cb)(void *userdata, const struct store_problem *p),
-                     void *userdata)
+static void etcd_on_problem(void *b, store_problem_cb cb, void *userdata)
 {
+        struct etcd *e = b;
         e->hold.cb = cb;
         e->hold.cb_userdata = userdata;
 }
@@ -529,9 +533,10 @@ static int start_auth(struct etcd *e)
         return r;
 }
 
-int etcd_call(struct etcd *e, const char *path, json_t *body, store_cb cb, void *userdata,
-              uint64_t tag)
+static int etcd_call(void *b, const char *path, json_t *body, store_cb cb, void *userdata,
+                     uint64_t tag)
 {
+        struct etcd *e = b;
         char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
         json_decref(body);
         if (!text)
@@ -556,72 +561,25 @@ int etcd_call(struct etcd *e, const char *path, json_t *body, store_cb cb, void 
         return r;
 }
 
-unsigned etcd_in_flight(const struct etcd *e)
+static unsigned etcd_in_flight(const void *b)
 {
+        const struct etcd *e = b;
         return e->in_flight;
 }
 
-const char *etcd_endpoint(const struct etcd *e)
+static const char *etcd_endpoint(const void *b)
 {
+        const struct etcd *e = b;
         return e->cfg->etcd[e->cur];
 }
 
-const struct store_stats *etcd_stats(const struct etcd *e)
+static const struct store_stats *etcd_stats(const void *b)
 {
+        const struct etcd *e = b;
         return &e->stats;
 }
 
 /* ---- the backend's table ---- */
-
-static int ops_new(sd_event *event, const struct settings *cfg, void **ret)
-{
-        struct etcd *e;
-        int r = etcd_new(event, cfg, &e);
-        if (r >= 0)
-                *ret = e;
-        return r;
-}
-
-static void ops_free(void *b)
-{
-        etcd_free(b);
-}
-
-static int ops_call(void *b, const char *path, json_t *body, store_cb cb, void *userdata,
-                    uint64_t tag)
-{
-        return etcd_call(b, path, body, cb, userdata, tag);
-}
-
-static unsigned ops_in_flight(const void *b)
-{
-        return etcd_in_flight(b);
-}
-
-static void ops_history_reset(void *b)
-{
-        etcd_history_reset(b);
-}
-
-static void ops_expect_cluster(void *b, uint64_t cluster_id)
-{
-        etcd_expect_cluster(b, cluster_id);
-}
-
-static const char *ops_endpoint(const void *b)
-{
-        return etcd_endpoint(b);
-}
-
-static const struct store_stats *ops_stats(const void *b)
-{
-        return etcd_stats(b);
-}
-
-static void ops_on_problem(void *b, store_problem_cb cb, void *userdata)
-{
-        etcd_on_problem(b, cb, userdata);
-}
 
 /* every endpoint refusing is the cluster's refusal, not one member's */
 static unsigned ops_members(const struct settings *cfg)
@@ -632,15 +590,15 @@ static unsigned ops_members(const struct settings *cfg)
 const struct store_ops store_etcd_ops = {
         .name = "etcd",
         .title = "etcd",
-        .new = ops_new,
-        .free = ops_free,
-        .call = ops_call,
-        .in_flight = ops_in_flight,
-        .history_reset = ops_history_reset,
-        .expect_cluster = ops_expect_cluster,
-        .endpoint = ops_endpoint,
-        .stats = ops_stats,
-        .on_problem = ops_on_problem,
+        .new = etcd_new,
+        .free = etcd_free,
+        .call = etcd_call,
+        .in_flight = etcd_in_flight,
+        .history_reset = etcd_history_reset,
+        .expect_cluster = etcd_expect_cluster,
+        .endpoint = etcd_endpoint,
+        .stats = etcd_stats,
+        .on_problem = etcd_on_problem,
         .err_name = etcd_err_name,
         .refusal_hint = etcd_refusal_hint,
         .full_text = etcd_full_text,

@@ -15,21 +15,7 @@
 #include "config.h"
 #include "store.h"
 
-struct etcd;
-
-int etcd_new(sd_event *event, const struct settings *cfg, struct etcd **ret);
-struct etcd *etcd_free(struct etcd *e);
-/* As store_call(). */
-int etcd_call(struct etcd *e, const char *path, json_t *body, store_cb cb, void *userdata,
-              uint64_t tag);
-unsigned etcd_in_flight(const struct etcd *e);
-void etcd_history_reset(struct etcd *e);
-/* The cluster every answer must come from (a fence names it); 0: the first
- * answer's. */
-void etcd_expect_cluster(struct etcd *e, uint64_t cluster_id);
-const char *etcd_endpoint(const struct etcd *e);
-const struct store_stats *etcd_stats(const struct etcd *e);
-void etcd_on_problem(struct etcd *e, store_problem_cb cb, void *userdata);
+/* The backend's calls are its table's, store_etcd_ops (store.h). */
 
 /* ---- etcd-json.c, pure ---- */
 

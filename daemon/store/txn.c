@@ -7,7 +7,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "etcd.h"
+#include "store.h"
 #include "txn.h"
 
 json_t *txn_key(const char *prefix, const char *what, int64_t n)
