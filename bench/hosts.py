@@ -204,7 +204,22 @@ def run_one(store, n, args, work, wbits):
     log(f"{store.name} N={n}: storm on a new cluster {rep['last_s']:.2f} s "
         f"(first {rep['first_s']:.2f} s)")
 
-    # at rest
+    if "rest" in args.phases:
+        rest_phase(store, n, args, h, row)
+    if "fence" in args.phases:
+        fence_phase(store, n, args, h, row, cluster)
+    if "wave" in args.phases:
+        wave_phase(store, n, args, h, row)
+    if "full" in args.phases:
+        full_phase(store, n, args, h, row, flags, work, wbits)
+    if "old" in args.phases:
+        old_phase(store, n, args, h, row, flags, work)
+    else:
+        h.stop(120)
+    return row
+
+
+def rest_phase(store, n, args, h, row):
     time.sleep(args.settle)
     h.send("reset")
     h.report()
@@ -222,7 +237,9 @@ def run_one(store, n, args, work, wbits):
         f"{row['rest_rev_per_host_s']:.3f} revisions per s per host, leader CPU "
         f"{100 * row['leader_cpu']:.1f}%")
 
-    # a fence with every holder live
+
+def fence_phase(store, n, args, h, row, cluster):
+    """a fence with every holder live"""
     h.send("reset")
     h.send("mark")
     fence = subprocess.run([os.path.join(BUILD, "cli", "snowid"), "fence"] + store.flags +
@@ -242,7 +259,9 @@ def run_one(store, n, args, work, wbits):
     log(f"{store.name} N={n}: fence: {rep['switched_since_mark']}/{n} published again within "
         f"{row['fence_s']:.2f} s; longest EAGAIN {rep['eagain_max_ms']:.0f} ms")
 
-    # a wave: 10% freed without a stop, started again
+
+def wave_phase(store, n, args, h, row):
+    """a wave: 10% freed without a stop, started again"""
     k = max(1, n // 10)
     for i in range(k):
         h.ready.pop(i, None)
@@ -258,7 +277,9 @@ def run_one(store, n, args, work, wbits):
         log(f"{store.name} N={n}: wave of {k}: only {row['wave_ready']} READY again within "
             f"{args.timeout:.0f} s")
 
-    # the full space: one host more waits, then takes the number one retires
+
+def full_phase(store, n, args, h, row, flags, work, wbits):
+    """the full space: one host more waits, then takes the number one retires"""
     row["full_s"] = None
     held = h.report()["ready"]
     if n == 1 << wbits and held < n:
@@ -284,7 +305,9 @@ def run_one(store, n, args, work, wbits):
             log(f"{store.name} N={n}: full space: the extra host held a number "
                 f"{row['full_s']:.2f} s after one was given up")
 
-    # the storm on the existing cluster
+
+def old_phase(store, n, args, h, row, flags, work):
+    """the storm on the existing cluster"""
     h.stop(120)
     h2 = Hosts(n, flags, work, f"hosts2-{n}")
     try:
@@ -297,7 +320,6 @@ def run_one(store, n, args, work, wbits):
     row["storm_old_phases"] = rep["phases"]
     h2.stop(120)
     log(f"{store.name} N={n}: storm on the existing cluster {rep['last_s']:.2f} s")
-    return row
 
 
 def write(rows, out):
@@ -327,24 +349,37 @@ def write(rows, out):
           "extra host claims | at rest: requests /s/host | revisions /s/host | growth /host/day "
           "| leader CPU |",
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    def f(r, key, fmt="%.2f s"):
+        return "-" if r.get(key) is None else fmt % r[key]
+
     for r in rows:
+        n = r["hosts"]
+        new = f(r, "storm_new_s") + f" ({x(r.get('storm_new_s'), r['floor_s'])}"
+        if r.get("storm_new_ready", n) != n:
+            new += f", {r['storm_new_ready']} READY"
+        fence = "-" if "fence_switched" not in r else \
+            f"{r['fence_s']:.2f} s ({r['fence_switched']}/{n})"
+        wave = f(r, "wave_s")
+        if "wave_ready" in r:
+            wave = f"not all ({r['wave_ready']}) in {r.get('timeout', 0):.0f} s"
+        growth = "-" if r.get("growth_per_host_day") is None else \
+            f"{r['growth_per_host_day'] / 1024:.1f} KiB"
+        cpu = "-" if r.get("leader_cpu") is None else f"{100 * r['leader_cpu']:.1f}%"
         md.append(
-            f"| {r['store']} | {r['hosts']} | {r['floor_s']:.2f} s | {r['storm_new_s']:.2f} s "
-            f"({x(r['storm_new_s'], r['floor_s'])}{'' if r.get('storm_new_ready', r['hosts']) == r['hosts'] else ', %d READY' % r['storm_new_ready']}) | {r['storm_old_s']:.2f} s "
-            f"({x(r['storm_old_s'], r['floor_s'])}) | {r['first_new_s']:.2f} / "
-            f"{r['first_old_s']:.2f} s | {r['fence_s']:.2f} s ({r['fence_switched']}/{r['hosts']}) "
-            f"| {r['fence_eagain_ms']:.0f} ms | "
-            f"{'%.2f s' % r['wave_s'] if r['wave_s'] is not None else 'not all (%d) in %.0f s' % (r.get('wave_ready', 0), r.get('timeout', 0))} | "
-            f"{'-' if r['full_s'] is None else '%.2f s' % r['full_s']} | "
-            f"{r['rest_req_per_host_s']:.3f} | {r['rest_rev_per_host_s']:.3f} | "
-            f"{r['growth_per_host_day'] / 1024:.1f} KiB | {100 * r['leader_cpu']:.1f}% |")
+            f"| {r['store']} | {n} | {r['floor_s']:.2f} s | {new}) | {f(r, 'storm_old_s')} "
+            f"({x(r.get('storm_old_s'), r['floor_s'])}) | {f(r, 'first_new_s', '%.2f')} / "
+            f"{f(r, 'first_old_s')} | {fence} | {f(r, 'fence_eagain_ms', '%.0f ms')} | {wave} | "
+            f"{f(r, 'full_s')} | {f(r, 'rest_req_per_host_s', '%.3f')} | "
+            f"{f(r, 'rest_rev_per_host_s', '%.3f')} | {growth} | {cpu} |")
     md += ["", "Where a storm's time goes (each step's store calls: count, median and 99th "
            "percentile, ms):", "",
            "| store | N | storm | layout | grant | scan | claim | settle | renew |",
            "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         for which in ("new", "old"):
-            ph = r[f"storm_{which}_phases"]
+            ph = r.get(f"storm_{which}_phases")
+            if ph is None:
+                continue
             cells = []
             for k in ("layout", "grant", "scan", "claim", "settle", "renew"):
                 p = ph.get(k)
@@ -365,6 +400,8 @@ def main():
     ap.add_argument("--members", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--phases", default="rest,fence,wave,full,old",
+                    help="which phases follow the floor and the storm on a new cluster")
     args = ap.parse_args()
     rows = []
     for sname in args.stores.split(","):
