@@ -112,6 +112,7 @@ struct host {
         int64_t worker;
         uint64_t gen;         /* the segment's generation when last looked at */
         uint64_t switched_us; /* when it last changed */
+        int64_t worker_at_mark;
         /* --floor */
         int64_t lease;
         bool floor_done;
@@ -507,7 +508,7 @@ static void report(void)
         uint64_t now = now_us();
         double interval = (double)(now - t_interval_us) / 1e6;
         uint64_t first = 0, last = 0, eagain_max = 0, last_switch = 0;
-        unsigned held = 0, switched = 0;
+        unsigned held = 0, switched = 0, same = 0;
         for (unsigned i = 0; i < n_hosts; i++) {
                 struct host *h = &hosts[i];
                 if (h->ready) {
@@ -520,6 +521,7 @@ static void report(void)
                 }
                 if (mark_us && h->switched_us >= mark_us) {
                         switched++;
+                        same += h->worker == h->worker_at_mark;
                         if (h->switched_us - mark_us > last_switch)
                                 last_switch = h->switched_us - mark_us;
                 }
@@ -534,14 +536,15 @@ static void report(void)
                ",\"interval_s\":%.3f,\"calls_per_s_per_host\":%.4f,"
                "\"revisions_per_s_per_host\":%.4f,\"revision\":%" PRId64
                ",\"dup_ticks\":%u,\"dup_max\":%u,\"eagain_max_ms\":%.1f,"
-               "\"switched_since_mark\":%u,\"last_switch_after_mark_s\":%.3f,\"phases\":{",
+               "\"switched_since_mark\":%u,\"same_worker_since_mark\":%u,"
+               "\"last_switch_after_mark_s\":%.3f,\"phases\":{",
                secs(now), n_hosts, held, (double)first / 1e6, (double)last / 1e6, calls_total,
                answers_failed, interval,
                interval > 0 ? (double)calls_interval / interval / n_hosts : 0,
                interval > 0 && revision_at_interval
                        ? (double)(max_revision - revision_at_interval) / interval / n_hosts
                        : 0,
-               max_revision, dup_seen, dup_max, (double)eagain_max / 1000, switched,
+               max_revision, dup_seen, dup_max, (double)eagain_max / 1000, switched, same,
                (double)last_switch / 1e6);
         bool comma = false;
         for (int k = 0; k < K_MAX; k++) {
@@ -595,6 +598,8 @@ static int on_stdin(sd_event_source *s, int fd, uint32_t revents, void *userdata
                         fflush(stdout);
                 } else if (!strcmp(line, "mark")) {
                         mark_us = now_us();
+                        for (unsigned i = 0; i < n_hosts; i++)
+                                hosts[i].worker_at_mark = hosts[i].ready ? hosts[i].worker : -1;
                         printf("{\"event\":\"mark\",\"t\":%.3f}\n", secs(now_us()));
                         fflush(stdout);
                 } else if (sscanf(line, "kill %u %u", &a, &b) == 2 && a <= b && b < n_hosts) {

@@ -29,6 +29,7 @@
 #define FULL_RETRY_MAX_MS 30000
 #define FRESH_THROTTLE_MS 10000
 #define FLOOR_SLACK_MS 1000
+#define LOWEST_SPREAD_MS 1000
 
 static void step_grant(struct holder *h);
 
@@ -219,7 +220,10 @@ static void on_scan(void *userdata, const struct store_reply *r)
                 if (!modrev[n])
                         mark[n] = unmarked;
         /* free numbers whose mark is behind the clock: one at random, which
-         * spreads daemons that start together; else the lowest mark */
+         * spreads daemons that start together; else one at random of those
+         * within LOWEST_SPREAD_MS of the lowest mark (a fleet restarted at
+         * once finds every mark ahead: the lowest alone would be the one
+         * number all of them try) */
         uint64_t now = holder_id_ms(h, g->fresh), past = 0, lowest = UINT64_MAX;
         int64_t pick = -1, low = -1;
         for (uint64_t n = first; n <= last; n++) {
@@ -230,6 +234,14 @@ static void on_scan(void *userdata, const struct store_reply *r)
                 if (mark[n] < lowest)
                         lowest = mark[n], low = (int64_t)n;
         }
+        /* the number held when a fence came, once given up: again, when
+         * it costs no more ID time ahead than any claim does now */
+        int32_t pref = h->prefer;
+        h->prefer = -1;
+        if (pref >= 0 && !g->fresh && (uint64_t)pref >= first && (uint64_t)pref <= last &&
+            !taken[pref] && modrev[pref] &&
+            mark[pref] < (now > h->cl.claims_above ? now : h->cl.claims_above + 1))
+                pick = pref;
         if (sampled && pick < 0) {
                 /* nothing free and behind the clock in the sample: look at
                  * every number before claiming ahead or waiting */
@@ -246,6 +258,12 @@ static void on_scan(void *userdata, const struct store_reply *r)
                 goto out;
         }
         if (pick < 0 && low >= 0) {
+                uint64_t near = 0;
+                for (uint64_t n = first; n <= last; n++)
+                        if (!taken[n] && mark[n] <= lowest + LOWEST_SPREAD_MS &&
+                            (uint64_t)random() % ++near == 0)
+                                low = (int64_t)n;
+                lowest = mark[low];
                 log_notice("Every free worker number's mark is ahead of the clock; taking %" PRId64
                            ", %" PRIu64 " ms ahead",
                            low, lowest - now);
@@ -280,6 +298,8 @@ static void scan(struct holder *h, bool full)
         json_t *ops = json_array();
         g->sampled = 0;
         if (!full && span > 4 * SCAN_SAMPLE) {
+                if (h->prefer >= (int64_t)h->range_from && h->prefer <= (int64_t)h->range_to)
+                        g->sample[g->sampled++] = (uint32_t)h->prefer;
                 while (g->sampled < SCAN_SAMPLE) {
                         uint32_t n = (uint32_t)(h->range_from + (uint64_t)random() % span);
                         bool dup = false;

@@ -47,11 +47,21 @@ const char *holder_halt_name(enum halt why)
 
 /* ---- reading (and, on a cluster never used, creating) layout, fence, floor ---- */
 
+static void create_lock(struct holder *h, int64_t stale_rev, bool poll);
+
 static int on_reread_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
+        struct holder *h = userdata;
         (void)s;
         (void)usec;
-        cluster_read(userdata);
+        /* a host waiting for another's creation asks only whether it has
+         * ended (two keys): the full read of a cluster without a layout
+         * reads every mark, and a fleet waiting would keep the store from
+         * the creation with it */
+        if (h->create_waiting)
+                create_lock(h, 0, true);
+        else
+                cluster_read(h);
         return 0;
 }
 
@@ -110,8 +120,7 @@ static bool never_used(const json_t *root, int rf, int rfl)
 }
 
 static void create_cluster(struct holder *h);
-static void init_marks(struct holder *h, uint64_t from);
-static void create_lock(struct holder *h, int64_t stale_rev);
+static void init_marks(struct holder *h);
 
 /* Whether this host creates the cluster.  Creating it is idempotent (every
  * step compares), so the key only spares the store a fleet's worth of the
@@ -119,18 +128,20 @@ static void create_lock(struct holder *h, int64_t stale_rev);
 static void on_create_lock(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
+        bool poll = r->tag == 1;
+        h->create_waiting = false;
         if (!store_ok(r)) {
                 reread_in(h, claim_failure_backoff(h, r));
                 return;
         }
-        if (json_is_true(json_object_get(r->json, "succeeded"))) {
+        if (!poll && json_is_true(json_object_get(r->json, "succeeded"))) {
                 if ((UINT64_C(1) << h->cfg->layout.worker_bits) <= INIT_MAX)
-                        init_marks(h, 0);
+                        init_marks(h);
                 else /* too many numbers: unmarked ones start above the floor */
                         create_cluster(h);
                 return;
         }
-        /* [layout, creating] */
+        /* [layout, creating]: the failure branch, or the poll */
         struct kv lk = {0}, ck = {0};
         int rl = txn_kv(r->json, 0, &lk), rc = txn_kv(r->json, 1, &ck);
         unsigned long long since = 0;
@@ -139,18 +150,30 @@ static void on_create_lock(void *userdata, const struct store_reply *r)
                 reread_in(h, 0);
         else if (sscanf(ck.value, "%*16s %llu", &since) == 1 &&
                  now_ms - (int64_t)since > CREATE_STALE_MS)
-                create_lock(h, ck.mod_revision);
-        else
+                create_lock(h, ck.mod_revision, false);
+        else {
+                h->create_waiting = true;
                 reread_in(h, claim_next_backoff(h, CREATE_WAIT_MAX_MS) + CREATE_WAIT_MS);
+        }
         kv_clear(&lk);
         kv_clear(&ck);
 }
 
 /* Takes the key `creating` (stale_rev: over an abandoned creation at that
- * mod revision), while there is no layout. */
-static void create_lock(struct holder *h, int64_t stale_rev)
+ * mod revision), while there is no layout.  poll: only reads both keys, a
+ * read that the store serves without a write (a transaction that may put
+ * is a write whichever branch it takes) */
+static void create_lock(struct holder *h, int64_t stale_rev, bool poll)
 {
         const char *p = h->prefix;
+        if (poll) {
+                json_t *body = json_pack("{s:[o, o]}", "success",
+                                         txn_range(txn_key(p, "layout", -1), NULL, true),
+                                         txn_range(txn_key(p, "creating", -1), NULL, false));
+                if (store_call(h->store, "/v3/kv/txn", body, on_create_lock, h, 1) < 0)
+                        reread_in(h, REREAD_MS);
+                return;
+        }
         json_t *body = json_pack(
                 "{s:[o, o], s:[o], s:[o, o]}", "compare",
                 txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0),
@@ -165,26 +188,51 @@ static void create_lock(struct holder *h, int64_t stale_rev)
                 reread_in(h, REREAD_MS);
 }
 
+/* the batches answer in any order; the cluster is made once all have
+ * succeeded (its transaction checks every mark anyway) */
 static void on_init(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
         if (r->cluster_id)
                 h->cluster_id = r->cluster_id;
-        if (!store_ok(r) || !json_is_true(json_object_get(r->json, "succeeded"))) {
-                reread_in(h, store_ok(r) ? 0 : REREAD_MS); /* created meanwhile, or no answer */
+        if (!store_ok(r) || !json_is_true(json_object_get(r->json, "succeeded")))
+                h->init_failed = store_ok(r) ? 1 : 2; /* created meanwhile, or no answer */
+        if (--h->init_pending > 0)
                 return;
-        }
-        if (r->tag >= (UINT64_C(1) << h->cfg->layout.worker_bits)) {
+        if (h->init_failed)
+                reread_in(h, h->init_failed == 1 ? 0 : REREAD_MS);
+        else
                 create_cluster(h);
-                return;
-        }
-        init_marks(h, r->tag);
 }
+
+static int init_batch(struct holder *h, uint64_t from);
 
 /* Before the cluster exists: every number's mark, 0, where it is absent, so
  * that later an absent mark means a deleted one (rule 3).  Only while there
- * is no layout and no floor, so never over a mark deleted after use. */
-static void init_marks(struct holder *h, uint64_t from)
+ * is no layout and no floor, so never over a mark deleted after use.  Every
+ * batch at once: a creation costs the fleet waiting for it one round trip,
+ * not one per batch. */
+static void init_marks(struct holder *h)
+{
+        uint64_t workers = UINT64_C(1) << h->cfg->layout.worker_bits;
+        h->init_pending = 1; /* until every batch is sent */
+        h->init_failed = 0;
+        for (uint64_t from = 0; from < workers && !h->init_failed; from += INIT_BATCH) {
+                h->init_pending++;
+                if (init_batch(h, from) < 0) {
+                        h->init_pending--;
+                        h->init_failed = 2;
+                }
+        }
+        if (--h->init_pending > 0)
+                return;
+        if (h->init_failed)
+                reread_in(h, REREAD_MS);
+        else
+                create_cluster(h);
+}
+
+static int init_batch(struct holder *h, uint64_t from)
 {
         const char *p = h->prefix;
         uint64_t workers = UINT64_C(1) << h->cfg->layout.worker_bits, to = from + INIT_BATCH;
@@ -201,8 +249,7 @@ static void init_marks(struct holder *h, uint64_t from)
                                  txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0),
                                  txn_cmp(txn_key(p, "floor", -1), "CREATE", "EQUAL", NULL, 0),
                                  "success", ops);
-        if (store_call(h->store, "/v3/kv/txn", body, on_init, h, to) < 0)
-                reread_in(h, REREAD_MS);
+        return store_call(h->store, "/v3/kv/txn", body, on_init, h, 0);
 }
 
 static void on_create(void *userdata, const struct store_reply *r)
@@ -271,7 +318,7 @@ static void on_cluster(void *userdata, const struct store_reply *r)
                 /* a layout the range does not fit is not made */
                 if (!region_range_fits(h, h->cfg->layout.worker_bits))
                         goto out;
-                create_lock(h, 0);
+                create_lock(h, 0, false);
                 goto out;
         }
         if (rl == 0) {

@@ -115,6 +115,13 @@ struct holder {
         char store_err_message[256];
         bool alarm_busy; /* an alarm list request is in flight */
         bool said_full;  /* every number of the range was found taken (said once) */
+        /* the number this host held when a new fence came: given up once its
+         * mark is confirmed, and claimed again first (its hosts' numbers
+         * stay where they were, and a full space needs no search) */
+        int32_t prefer;
+        bool create_waiting;   /* another host creates the cluster: ask whether it ended */
+        unsigned init_pending; /* creating it: batches of marks not answered yet */
+        int init_failed;       /* one failed: 1 answered (made meanwhile), 2 no answer */
         snowid_layout layout;
         bool layout_ready;
         uint32_t range_from, range_to; /* the numbers claimed in, once the layout is read */

@@ -286,10 +286,20 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                         if (c->cluster_id)
                                 store_expect_cluster(h->store, c->cluster_id);
                         if (h->cur.state != H_NONE) {
-                                /* its workers/<n> belongs to the old history */
+                                /* its workers/<n> belongs to the old history:
+                                 * given up once the mark is confirmed at or
+                                 * above its deadline under the new fence
+                                 * (rule 4), its clients going on to that
+                                 * deadline meanwhile; then claimed again */
+                                bool held = h->cur.state == H_HELD;
                                 h->cur.state = H_LOST;
                                 h->cur.mark_rev = 0; /* of the old history too */
                                 marks_retired(h, h->cur.worker, h->cur.mark);
+                                if (held) {
+                                        marks_raise(h, h->cur.worker, h->cur.mark, h->cur.lease, 0,
+                                                    0);
+                                        h->prefer = h->cur.worker;
+                                }
                         }
                         marks_fence_adopted(h);
                         /* other live daemons see the fence within a renewal
@@ -478,6 +488,7 @@ static int start(struct holder *h, sd_event *event, const struct settings *cfg, 
                 .pub = pub,
                 .cur = {.state = H_NONE, .worker = -1},
                 .next = {.state = H_NONE, .worker = -1},
+                .prefer = -1,
                 .store_reachable = true,
         };
         uint64_t seed;
