@@ -138,6 +138,12 @@ class EtcdStore:
     def cpu(self):
         return self.etcd.cpu()
 
+    def compacted_size(self):
+        """bytes in use once every revision before the current one is
+        compacted away (what a cluster with auto-compaction holds)"""
+        self.etcd.call("/v3/kv/compaction", {"revision": self.revision(), "physical": True})
+        return self.size()
+
     def leader(self):
         return self.etcd.leader()
 
@@ -163,6 +169,11 @@ class PgStore:
                            "JOIN pg_namespace n ON n.oid = c.relnamespace "
                            "WHERE n.nspname = 'snowid' AND c.relkind = 'r'")
         return float(out.strip() or 0)
+
+    def compacted_size(self):
+        """autovacuum runs throughout: the size measured is already the
+        compacted one"""
+        return None
 
     def cpu(self):
         """the server's CPU seconds: the postmaster and every backend"""
@@ -233,9 +244,14 @@ def rest_phase(store, n, args, h, row):
     row["growth_per_host_day"] = (size1 - size0) / dt * 86400 / n
     leader = store.leader() or 0
     row["leader_cpu"] = (cpu1[leader] - cpu0[leader]) / dt
+    compacted = store.compacted_size()
+    row["compacted_per_host"] = None if compacted is None else compacted / n
     log(f"{store.name} N={n}: at rest {row['rest_req_per_host_s']:.3f} requests and "
         f"{row['rest_rev_per_host_s']:.3f} revisions per s per host, leader CPU "
-        f"{100 * row['leader_cpu']:.1f}%")
+        f"{100 * row['leader_cpu']:.1f}%; growth {row['growth_per_host_day'] / 1024:.0f} KiB per "
+        f"host per day without compaction, "
+        + ("-" if compacted is None else f"{compacted / n / 1024:.1f} KiB per host in use once "
+           "compacted"))
 
 
 def fence_phase(store, n, args, h, row, cluster):
@@ -326,7 +342,7 @@ def write(rows, out):
     os.makedirs(out, exist_ok=True)
     cols = ["store", "hosts", "floor_s", "storm_new_s", "first_new_s", "storm_old_s", "first_old_s",
             "fence_s", "fence_eagain_ms", "wave_s", "full_s", "rest_req_per_host_s",
-            "rest_rev_per_host_s", "growth_per_host_day", "leader_cpu"]
+            "rest_rev_per_host_s", "growth_per_host_day", "compacted_per_host", "leader_cpu"]
     with open(os.path.join(out, "hosts.tsv"), "w") as f:
         f.write("\t".join(cols) + "\n")
         for r in rows:
@@ -347,6 +363,7 @@ def write(rows, out):
           "| store | N | floor | storm, new cluster | storm, existing | first READY (new / existing) "
           "| fence: all published again | longest EAGAIN in the fence | wave of 10% | full space: "
           "extra host claims | at rest: requests /s/host | revisions /s/host | growth /host/day "
+          "without compaction "
           "| leader CPU |",
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     def f(r, key, fmt="%.2f s"):
@@ -364,6 +381,8 @@ def write(rows, out):
             wave = f"not all ({r['wave_ready']}) in {r.get('timeout', 0):.0f} s"
         growth = "-" if r.get("growth_per_host_day") is None else \
             f"{r['growth_per_host_day'] / 1024:.1f} KiB"
+        if r.get("compacted_per_host") is not None:
+            growth += f" ({r['compacted_per_host'] / 1024:.1f} KiB in use once compacted)"
         cpu = "-" if r.get("leader_cpu") is None else f"{100 * r['leader_cpu']:.1f}%"
         md.append(
             f"| {r['store']} | {n} | {r['floor_s']:.2f} s | {new}) | {f(r, 'storm_old_s')} "
@@ -387,6 +406,40 @@ def write(rows, out):
             md.append(f"| {r['store']} | {r['hosts']} | {which} | " + " | ".join(cells) + " |")
     with open(os.path.join(out, "hosts.md"), "w") as f:
         f.write("\n".join(md) + "\n")
+    plot(rows, out)
+
+
+def plot(rows, out):
+    """hosts.png: seconds for each step of the run, per store and N (gnuplot,
+    when installed)"""
+    if not shutil.which("gnuplot"):
+        log("gnuplot is not installed: no hosts.png")
+        return
+    keys = [("floor_s", "floor"), ("storm_new_s", "storm, new cluster"),
+            ("storm_old_s", "storm, existing"), ("fence_s", "fence: all published again"),
+            ("wave_s", "wave of 10%")]
+    with tempfile.NamedTemporaryFile("w", suffix=".dat", delete=False) as f:
+        for r in rows:
+            f.write(f'"{r["store"]} {r["hosts"]}" ' +
+                    " ".join("%.3f" % r[k] if r.get(k) else "NaN" for k, _ in keys) + "\n")
+        dat = f.name
+    cols = ", ".join(f"'' using {i + 2} title \"{t}\"" for i, (_, t) in enumerate(keys))
+    script = f"""set terminal pngcairo size 900,480
+set output "{os.path.join(out, 'hosts.png')}"
+set title "seconds (log scale), N hosts' holders in one process, by store and N"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set logscale y
+set ylabel "seconds"
+set key top left
+set grid ytics
+plot "{dat}" using 2:xtic(1) title "{keys[0][1]}", {cols.split(", ", 1)[1]}
+"""
+    try:
+        subprocess.run(["gnuplot"], input=script, text=True, check=True, timeout=60)
+    finally:
+        os.unlink(dat)
 
 
 def main():
