@@ -298,6 +298,7 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                                 if (held) {
                                         marks_raise(h, h->cur.worker, h->cur.mark, h->cur.lease, 0,
                                                     0);
+                                        h->cur.lease = 0; /* the raise revokes it */
                                         h->prefer = h->cur.worker;
                                 }
                         }
@@ -431,7 +432,11 @@ void holder_publish(struct holder *h)
          * the last deadline published for it; the mark then fences it */
         if (h->cur.state != H_NONE) {
                 marks_retired(h, h->cur.worker, h->cur.mark);
-                marks_raise(h, h->cur.worker, h->cur.mark, h->cur.lease, 0, h->cur.mark_rev);
+                /* the same number again (after a fence): the claim just
+                 * acknowledged its mark above the old deadline */
+                if (h->cur.worker != g->worker || g->start_ms <= h->cur.mark || h->cur.lease)
+                        marks_raise(h, h->cur.worker, h->cur.mark, h->cur.lease, 0,
+                                    h->cur.mark_rev);
         }
         h->cur = *g;
         h->cur.keepalive_busy = h->cur.extend_busy = false;

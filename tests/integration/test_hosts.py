@@ -3,7 +3,8 @@
 storm on a new cluster, then a fence with every holder live while clients
 take IDs from three of the hosts.  Every holder READY, no worker number
 published by two hosts at any moment, every host publishing again after
-the fence, and no ID twice among those taken across it."""
+the fence, and no ID twice among those taken across it; then a full space
+of 64 restarted at once."""
 import os
 import sys
 import time
@@ -66,6 +67,33 @@ def test_storm_and_fence(h):
     assert hosts.proc.returncode == 0, hosts.proc.returncode
 
 
+def test_restart_full_space(h):
+    """64 hosts in a space of 64 numbers, stopped together and started again
+    at once: every mark is then ahead of the clock, and the hosts spread
+    over the numbers near the lowest mark instead of all trying the lowest
+    one (which costs a round of claims per number)."""
+    etcd = Etcd(h)
+    flags = ["--etcd", etcd.urls[0], "--cluster", "full", "--worker-bits", "6",
+             "--time-bits", "45"]
+    first = Hosts(N, flags, h.dir, "first")
+    h.cleanup(first.kill)
+    first.wait(lambda: len(first.ready) == N, 120, f"{N} holders READY")
+    first.stop(60)
+    assert first.proc.returncode == 0, first.proc.returncode
+    again = Hosts(N, flags, h.dir, "again")
+    h.cleanup(again.kill)
+    again.wait(lambda: len(again.ready) == N, 120, f"{N} holders READY again")
+    rep = again.report()
+    claims = rep["phases"].get("claim", {}).get("n", 0)
+    log(f"restart of a full space: {N} READY in {rep['last_s']:.2f} s with {claims} claims")
+    assert rep["dup_ticks"] == 0, rep
+    assert len({e["worker"] for e in again.ready.values()}) == N
+    # all trying the lowest mark: about N * N / 2 claims; spread: a few per host
+    assert claims <= 4 * N, f"{claims} claims for {N} hosts"
+    again.stop(60)
+    assert again.proc.returncode == 0, again.proc.returncode
+
+
 if __name__ == "__main__":
     assert os.path.exists(os.path.join(BUILD, "bench", "snowid-hosts")), "build bench/ first"
-    run([test_storm_and_fence])
+    run([test_storm_and_fence, test_restart_full_space])
