@@ -73,19 +73,24 @@ for line in open(f"/proc/{pid}/smaps"):
         else:
             name = "anonymous (thread stacks, malloc arenas)"
     elif line.startswith("Rss:") and name:
-        r = groups.setdefault(name, [0, 0])
+        r = groups.setdefault(name, [0, 0, 0])
         r[0] += int(line.split()[1])
     elif line.startswith(("Private_Clean:", "Private_Dirty:")) and name:
         groups[name][1] += int(line.split()[1])
+        if line.startswith("Private_Dirty:"):
+            groups[name][2] += int(line.split()[1])
 print(f"snowidd, {what}: RSS {roll['Rss'] / 1024:.1f} MiB, PSS {roll['Pss'] / 1024:.1f} MiB, "
-      f"USS {(roll['Private_Clean'] + roll['Private_Dirty']) / 1024:.1f} MiB, {threads} threads")
-print("| what | RSS KiB | of it private KiB |")
-print("|---|---|---|")
-for n, (rss, priv) in sorted(groups.items(), key=lambda x: -x[1][0]):
+      f"USS {(roll['Private_Clean'] + roll['Private_Dirty']) / 1024:.1f} MiB (of it written: "
+      f"Private_Dirty {roll['Private_Dirty'] / 1024:.1f} MiB; the rest is pages of files, "
+      f"shared with any other process that maps them), {threads} threads")
+print("| what | RSS KiB | of it private KiB | of it written KiB |")
+print("|---|---|---|---|")
+for n, (rss, priv, dirty) in sorted(groups.items(), key=lambda x: -x[1][0]):
     if rss >= 64:
-        print(f"| {n} | {rss} | {priv} |")
-rest = sum(rss for rss, _ in groups.values() if rss < 64)
-print(f"| everything else (each under 64 KiB) | {rest} | |")
+        print(f"| {n} | {rss} | {priv} | {dirty} |")
+rest = [g for g in groups.values() if g[0] < 64]
+print(f"| everything else (each under 64 KiB) | {sum(g[0] for g in rest)} | "
+      f"{sum(g[1] for g in rest)} | {sum(g[2] for g in rest)} |")
 print()
 EOF
     kill "$pid"
