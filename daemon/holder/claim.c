@@ -238,6 +238,14 @@ static void on_scan(void *userdata, const struct store_reply *r)
          * it costs no more ID time ahead than any claim does now */
         int32_t pref = h->prefer;
         h->prefer = -1;
+        if (pref >= 0 && (uint64_t)pref >= first && (uint64_t)pref <= last && taken[pref] &&
+            marks_handing_over(h, pref)) {
+                /* still held by this host's own old lease, its mark not yet
+                 * confirmed: look again shortly rather than search */
+                h->prefer = pref;
+                claim_restart(h, 100 + (unsigned)(random() % 100));
+                goto out;
+        }
         if (pref >= 0 && !g->fresh && (uint64_t)pref >= first && (uint64_t)pref <= last &&
             !taken[pref] && modrev[pref] &&
             mark[pref] < (now > h->cl.claims_above ? now : h->cl.claims_above + 1))

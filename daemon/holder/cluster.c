@@ -19,6 +19,7 @@
 #define REREAD_MS 1000
 #define INIT_BATCH 100      /* marks made per transaction (etcd allows 128 ops) */
 #define INIT_MAX (1u << 14) /* more numbers than this: none made; absent means unmarked */
+#define INIT_IN_FLIGHT 4    /* batches sent at once */
 /* creating a cluster: one host does it, holding the key `creating`; the
  * others read again after a wait that starts at CREATE_WAIT_MS and doubles
  * to CREATE_WAIT_MAX_MS (jittered), so that a fleet waiting does not keep
@@ -129,16 +130,10 @@ static void on_create_lock(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
         bool poll = r->tag == 1;
-        h->create_waiting = false;
+        /* a poll that got no answer polls again */
+        h->create_waiting = poll && !store_ok(r);
         if (!store_ok(r)) {
                 reread_in(h, claim_failure_backoff(h, r));
-                return;
-        }
-        if (!poll && json_is_true(json_object_get(r->json, "succeeded"))) {
-                if ((UINT64_C(1) << h->cfg->layout.worker_bits) <= INIT_MAX)
-                        init_marks(h);
-                else /* too many numbers: unmarked ones start above the floor */
-                        create_cluster(h);
                 return;
         }
         /* [layout, creating]: the failure branch, or the poll */
@@ -146,7 +141,17 @@ static void on_create_lock(void *userdata, const struct store_reply *r)
         int rl = txn_kv(r->json, 0, &lk), rc = txn_kv(r->json, 1, &ck);
         unsigned long long since = 0;
         int64_t now_ms = shm_realtime_ns() / 1000000;
-        if (rl != 0 || rc != 1) /* made meanwhile, or the creation just ended */
+        size_t tl = strlen(h->token);
+        /* taken now, or taken by this host before (a round of its
+         * creation failed): it creates */
+        bool mine = rl == 0 && rc == 1 && ck.value_len > tl && !strncmp(ck.value, h->token, tl) &&
+                    ck.value[tl] == ' ';
+        if ((!poll && json_is_true(json_object_get(r->json, "succeeded"))) || (!poll && mine)) {
+                if ((UINT64_C(1) << h->cfg->layout.worker_bits) <= INIT_MAX)
+                        init_marks(h);
+                else /* too many numbers: unmarked ones start above the floor */
+                        create_cluster(h);
+        } else if (rl != 0 || rc != 1) /* made meanwhile, or the creation just ended */
                 reread_in(h, 0);
         else if (sscanf(ck.value, "%*16s %llu", &since) == 1 &&
                  now_ms - (int64_t)since > CREATE_STALE_MS)
@@ -188,16 +193,21 @@ static void create_lock(struct holder *h, int64_t stale_rev, bool poll)
                 reread_in(h, REREAD_MS);
 }
 
-/* the batches answer in any order; the cluster is made once all have
- * succeeded (its transaction checks every mark anyway) */
-static void on_init(void *userdata, const struct store_reply *r)
+static int init_batch(struct holder *h, uint64_t from);
+
+/* Sends batches until INIT_IN_FLIGHT are in flight; once every batch has
+ * succeeded, makes the cluster (its transaction checks every mark anyway). */
+static void init_more(struct holder *h)
 {
-        struct holder *h = userdata;
-        if (r->cluster_id)
-                h->cluster_id = r->cluster_id;
-        if (!store_ok(r) || !json_is_true(json_object_get(r->json, "succeeded")))
-                h->init_failed = store_ok(r) ? 1 : 2; /* created meanwhile, or no answer */
-        if (--h->init_pending > 0)
+        uint64_t workers = UINT64_C(1) << h->cfg->layout.worker_bits;
+        while (!h->init_failed && h->init_pending < INIT_IN_FLIGHT && h->init_next < workers) {
+                if (init_batch(h, h->init_next) < 0)
+                        h->init_failed = 2;
+                else
+                        h->init_pending++;
+                h->init_next += INIT_BATCH;
+        }
+        if (h->init_pending > 0)
                 return;
         if (h->init_failed)
                 reread_in(h, h->init_failed == 1 ? 0 : REREAD_MS);
@@ -205,31 +215,30 @@ static void on_init(void *userdata, const struct store_reply *r)
                 create_cluster(h);
 }
 
-static int init_batch(struct holder *h, uint64_t from);
+/* the batches answer in any order */
+static void on_init(void *userdata, const struct store_reply *r)
+{
+        struct holder *h = userdata;
+        if (r->cluster_id)
+                h->cluster_id = r->cluster_id;
+        if (!store_ok(r) || !json_is_true(json_object_get(r->json, "succeeded")))
+                h->init_failed = store_ok(r) ? 1 : 2; /* created meanwhile, or no answer */
+        h->init_pending--;
+        init_more(h);
+}
 
 /* Before the cluster exists: every number's mark, 0, where it is absent, so
  * that later an absent mark means a deleted one (rule 3).  Only while there
- * is no layout and no floor, so never over a mark deleted after use.  Every
- * batch at once: a creation costs the fleet waiting for it one round trip,
- * not one per batch. */
+ * is no layout and no floor, so never over a mark deleted after use.  A few
+ * batches at once: a creation costs the fleet waiting for it a few round
+ * trips, not one per batch, and no batch waits behind so many others that
+ * it times out unsent. */
 static void init_marks(struct holder *h)
 {
-        uint64_t workers = UINT64_C(1) << h->cfg->layout.worker_bits;
-        h->init_pending = 1; /* until every batch is sent */
+        h->init_pending = 0;
+        h->init_next = 0;
         h->init_failed = 0;
-        for (uint64_t from = 0; from < workers && !h->init_failed; from += INIT_BATCH) {
-                h->init_pending++;
-                if (init_batch(h, from) < 0) {
-                        h->init_pending--;
-                        h->init_failed = 2;
-                }
-        }
-        if (--h->init_pending > 0)
-                return;
-        if (h->init_failed)
-                reread_in(h, REREAD_MS);
-        else
-                create_cluster(h);
+        init_more(h);
 }
 
 static int init_batch(struct holder *h, uint64_t from)

@@ -87,6 +87,7 @@ struct mark_raise {
         uint64_t mark;
         uint64_t sent;        /* the mark the compare-and-put in flight writes */
         int64_t lease;        /* revoked once the mark is confirmed; 0: none */
+        int64_t lease2;       /* a second holding of the number retiring meanwhile */
         uint64_t for_holding; /* the holding whose renewal waits for it; 0: none */
         int64_t acked_rev;    /* this daemon's last acknowledged write of the mark; 0: unknown */
         int64_t acked_sent;   /* acked_rev as it was when the request in flight was sent */
@@ -121,6 +122,7 @@ struct holder {
         int32_t prefer;
         bool create_waiting;   /* another host creates the cluster: ask whether it ended */
         unsigned init_pending; /* creating it: batches of marks not answered yet */
+        uint64_t init_next;    /* the first number of the next batch to send */
         int init_failed;       /* one failed: 1 answered (made meanwhile), 2 no answer */
         snowid_layout layout;
         bool layout_ready;

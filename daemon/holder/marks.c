@@ -28,6 +28,14 @@ void marks_retired(struct holder *h, int32_t worker, uint64_t mark)
                 (struct published){.worker = worker, .mark = mark, .mono_ms = holder_mono_ms()};
 }
 
+bool marks_handing_over(const struct holder *h, int32_t worker)
+{
+        for (unsigned i = 0; i < RAISES_MAX; i++)
+                if (h->raises[i].active && h->raises[i].worker == worker && h->raises[i].lease)
+                        return true;
+        return false;
+}
+
 uint64_t marks_own(const struct holder *h, int32_t worker)
 {
         uint64_t m = 0;
@@ -86,6 +94,7 @@ static void raise_done(struct holder *h, struct mark_raise *m, bool ok)
                                  "; revoking its lease",
                                  m->worker, m->mark);
                 holder_give_up_lease(h, m->lease);
+                holder_give_up_lease(h, m->lease2);
         }
         if (m->for_holding && h->cur.id == m->for_holding)
                 h->cur.raising = false;
@@ -234,12 +243,20 @@ void marks_raise(struct holder *h, int32_t worker, uint64_t mark, int64_t lease,
                 if (o->active && o->worker == worker) {
                         o->mark = mark > o->mark ? mark : o->mark;
                         o->acked_rev = acked_rev > o->acked_rev ? acked_rev : o->acked_rev;
+                        /* two holdings of one number retiring at once (the
+                         * number claimed again after a fence, retiring
+                         * before the first raise ended): both leases wait
+                         * for the confirmation of the higher mark */
                         if (lease && !o->lease)
                                 o->lease = lease, lease = 0;
+                        if (lease && lease != o->lease && !o->lease2)
+                                o->lease2 = lease, lease = 0;
                         if (for_holding)
                                 o->for_holding = for_holding;
-                        if (lease) /* two holdings of one number retiring at once */
-                                holder_give_up_lease(h, lease);
+                        if (lease && lease != o->lease && lease != o->lease2)
+                                log_warning("Worker %" PRId32 " retired three times at once; "
+                                            "lease %" PRIx64 " is left to expire",
+                                            worker, (uint64_t)lease);
                         return;
                 }
         }
