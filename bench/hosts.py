@@ -16,10 +16,11 @@ store of its own:
              time until the extra host holds the number
   storm old  every holder stopped, then N started again on the existing cluster
 
-Writes bench/results/hosts.md and hosts.tsv (one row per store and N).
+Writes bench/results/hosts.md, hosts.tsv and hosts.json (one row per store and N),
+and hosts.png when gnuplot is installed.
 
     bench/hosts.py [--stores etcd,postgres] [--hosts 64,256,1024] [--rest 60]
-                   [--members 3] [--out bench/results]
+                   [--members 3] [--out bench/results] [--merge] [--phases ...]
 """
 import argparse
 import json
@@ -340,6 +341,9 @@ def old_phase(store, n, args, h, row, flags, work):
 
 def write(rows, out):
     os.makedirs(out, exist_ok=True)
+    rows = sorted(rows, key=lambda r: (r["store"] != "etcd", r["store"], r["hosts"]))
+    with open(os.path.join(out, "hosts.json"), "w") as f:
+        json.dump(rows, f, indent=1)
     cols = ["store", "hosts", "floor_s", "storm_new_s", "first_new_s", "storm_old_s", "first_old_s",
             "fence_s", "fence_eagain_ms", "wave_s", "full_s", "rest_req_per_host_s",
             "rest_rev_per_host_s", "growth_per_host_day", "compacted_per_host", "leader_cpu"]
@@ -453,17 +457,24 @@ def main():
     ap.add_argument("--members", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the rows of other stores and N already in OUT/hosts.json")
     ap.add_argument("--phases", default="rest,fence,wave,full,old",
                     help="which phases follow the floor and the storm on a new cluster")
     args = ap.parse_args()
     rows = []
+    if args.merge and os.path.exists(os.path.join(args.out, "hosts.json")):
+        # rows of other stores and N from an earlier run stay; this run's replace theirs
+        with open(os.path.join(args.out, "hosts.json")) as f:
+            rows = json.load(f)
     for sname in args.stores.split(","):
         for n in [int(x) for x in args.hosts.split(",")]:
             work = tempfile.mkdtemp(prefix=f"snowid-hosts-{sname}-{n}-")
             store = EtcdStore(work, args.members) if sname == "etcd" else PgStore(work)
             wbits = 10  # the default layout's: the space is full at 1,024
             try:
-                rows.append(run_one(store, n, args, work, wbits))
+                row = run_one(store, n, args, work, wbits)
+                rows = [r for r in rows if (r["store"], r["hosts"]) != (sname, n)] + [row]
             finally:
                 store.stop()
                 if not args.keep:

@@ -19,7 +19,7 @@
 #define REREAD_MS 1000
 #define INIT_BATCH 100      /* marks made per transaction (etcd allows 128 ops) */
 #define INIT_MAX (1u << 14) /* more numbers than this: none made; absent means unmarked */
-#define INIT_IN_FLIGHT 4    /* batches sent at once */
+#define INIT_IN_FLIGHT 16   /* batches sent at once */
 /* creating a cluster: one host does it, holding the key `creating`; the
  * others read again after a wait that starts at CREATE_WAIT_MS and doubles
  * to CREATE_WAIT_MAX_MS (jittered), so that a fleet waiting does not keep
@@ -229,10 +229,11 @@ static void on_init(void *userdata, const struct store_reply *r)
 
 /* Before the cluster exists: every number's mark, 0, where it is absent, so
  * that later an absent mark means a deleted one (rule 3).  Only while there
- * is no layout and no floor, so never over a mark deleted after use.  A few
- * batches at once: a creation costs the fleet waiting for it a few round
- * trips, not one per batch, and no batch waits behind so many others that
- * it times out unsent. */
+ * is no layout and no floor, so never over a mark deleted after use.  Up to
+ * INIT_IN_FLIGHT batches at once: a creation of the default layout's 1,024
+ * marks costs the fleet waiting for it one round trip, not one per batch,
+ * and no batch of a larger layout waits behind so many others that it times
+ * out unsent. */
 static void init_marks(struct holder *h)
 {
         h->init_pending = 0;
