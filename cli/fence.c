@@ -53,9 +53,9 @@ static void on_write(void *userdata, const struct store_reply *r)
         struct fence_run *f = userdata;
         if (!store_ok(r)) {
                 fprintf(stderr,
-                        "snowid fence: no answer from etcd (%s): the fence may or may "
+                        "snowid fence: no answer from %s (%s): the fence may or may "
                         "not be in place; run it again\n",
-                        r->error ? r->error : "malformed answer");
+                        store_title(f->store), r->error ? r->error : "malformed answer");
                 done(f, 1);
                 return;
         }
@@ -112,8 +112,8 @@ static void on_read(void *userdata, const struct store_reply *r)
         uint64_t floor = 0, highest = 0, m;
         const char *p = f->prefix;
         if (!store_ok(r)) {
-                fprintf(stderr, "snowid fence: cannot read the cluster from etcd: %s\n",
-                        r->error ? r->error : "malformed answer");
+                fprintf(stderr, "snowid fence: cannot read the cluster from %s: %s\n",
+                        store_title(f->store), r->error ? r->error : "malformed answer");
                 /* the client moves on to the next endpoint after a failure */
                 if ((!r->answered || r->http >= 500) && ++f->tries < 3 * f->cfg->n_etcd) {
                         send_read(f);
@@ -126,7 +126,8 @@ static void on_read(void *userdata, const struct store_reply *r)
         int rl = txn_kv(r->json, 0, &lk), rf = txn_kv(r->json, 1, &fk),
             rfl = txn_kv(r->json, 2, &flk);
         if (rl < 0 || rf < 0 || rfl < 0) {
-                fprintf(stderr, "snowid fence: etcd's answer is malformed\n");
+                fprintf(stderr, "snowid fence: the answer of %s is malformed\n",
+                        store_title(f->store));
                 goto out;
         }
         if (rf == 1 && fence_parse(fk.value, fk.value_len, &old) < 0)
@@ -200,7 +201,7 @@ static void on_read(void *userdata, const struct store_reply *r)
         if (store_call(f->store, "/v3/kv/txn",
                        json_pack("{s:o, s:o}", "compare", cmp, "success", ops), on_write, f,
                        0) < 0) {
-                fprintf(stderr, "snowid fence: cannot send to etcd\n");
+                fprintf(stderr, "snowid fence: cannot send to %s\n", store_title(f->store));
                 goto out;
         }
         int n = snprintf(f->said, sizeof(f->said),
@@ -237,7 +238,7 @@ static void send_read(struct fence_run *f)
                                  txn_range(txn_key(p, "floor", -1), NULL, false),
                                  txn_range(txn_key(p, "hwm/", -1), txn_key(p, "hwm0", -1), false));
         if (store_call(f->store, "/v3/kv/txn", body, on_read, f, 0) < 0) {
-                fprintf(stderr, "snowid fence: cannot send to etcd\n");
+                fprintf(stderr, "snowid fence: cannot send to %s\n", store_title(f->store));
                 done(f, 1);
         }
 }
@@ -292,7 +293,7 @@ int cmd_fence(int argc, char **argv)
         f.cfg = &cfg;
         snprintf(f.prefix, sizeof(f.prefix), "/snowid/%s/", cfg.cluster);
         if (sd_event_new(&f.event) < 0 || store_new(f.event, &cfg, &f.store) < 0) {
-                fprintf(stderr, "snowid fence: cannot set up the etcd client\n");
+                fprintf(stderr, "snowid fence: cannot set up the store's client\n");
                 goto out;
         }
         send_read(&f);
