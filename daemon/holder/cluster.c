@@ -132,8 +132,13 @@ static void on_create_lock(void *userdata, const struct store_reply *r)
         bool poll = r->tag == 1;
         /* a poll that got no answer polls again */
         h->create_waiting = poll && !store_ok(r);
+        /* a fleet waiting asks at most a quarter of the time: each host
+         * waits at least 4 times as long as its last answer took, so a
+         * store slowed by the fleet's own questions gets fewer of them */
+        unsigned took = (unsigned)(holder_mono_ms() - h->create_sent_ms), least = 4 * took;
         if (!store_ok(r)) {
-                reread_in(h, claim_failure_backoff(h, r));
+                unsigned wait = claim_failure_backoff(h, r);
+                reread_in(h, wait > least ? wait : least);
                 return;
         }
         /* [layout, creating]: the failure branch, or the poll */
@@ -147,18 +152,19 @@ static void on_create_lock(void *userdata, const struct store_reply *r)
         bool mine = rl == 0 && rc == 1 && ck.value_len > tl && !strncmp(ck.value, h->token, tl) &&
                     ck.value[tl] == ' ';
         if ((!poll && json_is_true(json_object_get(r->json, "succeeded"))) || (!poll && mine)) {
-                if ((UINT64_C(1) << h->cfg->layout.worker_bits) <= INIT_MAX)
-                        init_marks(h);
-                else /* too many numbers: unmarked ones start above the floor */
-                        create_cluster(h);
+                /* the creator, and only it, reads the marks too: whether
+                 * the cluster was used (a mark above 0) before it creates */
+                h->check_marks = true;
+                reread_in(h, 0);
         } else if (rl != 0 || rc != 1) /* made meanwhile, or the creation just ended */
                 reread_in(h, 0);
         else if (sscanf(ck.value, "%*16s %llu", &since) == 1 &&
                  now_ms - (int64_t)since > CREATE_STALE_MS)
                 create_lock(h, ck.mod_revision, false);
         else {
+                unsigned wait = claim_next_backoff(h, CREATE_WAIT_MAX_MS) + CREATE_WAIT_MS;
                 h->create_waiting = true;
-                reread_in(h, claim_next_backoff(h, CREATE_WAIT_MAX_MS) + CREATE_WAIT_MS);
+                reread_in(h, wait > least ? wait : least);
         }
         kv_clear(&lk);
         kv_clear(&ck);
@@ -171,6 +177,7 @@ static void on_create_lock(void *userdata, const struct store_reply *r)
 static void create_lock(struct holder *h, int64_t stale_rev, bool poll)
 {
         const char *p = h->prefix;
+        h->create_sent_ms = holder_mono_ms();
         if (poll) {
                 json_t *body = json_pack("{s:[o, o]}", "success",
                                          txn_range(txn_key(p, "layout", -1), NULL, true),
@@ -328,7 +335,12 @@ static void on_cluster(void *userdata, const struct store_reply *r)
                 /* a layout the range does not fit is not made */
                 if (!region_range_fits(h, h->cfg->layout.worker_bits))
                         goto out;
-                create_lock(h, 0, false);
+                if (!h->check_marks)
+                        create_lock(h, 0, false);
+                else if ((UINT64_C(1) << h->cfg->layout.worker_bits) <= INIT_MAX)
+                        init_marks(h); /* holding `creating`, every mark read */
+                else                   /* too many numbers: unmarked ones start above the floor */
+                        create_cluster(h);
                 goto out;
         }
         if (rl == 0) {
@@ -434,7 +446,11 @@ void cluster_read(struct holder *h)
          * layout they are not needed, and reading the highest mark would
          * cost the store every number's key on every read of every host:
          * the failure branch reads two keys that never exist instead, so
-         * that the answer has the same shape */
+         * that the answer has the same shape.  The highest mark is read
+         * only by the host that holds `creating` (check_marks): a fleet
+         * starting on a cluster not made yet would otherwise read every
+         * mark once per host, which a store that serves one call at a
+         * time cannot carry */
         json_t *body =
                 json_pack("{s:[o], s:[o, o, o, o, o, o], s:[o, o, o, o, o, o]}", "compare",
                           txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0), "success",
@@ -454,9 +470,12 @@ void cluster_read(struct holder *h)
         json_t *held = json_object_get(json_array_get(ops, 3), "request_range");
         json_t *top = json_object_get(json_array_get(ops, 4), "request_range");
         json_object_set_new(held, "limit", json_integer(1));
-        json_object_set_new(top, "limit", json_integer(1));
-        json_object_set_new(top, "sort_order", json_string("DESCEND"));
-        json_object_set_new(top, "sort_target", json_string("VALUE"));
+        if (h->check_marks) {
+                json_object_set_new(top, "limit", json_integer(1));
+                json_object_set_new(top, "sort_order", json_string("DESCEND"));
+                json_object_set_new(top, "sort_target", json_string("VALUE"));
+        } else
+                json_object_del(top, "range_end"); /* the key hwm/ alone: never there */
         /* and the mark of the number held, to check that the store still
          * has this daemon's last write of it */
         uint64_t tag = 0;

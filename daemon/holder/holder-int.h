@@ -120,10 +120,12 @@ struct holder {
          * mark is confirmed, and claimed again first (its hosts' numbers
          * stay where they were, and a full space needs no search) */
         int32_t prefer;
-        bool create_waiting;   /* another host creates the cluster: ask whether it ended */
-        unsigned init_pending; /* creating it: batches of marks not answered yet */
-        uint64_t init_next;    /* the first number of the next batch to send */
-        int init_failed;       /* one failed: 1 answered (made meanwhile), 2 no answer */
+        bool create_waiting;     /* another host creates the cluster: ask whether it ended */
+        bool check_marks;        /* holding `creating`: the cluster read reads the highest mark */
+        uint64_t create_sent_ms; /* monotonic: when the last question about `creating` went */
+        unsigned init_pending;   /* creating it: batches of marks not answered yet */
+        uint64_t init_next;      /* the first number of the next batch to send */
+        int init_failed;         /* one failed: 1 answered (made meanwhile), 2 no answer */
         snowid_layout layout;
         bool layout_ready;
         uint32_t range_from, range_to; /* the numbers claimed in, once the layout is read */
