@@ -448,7 +448,9 @@ set grid ytics
 plot "{dat}" using 2:xtic(1) title "{keys[0][1]}", {cols.split(", ", 1)[1]}
 """
     try:
-        subprocess.run(["gnuplot"], input=script, text=True, check=True, timeout=60)
+        g = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True, timeout=60)
+        if g.returncode:
+            log(f"gnuplot failed: no hosts.png ({g.stderr.strip()[-200:]})")
     finally:
         os.unlink(dat)
 
