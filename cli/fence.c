@@ -114,8 +114,10 @@ static void on_read(void *userdata, const struct store_reply *r)
         if (!store_ok(r)) {
                 fprintf(stderr, "snowid fence: cannot read the cluster from %s: %s\n",
                         store_title(f->store), r->error ? r->error : "malformed answer");
-                /* the client moves on to the next endpoint after a failure */
-                if ((!r->answered || r->http >= 500) && ++f->tries < 3 * f->cfg->n_etcd) {
+                /* the client moves on to the next endpoint after a failure
+                 * (PostgreSQL: one endpoint, tried 3 times too) */
+                unsigned endpoints = f->cfg->n_etcd ? f->cfg->n_etcd : 1;
+                if ((!r->answered || r->http >= 500) && ++f->tries < 3 * endpoints) {
                         send_read(f);
                         return;
                 }
