@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,6 +176,74 @@ static int next_remote(const char *url, uint64_t n, const char *token_file, uint
         return status;
 }
 
+static volatile sig_atomic_t stop;
+static void on_stop(int sig)
+{
+        (void)sig;
+        stop = 1;
+}
+
+static int next_error(int r)
+{
+        return fail(r, r == -EAGAIN ? "no ID could be issued (no lease, or the deadline passed)"
+                                    : "cannot take IDs");
+}
+
+/* sleeps until the next multiple of every_ms after *next; a tick missed
+ * (a stall, a wait for a lease) is skipped, not made up in a burst */
+static void next_tick(struct timespec *next, uint64_t every_ms)
+{
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        uint64_t at = (uint64_t)next->tv_sec * 1000000000 + (uint64_t)next->tv_nsec,
+                 t = (uint64_t)now.tv_sec * 1000000000 + (uint64_t)now.tv_nsec,
+                 step = every_ms * 1000000;
+        at += step;
+        if (at < t)
+                at = t + step - (t - at) % step;
+        next->tv_sec = (time_t)(at / 1000000000);
+        next->tv_nsec = (long)(at % 1000000000);
+        while (!stop && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, next, NULL) == EINTR)
+                ;
+}
+
+/* takes n IDs (or UUIDs) in chunks of at most chunk_max and prints them in
+ * the format; 0, or the error that stopped it (what was taken is printed) */
+static int take_print(snowid *s, uint64_t n, int uuid, const char *format, void *buf,
+                      uint64_t chunk_max)
+{
+        uint64_t *ids = buf;
+        uint8_t(*uuids)[16] = buf;
+        int json = !strcmp(format, "json"), r = 0;
+        if (json)
+                fputs("{\"ids\":[", stdout);
+        for (uint64_t done = 0; done < n;) {
+                size_t k = (size_t)(n - done < chunk_max ? n - done : chunk_max);
+                r = uuid ? snowid_next_uuid7_batch(s, uuids, k) : snowid_next_batch(s, ids, k);
+                if (r < 0)
+                        break;
+                for (size_t i = 0; i < k; i++) {
+                        char text[UUID_TEXT_LEN + 1];
+                        if (uuid) {
+                                uuid_to_text(uuids[i], text);
+                                if (json)
+                                        printf("%s\"%s\"", done + i ? "," : "", text);
+                                else
+                                        puts(text);
+                        } else if (json)
+                                printf("%s\"%" PRIu64 "\"", done + i ? "," : "", ids[i]);
+                        else if (!strcmp(format, "hex"))
+                                printf("0x%016" PRIx64 "\n", ids[i]);
+                        else
+                                printf("%" PRIu64 "\n", ids[i]);
+                }
+                done += k;
+        }
+        if (json && r >= 0)
+                puts("]}");
+        return r < 0 ? r : 0;
+}
+
 static int cmd_next(int argc, char **argv)
 {
         static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
@@ -185,22 +254,27 @@ static int cmd_next(int argc, char **argv)
                                              {"url", required_argument, NULL, 'u'},
                                              {"token-file", required_argument, NULL, 't'},
                                              {"uuid7", no_argument, NULL, 'U'},
+                                             {"every", required_argument, NULL, 'e'},
                                              {}};
         const char *instance = NULL, *format = "dec", *url = NULL, *token_file = NULL;
-        uint64_t n = 1, wait_ms = 1000;
+        uint64_t n = 1, wait_ms = 1000, every_ms = 0;
         int uuid = 0, c;
 
-        while ((c = getopt_long(argc, argv, "hi:f:n:w:u:t:", opts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hi:f:n:w:u:t:e:", opts, NULL)) >= 0) {
                 switch (c) {
                 case 'h':
                         printf("Usage: snowid next [-n N] [--instance NAME] [--format dec|hex|json]"
-                               " [--uuid7] [--wait MS]\n\n"
+                               " [--uuid7] [--wait MS] [--every MS]\n\n"
                                "Takes N IDs (default 1, at most %d) from the host's snowidd and "
                                "prints them, one a line.\n"
                                "  --uuid7     UUIDv7s (8-4-4-4-12 hex) from the same counter "
                                "instead\n"
                                "  --wait MS   how long to wait for a lease or the clock "
                                "(default 1000)\n"
+                               "  --every MS  take and print N again every MS ms, one handle "
+                               "throughout, until\n"
+                               "              SIGTERM or SIGINT; a failure is said and the "
+                               "next tick tries again\n"
                                "  --url URL   take them from a daemon's HTTP API instead "
                                "(http://HOST:PORT)\n"
                                "  --token-file FILE  bearer token for --url\n",
@@ -234,6 +308,10 @@ static int cmd_next(int argc, char **argv)
                         if (parse_u64(optarg, 3600000, &wait_ms) < 0)
                                 return usage_error("bad wait '%s' (ms, at most 3600000)", optarg);
                         break;
+                case 'e':
+                        if (parse_u64(optarg, 86400000, &every_ms) < 0 || every_ms == 0)
+                                return usage_error("bad interval '%s' (ms, 1 to 86400000)", optarg);
+                        break;
                 default:
                         return 2;
                 }
@@ -243,8 +321,8 @@ static int cmd_next(int argc, char **argv)
         if (uuid && !strcmp(format, "hex"))
                 return usage_error("%s", "--uuid7 takes --format dec (UUIDs as written) or json");
         if (url) {
-                if (strcmp(format, "dec") || instance)
-                        return usage_error("%s", "--url takes no --instance or --format");
+                if (strcmp(format, "dec") || instance || every_ms)
+                        return usage_error("%s", "--url takes no --instance, --format or --every");
                 return next_remote(url, n, token_file, wait_ms, uuid);
         }
 
@@ -264,45 +342,36 @@ static int cmd_next(int argc, char **argv)
         uint64_t chunk_max = UINT64_C(1) << l.seq_bits;
         /* a chunk of either form: 16 bytes a UUID */
         void *buf = malloc(16 * (n < chunk_max ? n : chunk_max));
-        uint64_t *ids = buf;
-        uint8_t(*uuids)[16] = buf;
         if (!buf) {
                 snowid_close(s);
                 return fail(-ENOMEM, "out of memory");
         }
-        int json = !strcmp(format, "json");
-        if (json)
-                fputs("{\"ids\":[", stdout);
-        for (uint64_t done = 0; done < n;) {
-                size_t k = (size_t)(n - done < chunk_max ? n - done : chunk_max);
-                r = uuid ? snowid_next_uuid7_batch(s, uuids, k) : snowid_next_batch(s, ids, k);
-                if (r < 0)
-                        break;
-                for (size_t i = 0; i < k; i++) {
-                        char text[UUID_TEXT_LEN + 1];
-                        if (uuid) {
-                                uuid_to_text(uuids[i], text);
-                                if (json)
-                                        printf("%s\"%s\"", done + i ? "," : "", text);
-                                else
-                                        puts(text);
-                        } else if (json)
-                                printf("%s\"%" PRIu64 "\"", done + i ? "," : "", ids[i]);
-                        else if (!strcmp(format, "hex"))
-                                printf("0x%016" PRIx64 "\n", ids[i]);
-                        else
-                                printf("%" PRIu64 "\n", ids[i]);
+        if (!every_ms) {
+                r = take_print(s, n, uuid, format, buf, chunk_max);
+        } else {
+                /* until SIGTERM or SIGINT, which end the sleep (no
+                 * SA_RESTART): a container's first process has no default
+                 * action for them */
+                struct sigaction sa = {.sa_handler = on_stop};
+                sigaction(SIGTERM, &sa, NULL);
+                sigaction(SIGINT, &sa, NULL);
+                struct timespec next;
+                clock_gettime(CLOCK_MONOTONIC, &next);
+                while (!stop) {
+                        r = take_print(s, n, uuid, format, buf, chunk_max);
+                        /* said, and taken again at the next tick */
+                        if (r < 0)
+                                next_error(r);
+                        if (fflush(stdout) != 0)
+                                break;
+                        next_tick(&next, every_ms);
                 }
-                done += k;
+                r = 0;
         }
-        if (json && r >= 0)
-                puts("]}");
         free(buf);
         snowid_close(s);
         if (r < 0)
-                return fail(r, r == -EAGAIN ? "no ID could be issued (no lease, or the deadline "
-                                              "passed)"
-                                            : "cannot take IDs");
+                return next_error(r);
         return fflush(stdout) == 0 ? 0 : 1;
 }
 

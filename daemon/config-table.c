@@ -79,6 +79,31 @@ static int parse_flag(const struct setting *row, struct settings *s, const char 
         return 0;
 }
 
+/* UID:GID, neither of them root's */
+static int parse_owner(const struct setting *row, struct settings *s, const char *v, char *why,
+                       size_t n)
+{
+        char uid[16];
+        const char *colon = strchr(v, ':');
+        uint64_t u, g;
+        (void)row;
+        if (!colon || (size_t)(colon - v) >= sizeof(uid)) {
+                snprintf(why, n, "UID:GID, both numbers");
+                return -EINVAL;
+        }
+        memcpy(uid, v, (size_t)(colon - v));
+        uid[colon - v] = 0;
+        if (setting_number(uid, 1, INT32_MAX - 1, &u) < 0 ||
+            setting_number(colon + 1, 1, INT32_MAX - 1, &g) < 0) {
+                snprintf(why, n, "UID:GID, both numbers from 1 to %d", INT32_MAX - 1);
+                return -EINVAL;
+        }
+        s->prepare_runtime_dir = true;
+        s->prepare_uid = (uid_t)u;
+        s->prepare_gid = (gid_t)g;
+        return 0;
+}
+
 static int parse_string(const struct setting *row, struct settings *s, const char *v, char *why,
                         size_t n)
 {
@@ -302,6 +327,11 @@ const struct setting settings_table[] = {
          CHOICE(log_level, log_levels)},
         {"check-config", .help = "check the settings, and the files they name, and exit",
          AT(check_config), .parse = parse_flag, .flags = SETTING_FLAG_ONLY | SETTING_NO_VALUE},
+        {"prepare-runtime-dir", .arg = "UID:GID",
+         .help = "as root, before snowidd starts as UID:GID (a container's init step): give "
+                 "runtime-dir to UID:GID, mode 0755, and exit; refused if it belongs to another "
+                 "uid, or to root with files in it (another snowidd uses it)",
+         .parse = parse_owner, .flags = SETTING_FLAG_ONLY},
         {"help", .help = "this text", .flags = SETTING_FLAG_ONLY | SETTING_NO_VALUE},
 };
 const size_t settings_table_size = sizeof(settings_table) / sizeof(*settings_table);

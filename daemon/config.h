@@ -57,6 +57,9 @@ struct settings {
         char *user, *password_file, *password;
         int log_level;
         bool check_config;
+        bool prepare_runtime_dir; /* --prepare-runtime-dir UID:GID: give it, exit */
+        uid_t prepare_uid;
+        gid_t prepare_gid;
         char *http; /* "ADDR:PORT" or NULL: the HTTP API is off */
         char *http_token_file;
         struct token *http_tokens; /* read from http_token_file */

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* snowidd: leases a worker number from etcd and publishes it to the segment. */
 #include <curl/curl.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -188,6 +190,60 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 DEFINE_POINTER_CLEANUP(struct shm_pub, shm_pub_close)
 
+/* --prepare-runtime-dir UID:GID, run as root (with CAP_CHOWN and
+ * CAP_FOWNER) before snowidd starts as UID:GID: a container runtime makes
+ * a hostPath directory root's, and snowidd refuses a directory that is not
+ * its own.  A directory of another uid, or root's with something in it, is
+ * another snowidd's (the systemd unit's, or one run as root): left alone. */
+static int prepare_runtime_dir(const char *dir, uid_t uid, gid_t gid)
+{
+        struct stat st;
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return log_error_errno(errno, "Cannot make the runtime directory %s: %m", dir),
+                       EXIT_FAILURE;
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                log_error_errno(errno, "Cannot open the runtime directory %s: %m", dir);
+                goto fail;
+        }
+        const char *why = NULL;
+        if (st.st_uid != 0 && st.st_uid != uid)
+                why = "belongs to another uid";
+        else if (st.st_uid == 0) {
+                int dup_fd = dup(fd);
+                DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+                if (!d) {
+                        if (dup_fd >= 0)
+                                close(dup_fd);
+                        log_error_errno(errno, "Cannot read the runtime directory %s: %m", dir);
+                        goto fail;
+                }
+                for (struct dirent *e; !why && (e = readdir(d));)
+                        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+                                why = "belongs to root and is not empty";
+                closedir(d);
+        }
+        if (why) {
+                log_error("The runtime directory %s %s (uid %u): another snowidd uses it on this "
+                          "host; not taking it over",
+                          dir, why, (unsigned)st.st_uid);
+                goto fail;
+        }
+        if (fchown(fd, uid, gid) < 0 || fchmod(fd, 0755) < 0) {
+                log_error_errno(errno, "Cannot give the runtime directory %s to %u:%u: %m", dir,
+                                (unsigned)uid, (unsigned)gid);
+                goto fail;
+        }
+        close(fd);
+        log_info("The runtime directory %s is uid %u's, gid %u, mode 0755", dir, (unsigned)uid,
+                 (unsigned)gid);
+        return EXIT_SUCCESS;
+fail:
+        if (fd >= 0)
+                close(fd);
+        return EXIT_FAILURE;
+}
+
 int main(int argc, char **argv)
 {
         /* freed on every way out, the early ones included */
@@ -201,6 +257,8 @@ int main(int argc, char **argv)
         if (r != 0)
                 return settings_exit_status(r);
         log_max_level = cfg.log_level;
+        if (cfg.prepare_runtime_dir)
+                return prepare_runtime_dir(cfg.runtime_dir, cfg.prepare_uid, cfg.prepare_gid);
 
         /* under systemd, what an earlier snowidd stored comes back */
         int ctl_fd = -1, ctr_fd = -1, listen_fd = -1;

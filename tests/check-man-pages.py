@@ -8,7 +8,8 @@
       page lists is such a symbol;
   (b) every long option `snowidd --help` prints is a setting of
       snowidd.conf(5) (with the default --help states), except --config,
-      --check-config and --help, which snowidd(8) describes;
+      --check-config, --prepare-runtime-dir and --help, which snowidd(8)
+      describes;
   (c) every command of `snowid --help` has its section in snowid(1), and
       every long option of `snowid COMMAND --help` appears there;
   (d) every page renders without a warning (man --warnings, else groff -ww).
@@ -161,7 +162,7 @@ def check_snowidd(snowidd, conf_page, daemon_page):
     options = set(re.findall(r"--([a-z][a-z-]*)", help_text))
     if len(options) < 30:
         fail("snowidd --help lists only %d options:\n%s" % (len(options), help_text))
-    own = {"config", "check-config", "help"}
+    own = {"config", "check-config", "prepare-runtime-dir", "help"}
     conf = read_page(conf_page)
     settings = {}
     for term, text in entries(conf):
