@@ -24,7 +24,7 @@
 # boot); scripts/test.sh runs it.  Prints "ok - ..." / "not ok -
 # ..." per check and ends with "N passed, N failed"; exit 0 if all pass.
 # SNOWID_KEEP=1 keeps the build directory (the .debs, the logs) of a failed
-# run.  The checks, the etcd and the container come from tests/lib/nspawn.sh,
+# run; SNOWID_KEEP_DEBS=DIR copies the four .debs to DIR.  The checks, the etcd and the container come from tests/lib/nspawn.sh,
 # shared with tests/systemd/test-unit.sh.
 set -uo pipefail
 
@@ -74,47 +74,19 @@ if [ ${#missing[@]} -gt 0 ]; then
         { tail -20 "$tmp/apt.log" | sed 's/^/# /'; give_up "apt-get install ${missing[*]}"; }
 fi
 
-# ---- a copy of the source tree: what git tracks plus new files it does not
-# ignore (the work tree as it is, without build directories)
+# ---- build, in a copy of the source tree (scripts/build-debs.sh)
 version=$(dpkg-parsechangelog -l "$SRC/debian/changelog" -S Version)
-upstream=${version%-*}
-copy="$tmp/snowid-$upstream"
-mkdir "$copy"
-if git -C "$SRC" rev-parse --git-dir >/dev/null 2>&1; then
-    (cd "$SRC" && git ls-files -z --cached --others --exclude-standard |
-        xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
-        tar -c --null -T - -f -) | tar -x -C "$copy"
-else
-    tar -C "$SRC" -c --exclude='./build*' --exclude=./.git -f - . | tar -x -C "$copy"
-fi
-check "copied the source tree ($(find "$copy" -type f | wc -l) files) to $copy" test -f "$copy/debian/rules"
-
-if ! (cd "$copy" && apt-get build-dep -y -qq ./) >"$tmp/build-dep.log" 2>&1; then
-    # an old package list: refresh it once
-    apt-get update -qq && (cd "$copy" && apt-get build-dep -y -qq ./) >"$tmp/build-dep.log" 2>&1 ||
-        { tail -20 "$tmp/build-dep.log" | sed 's/^/# /'; give_up "apt-get build-dep installed debian/control's Build-Depends"; }
-fi
-ok "debian/control's Build-Depends are installed (apt-get build-dep)"
-
-# ---- build
-log "dpkg-buildpackage -us -uc -b"
-t0=$SECONDS
-if (cd "$copy" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" dpkg-buildpackage -us -uc -b) \
-    >"$tmp/build.log" 2>&1; then
-    ok "dpkg-buildpackage -us -uc -b built the packages in $((SECONDS - t0)) s"
-else
-    grep -E 'error|warning|dpkg-gensymbols|dh_missing' "$tmp/build.log" | tail -40 | sed 's/^/# /'
-    tail -20 "$tmp/build.log" | sed 's/^/# /'
-    give_up "dpkg-buildpackage -us -uc -b (log: $tmp/build.log)"
-fi
 arch=$(dpkg-architecture -qDEB_HOST_ARCH)
-debs=()
-for p in libsnowid1 libsnowid-dev snowidd snowid; do
-    f="$tmp/${p}_${version}_$arch.deb"
-    if [ -f "$f" ]; then debs+=("$f"); else notok "$p's .deb is missing: $f"; fi
-done
-check "four packages: $(cd "$tmp" && ls -- *.deb | paste -sd' ')" test ${#debs[@]} -eq 4
+log "scripts/build-debs.sh: dpkg-buildpackage -us -uc -b"
+mapfile -t debs < <(bash "$SRC/scripts/build-debs.sh" "$tmp" "$SRC" | tee "$tmp/build-debs.out" |
+    grep -v '^#')
+sed -n 's/^# /# build-debs: /p' "$tmp/build-debs.out"
+check "four packages: $(cd "$tmp" && ls -- *.deb 2>/dev/null | paste -sd' ')" test ${#debs[@]} -eq 4
 [ ${#debs[@]} -eq 4 ] || exit 1
+# for the next test (the container images), if asked
+if [ -n "${SNOWID_KEEP_DEBS:-}" ]; then
+    mkdir -p "$SNOWID_KEEP_DEBS" && cp "${debs[@]}" "$SNOWID_KEEP_DEBS/"
+fi
 # what each holds, for the record
 for f in "${debs[@]}"; do
     echo "# $(basename "$f"):"
