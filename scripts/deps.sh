@@ -25,6 +25,9 @@ if [ "${1:-}" = --test ]; then
     packages+=(clang-format)        # scripts/format.sh --check
     # tests/package/test-deb.sh: the packages built, linted and installed
     packages+=(dpkg-dev debhelper lintian fakeroot)
+    # deploy/image/build.sh and tests/kubernetes/: the images built, the
+    # manifests checked against the API's schema and played with podman
+    packages+=(mmdebstrap buildah podman runc slirp4netns python3-kubernetes python3-yaml)
     # the clients in other languages: each folder lists its Debian packages,
     # one a line; "PKG unless PATH": not needed where PATH exists (a Node.js
     # installed from elsewhere, with its own headers)

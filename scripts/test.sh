@@ -170,11 +170,24 @@ one chaos /usr/bin/python3 tests/chaos/chaos.py --build build --duration "${CHAO
 # the Debian packages: built, linted, installed in a container, an ID taken
 echo "== tests/package/test-deb.sh"
 # (its own cleanup runs on the timeout's SIGTERM)
-timeout -k 30 900 bash tests/package/test-deb.sh >logs/package.log 2>&1
+rm -rf logs/debs
+SNOWID_KEEP_DEBS=$PWD/logs/debs timeout -k 30 900 bash tests/package/test-deb.sh >logs/package.log 2>&1
 package_rc=$?
 grep -E "^(not ok|ok) " logs/package.log | grep -c "^ok" | sed 's/$/ package checks passed/'
 grep -E "^not ok" logs/package.log && tail -40 logs/package.log
 add_counts logs/package.log "$package_rc"
+
+# the container images, built from those packages (or anew, if they are
+# missing), and the Kubernetes manifests played with podman
+echo "== tests/kubernetes/test-kube.py"
+debs=()
+[ -d logs/debs ] && debs=(--debs logs/debs)
+timeout -k 30 900 /usr/bin/python3 tests/kubernetes/test-kube.py "${debs[@]}" >logs/kube.log 2>&1
+kube_rc=$?
+grep -E "^(not ok|ok) " logs/kube.log | grep -c "^ok" | sed 's/$/ container checks passed/'
+grep -E "^# figure:|built both images" logs/kube.log
+grep -E "^not ok" logs/kube.log && tail -40 logs/kube.log
+add_counts logs/kube.log "$kube_rc"
 
 echo "== model/check.sh (started at the beginning)"
 wait "$model_pid"

@@ -28,13 +28,18 @@ import os
 import re
 import sys
 
-import yaml
-
+try:
+    import yaml
+except ImportError:
+    print("check-manifests.py: needs python3-yaml")
+    sys.exit(77)
 try:
     from kubernetes import client as k8s
 except ImportError:
-    sys.exit("check-manifests.py: needs python3-kubernetes (Debian's package) under "
-             "/usr/bin/python3")
+    # 77: meson's "skipped"
+    print("check-manifests.py: needs python3-kubernetes (Debian's package, under /usr/bin/python3; "
+          "scripts/deps.sh --test installs it)")
+    sys.exit(77)
 
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
