@@ -11,7 +11,8 @@
 # packages' own control files (--variant=extract installs nothing, so dpkg's
 # would be empty, and scanners read it), /run/snowid and /tmp, and no
 # documentation but the copyright files, no locales, no iconv modules, no
-# apt or dpkg configuration.
+# apt or dpkg configuration or cache, nothing of the build machine's (its
+# resolv.conf, its hostname) and no device nodes.
 set -euo pipefail
 root=${1:?} users=${2:?}
 
@@ -46,4 +47,7 @@ find "$root/usr/share/doc" -mindepth 1 ! -type d ! -name copyright -delete
 find "$root/usr/share/doc" -mindepth 1 -type d -empty -delete
 rm -rf "$root"/usr/share/{man,info,locale,lintian,bug,common-licenses,perl5,bash-completion} \
     "$root"/usr/lib/*-linux-gnu/gconv "$root"/etc/{apt,dpkg,cron.daily,logrotate.d} \
-    "$root"/var/lib/apt "$root"/var/log/*
+    "$root"/var/lib/apt "$root"/var/cache/apt "$root"/var/log/*
+# the container runtime provides these; mmdebstrap's copies are the build
+# machine's (its resolver, its name) or device nodes
+rm -rf "$root"/etc/{resolv.conf,hostname,fstab} "$root"/dev/*

@@ -575,10 +575,79 @@ exec {CLI} next -n 20 --instance {h.instance}
     d.stop()
 
 
+def test_prepare_runtime_dir(h):
+    """snowidd --prepare-runtime-dir UID:GID, a container's init step run as
+    root: a directory root made and left empty (a hostPath) is given to
+    UID:GID, mode 0755, and a snowidd running as that uid serves in it; one
+    of another uid, or root's with something in it, is left as it was."""
+    base = tempfile.mkdtemp(prefix="sp-", dir="/tmp")
+    h.cleanup(lambda: shutil.rmtree(base, ignore_errors=True))
+    os.chmod(base, 0o755)
+
+    def prepare(d, owner="4321:4322"):
+        return subprocess.run([SNOWIDD, "--config", "/dev/null", "--runtime-dir", d,
+                               "--prepare-runtime-dir", owner], capture_output=True, text=True,
+                              timeout=30)
+
+    fresh = os.path.join(base, "fresh")
+    os.mkdir(fresh, 0o700)
+    r = prepare(fresh)
+    st = os.stat(fresh)
+    assert r.returncode == 0, r.stderr
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (4321, 4322, 0o755), st
+    assert prepare(fresh).returncode == 0, "its own directory, again: nothing to refuse"
+    missing = os.path.join(base, "missing")
+    assert prepare(missing).returncode == 0 and os.stat(missing).st_uid == 4321
+
+    other = os.path.join(base, "other")
+    os.mkdir(other, 0o755)
+    os.chown(other, 4242, 4242)
+    r = prepare(other)
+    assert r.returncode == 1 and "another snowidd uses it" in r.stderr, r.stderr
+    assert os.stat(other).st_uid == 4242
+    used = os.path.join(base, "used")
+    os.mkdir(used, 0o755)
+    open(os.path.join(used, "default.lock"), "w").close()
+    r = prepare(used)
+    assert r.returncode == 1 and "not empty" in r.stderr, r.stderr
+    assert os.stat(used).st_uid == 0
+    link = os.path.join(base, "link")
+    os.symlink(other, link)
+    assert prepare(link).returncode == 1 and os.stat(other).st_uid == 4242, "a symlink followed"
+    for bad in ("0:1", "4321", "a:b", "4321:"):
+        r = prepare(fresh, bad)
+        assert r.returncode == 78 and "prepare-runtime-dir" in r.stderr, (bad, r.stderr)
+
+
+def test_next_every(h):
+    """snowid next --every MS: one handle, a batch each tick, until SIGTERM,
+    then exit 0; IDs unique and increasing, in whole batches."""
+    etcd = Etcd(h)
+    d = Daemon(h, etcd).start()
+    out_path = h.path("every.out")
+    with open(out_path, "w") as out, open(h.path("every.err"), "w") as err:
+        p = subprocess.Popen([CLI, "next", "-n", "3", "--every", "20", "--instance", h.instance],
+                             stdout=out, stderr=err)
+    h.cleanup(lambda: kill_quietly(p))
+    wait_for(lambda: len(open(out_path).read().split()) >= 60, 20, "20 ticks of 3 IDs")
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(10) == 0
+    ids = [int(x) for x in open(out_path).read().split()]
+    assert len(ids) % 3 == 0, f"{len(ids)} IDs: a batch cut short"
+    check_unique_and_increasing([ids])
+    assert open(h.path("every.err")).read() == ""
+    r = subprocess.run([CLI, "next", "--every", "0"], capture_output=True, text=True)
+    assert r.returncode == 2 and "bad interval" in r.stderr, r.stderr
+    r = subprocess.run([CLI, "next", "--every", "10", "--url", "http://127.0.0.1:1"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "--every" in r.stderr, r.stderr
+    d.stop()
+
+
 if __name__ == "__main__":
     run([test_handshake_and_seals, test_who_may_take_ids, test_staged_from_private_tree,
          test_planted_socket,
          test_damaged_counters_replaced, test_stopped_daemon_and_budget,
          test_client_that_never_reads, test_refused_flood,
          test_restart_without_fd_store, test_restart_ahead_without_fd_store,
-         test_pod_namespaces])
+         test_pod_namespaces, test_prepare_runtime_dir, test_next_every])

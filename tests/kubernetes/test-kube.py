@@ -5,7 +5,8 @@ the two images from the project's Debian packages, podman loads them, and
 `podman kube play` runs the pods of deploy/kubernetes/ on this machine as one
 node, against an etcd of the test's own:
 
-- the images: no shell, their users, their labels;
+- the images: built twice, the same digests; no shell, their users, their
+  labels;
 - the snowidd pod: the DaemonSet's pod template (podman 4.3 plays no
   DaemonSet), its init container giving the hostPath directory to 10990,
   snowidd claiming a worker number and answering /healthz;
@@ -29,7 +30,7 @@ would run a finished one again and again.
 
     tests/kubernetes/test-kube.py [--debs DIR | --images DIR] [--keep]
 
---debs DIR: the four .debs, else deploy/image/build.sh builds them; --images
+--debs DIR: the four .debs, else scripts/build-debs.sh builds them; --images
 DIR: images build.sh made (snowidd.oci.tar, snowid.oci.tar), not built again.
 Needs root on Debian 12; installs podman, runc, slirp4netns, buildah,
 mmdebstrap, etcd-server and python3-yaml with apt-get.  Podman's storage,
@@ -263,9 +264,15 @@ def build_images(args, tmp):
     if args.images:
         return os.path.abspath(args.images), None
     out = os.path.join(tmp, "images")
-    cmd = ["bash", os.path.join(SRC, "deploy", "image", "build.sh"), "--out", out]
-    if args.debs:
-        cmd += ["--debs", os.path.abspath(args.debs)]
+    debs = os.path.abspath(args.debs) if args.debs else os.path.join(tmp, "debs")
+    if not args.debs:
+        log("scripts/build-debs.sh", debs)
+        r = subprocess.run(["bash", os.path.join(SRC, "scripts", "build-debs.sh"), debs, SRC],
+                           capture_output=True, text=True, timeout=900)
+        if r.returncode:
+            print("# " + "\n# ".join((r.stdout + r.stderr).splitlines()[-30:]))
+            give_up("scripts/build-debs.sh built the packages")
+    cmd = ["bash", os.path.join(SRC, "deploy", "image", "build.sh"), "--out", out, "--debs", debs]
     log(" ".join(cmd))
     t0 = time.monotonic()
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
@@ -275,7 +282,18 @@ def build_images(args, tmp):
     if r.returncode:
         give_up("deploy/image/build.sh: exit %d" % r.returncode)
     ok("deploy/image/build.sh built both images in %.1f s" % took)
+    # again, elsewhere: the same images, to the bit
+    again = os.path.join(tmp, "images-again")
+    r = subprocess.run(cmd[:3] + [again] + cmd[4:], capture_output=True, text=True, timeout=900)
+    digests = [digests_of(d) for d in (out, again)]
+    check("built again, the same digests: %s" % " ".join(digests[1]),
+          r.returncode == 0 and digests[0] == digests[1] and len(digests[0]) == 2)
     return out, took
+
+
+def digests_of(images):
+    with open(os.path.join(images, "images.txt")) as f:
+        return [line.split()[1] for line in f if not line.startswith("#")]
 
 
 def check_images(pm, images):
