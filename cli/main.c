@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,9 +190,11 @@ static int next_error(int r)
                                     : "cannot take IDs");
 }
 
-/* sleeps until the next multiple of every_ms after *next; a tick missed
- * (a stall, a wait for a lease) is skipped, not made up in a burst */
-static void next_tick(struct timespec *next, uint64_t every_ms)
+/* sleeps until the next multiple of every_ms after *next, or until SIGTERM
+ * or SIGINT: they are blocked but here (ppoll() unblocks them atomically, so
+ * one sent just before the wait ends it at once); a tick missed (a stall, a
+ * wait for a lease) is skipped, not made up in a burst */
+static void next_tick(struct timespec *next, uint64_t every_ms, const sigset_t *waking)
 {
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
@@ -203,8 +206,13 @@ static void next_tick(struct timespec *next, uint64_t every_ms)
                 at = t + step - (t - at) % step;
         next->tv_sec = (time_t)(at / 1000000000);
         next->tv_nsec = (long)(at % 1000000000);
-        while (!stop && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, next, NULL) == EINTR)
-                ;
+        while (!stop && t < at) {
+                struct timespec left = {(time_t)((at - t) / 1000000000),
+                                        (long)((at - t) % 1000000000)};
+                ppoll(NULL, 0, &left, waking);
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                t = (uint64_t)now.tv_sec * 1000000000 + (uint64_t)now.tv_nsec;
+        }
 }
 
 /* takes n IDs (or UUIDs) in chunks of at most chunk_max and prints them in
@@ -217,7 +225,8 @@ static int take_print(snowid *s, uint64_t n, int uuid, const char *format, void 
         int json = !strcmp(format, "json"), r = 0;
         if (json)
                 fputs("{\"ids\":[", stdout);
-        for (uint64_t done = 0; done < n;) {
+        /* a SIGTERM ends a long run between chunks */
+        for (uint64_t done = 0; done < n && !stop;) {
                 size_t k = (size_t)(n - done < chunk_max ? n - done : chunk_max);
                 r = uuid ? snowid_next_uuid7_batch(s, uuids, k) : snowid_next_batch(s, ids, k);
                 if (r < 0)
@@ -239,7 +248,9 @@ static int take_print(snowid *s, uint64_t n, int uuid, const char *format, void 
                 }
                 done += k;
         }
-        if (json && r >= 0)
+        /* closed even after a failure: what was taken is valid JSON, and
+         * with --every the next tick's object starts a line of its own */
+        if (json)
                 puts("]}");
         return r < 0 ? r : 0;
 }
@@ -349,10 +360,17 @@ static int cmd_next(int argc, char **argv)
         if (!every_ms) {
                 r = take_print(s, n, uuid, format, buf, chunk_max);
         } else {
-                /* until SIGTERM or SIGINT, which end the sleep (no
-                 * SA_RESTART): a container's first process has no default
-                 * action for them */
+                /* until SIGTERM or SIGINT (a container's first process has
+                 * no default action for them): blocked, and taken only
+                 * while next_tick() waits */
                 struct sigaction sa = {.sa_handler = on_stop};
+                sigset_t both, waking;
+                sigemptyset(&both);
+                sigaddset(&both, SIGTERM);
+                sigaddset(&both, SIGINT);
+                sigprocmask(SIG_BLOCK, &both, &waking);
+                sigdelset(&waking, SIGTERM);
+                sigdelset(&waking, SIGINT);
                 sigaction(SIGTERM, &sa, NULL);
                 sigaction(SIGINT, &sa, NULL);
                 struct timespec next;
@@ -364,7 +382,7 @@ static int cmd_next(int argc, char **argv)
                                 next_error(r);
                         if (fflush(stdout) != 0)
                                 break;
-                        next_tick(&next, every_ms);
+                        next_tick(&next, every_ms, &waking);
                 }
                 r = 0;
         }

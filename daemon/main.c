@@ -3,11 +3,13 @@
 #include <curl/curl.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <errno.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,14 +196,21 @@ DEFINE_POINTER_CLEANUP(struct shm_pub, shm_pub_close)
  * CAP_FOWNER) before snowidd starts as UID:GID: a container runtime makes
  * a hostPath directory root's, and snowidd refuses a directory that is not
  * its own.  A directory of another uid, or root's with something in it, is
- * another snowidd's (the systemd unit's, or one run as root): left alone. */
+ * another snowidd's (the systemd unit's, or one run as root): left alone.
+ * Everything after the open works on the descriptor. */
 static int prepare_runtime_dir(const char *dir, uid_t uid, gid_t gid)
 {
         struct stat st;
         if (mkdir(dir, 0755) < 0 && errno != EEXIST)
                 return log_error_errno(errno, "Cannot make the runtime directory %s: %m", dir),
                        EXIT_FAILURE;
-        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        /* no symbolic link anywhere on the path: root must not be steered
+         * to another directory by whoever may write to a parent */
+        struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+                               .resolve = RESOLVE_NO_SYMLINKS};
+        int fd = (int)syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof(how));
+        if (fd < 0 && errno == ENOSYS) /* before Linux 5.6: the last component at least */
+                fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0 || fstat(fd, &st) < 0) {
                 log_error_errno(errno, "Cannot open the runtime directory %s: %m", dir);
                 goto fail;

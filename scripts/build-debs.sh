@@ -10,14 +10,14 @@
 #
 # Needs root on Debian 12: installs dpkg-dev, debhelper and debian/control's
 # Build-Depends with apt-get.  Prints "# ..." lines as it goes and, last, the
-# four .deb paths, one a line.  Exit 0 if all four were built.  Used by
+# four .deb paths, one a line; what a failed step printed goes to stderr.  Exit 0 if all four were built.  Used by
 # tests/package/test-deb.sh and deploy/image/build.sh.
 set -uo pipefail
 
 out=${1:?usage: scripts/build-debs.sh OUTDIR [SRCDIR]}
 SRC=$(cd "${2:-$(dirname "$0")/..}" && pwd)
 say() { echo "# $*"; }
-die() { say "$*"; exit 1; }
+die() { say "$*"; echo "build-debs.sh: $*" >&2; exit 1; }
 
 mkdir -p "$out" && out=$(cd "$out" && pwd) || die "cannot make $out"
 [ -f "$SRC/debian/control" ] || die "no $SRC/debian/control"
@@ -28,7 +28,7 @@ for p in dpkg-dev debhelper fakeroot; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" \
-        >"$out/apt.log" 2>&1 || { tail -20 "$out/apt.log"; die "apt-get install ${missing[*]}"; }
+        >"$out/apt.log" 2>&1 || { tail -20 "$out/apt.log" >&2; die "apt-get install ${missing[*]}"; }
 fi
 
 # what git tracks plus new files it does not ignore (the work tree as it
@@ -49,14 +49,14 @@ say "copied the source tree ($(find "$copy" -type f | wc -l) files) to $copy"
 if ! (cd "$copy" && apt-get build-dep -y -qq ./) >"$out/build-dep.log" 2>&1; then
     # an old package list: refresh it once
     apt-get update -qq && (cd "$copy" && apt-get build-dep -y -qq ./) >"$out/build-dep.log" 2>&1 ||
-        { tail -20 "$out/build-dep.log"; die "apt-get build-dep ./ failed"; }
+        { tail -20 "$out/build-dep.log" >&2; die "apt-get build-dep ./ failed"; }
 fi
 
 t0=$SECONDS
 if ! (cd "$copy" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" dpkg-buildpackage -us -uc -b) \
     >"$out/build.log" 2>&1; then
-    grep -E 'error|warning|dpkg-gensymbols|dh_missing' "$out/build.log" | tail -40
-    tail -20 "$out/build.log"
+    grep -E 'error|warning|dpkg-gensymbols|dh_missing' "$out/build.log" | tail -40 >&2
+    tail -20 "$out/build.log" >&2
     die "dpkg-buildpackage -us -uc -b failed (log: $out/build.log)"
 fi
 say "dpkg-buildpackage -us -uc -b built the packages in $((SECONDS - t0)) s"

@@ -182,7 +182,7 @@ add_counts logs/package.log "$package_rc"
 echo "== tests/kubernetes/test-kube.py"
 debs=()
 [ -d logs/debs ] && debs=(--debs logs/debs)
-timeout -k 30 900 /usr/bin/python3 tests/kubernetes/test-kube.py "${debs[@]}" >logs/kube.log 2>&1
+timeout -k 30 1500 /usr/bin/python3 tests/kubernetes/test-kube.py "${debs[@]}" >logs/kube.log 2>&1
 kube_rc=$?
 grep -E "^(not ok|ok) " logs/kube.log | grep -c "^ok" | sed 's/$/ container checks passed/'
 grep -E "^# figure:|built both images" logs/kube.log

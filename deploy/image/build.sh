@@ -24,8 +24,10 @@
 #   --out DIR       where the images go (default build-image/): snowidd.oci.tar
 #                   and snowid.oci.tar (OCI archives), and images.txt (their
 #                   names, digests and sizes)
-#   --mirror URL    Debian's archive (default http://deb.debian.org/debian; a
-#                   local mirror or a file:// copy builds offline)
+#   --mirror URL    Debian's archive, bookworm and bookworm-updates (default
+#                   http://deb.debian.org/debian).  A mirror on the local
+#                   network, or copy:///PATH for one on disk, with
+#                   --security-mirror none (or one of its own), builds offline
 #   --security-mirror URL   its security archive (default
 #                   http://deb.debian.org/debian-security; "none" to leave out)
 #   --source URL    the source repository, for the images' source label
@@ -33,13 +35,17 @@
 #   --load          also load both into this machine's podman (podman load)
 #
 # Needs root on Debian 12; installs mmdebstrap, buildah and dpkg-dev with
-# apt-get.  The build is reproducible: file times, the images' creation time
-# and the packages' order come from debian/changelog's date.
+# apt-get.  The build is reproducible: given the same packages (the same
+# .debs, and a mirror in the same state), a build gives the same digests.
+# File times and the images' creation time come from debian/changelog's
+# date; the revision label is git's HEAD, "-dirty" when tracked files differ.
 set -uo pipefail
 
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 debs='' out="$SRC/build-image" load=0
-source=$(git -C "$SRC" remote get-url origin 2>/dev/null | grep -E '^(https?|git|ssh)://' || true)
+# (without a user or token a URL may carry)
+source=$(git -C "$SRC" remote get-url origin 2>/dev/null | grep -E '^(https?|git|ssh)://' |
+    sed -E 's#^([a-z+]+://)[^@/]*@#\1#' || true)
 mirror=http://deb.debian.org/debian security=http://deb.debian.org/debian-security
 usage() { sed -n 's/^# \{0,1\}//; 3,/^set /p' "$0" | sed '$d'; }
 while [ $# -gt 0 ]; do
@@ -55,6 +61,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 say() { echo "# [$(date +%T)] $*"; }
+umask 022
+export LC_ALL=C
 die() { echo "build.sh: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root (mmdebstrap --mode=root, buildah)"
 
@@ -75,6 +83,8 @@ SOURCE_DATE_EPOCH=$(dpkg-parsechangelog -l "$SRC/debian/changelog" -S Timestamp)
 export SOURCE_DATE_EPOCH
 created=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
 revision=$(git -C "$SRC" rev-parse HEAD 2>/dev/null || echo unknown)
+# a tree with changes git tracks is not that commit
+[ -n "$(git -C "$SRC" status --porcelain --untracked-files=no 2>/dev/null)" ] && revision+=-dirty
 arch=$(dpkg-architecture -qDEB_HOST_ARCH)
 
 mkdir -p "$out" && out=$(cd "$out" && pwd) || die "cannot make $out"
@@ -83,7 +93,9 @@ storage="$work/storage"
 bah() { buildah --root "$storage/root" --runroot "$storage/run" --storage-driver vfs "$@"; }
 cleanup() {
     bah rm --all >/dev/null 2>&1
-    rm -rf "$work"
+    # whatever a killed mmdebstrap left mounted stays out of the removal
+    grep -o " $work/[^ ]*" /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
+    rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
@@ -123,7 +135,9 @@ root() {
     )
     say "$name: mmdebstrap --variant=extract --include=$inc"
     # the downloaded packages stay, for the dpkg status customize.sh writes
+    # (nothing runs in the root, so nothing of the host is mounted there)
     if ! mmdebstrap --variant=extract --mode=root --format=directory --skip=cleanup/apt/cache \
+        --skip=chroot/mount \
         --include="$inc" bookworm "$dir" "${sources[@]}" >"$work/$name.mmdebstrap.log" 2>&1; then
         grep -E '^(E|W):' "$work/$name.mmdebstrap.log" >&2
         die "mmdebstrap for $name failed (log: $work/$name.mmdebstrap.log)"

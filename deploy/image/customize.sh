@@ -14,6 +14,9 @@
 # apt or dpkg configuration or cache, nothing of the build machine's (its
 # resolv.conf, its hostname) and no device nodes.
 set -euo pipefail
+# the same files whatever the caller's umask and locale
+umask 022
+export LC_ALL=C
 root=${1:?} users=${2:?}
 
 echo "root:x:0:0:root:/root:/usr/sbin/nologin" >"$root/etc/passwd"

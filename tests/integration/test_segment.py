@@ -614,6 +614,12 @@ def test_prepare_runtime_dir(h):
     link = os.path.join(base, "link")
     os.symlink(other, link)
     assert prepare(link).returncode == 1 and os.stat(other).st_uid == 4242, "a symlink followed"
+    # a symbolic link higher up the path is not followed either
+    real = os.path.join(base, "real")
+    os.makedirs(os.path.join(real, "d"), 0o755)
+    os.symlink(real, os.path.join(base, "up"))
+    r = prepare(os.path.join(base, "up", "d"))
+    assert r.returncode == 1 and os.stat(os.path.join(real, "d")).st_uid == 0, r.stderr
     for bad in ("0:1", "4321", "a:b", "4321:"):
         r = prepare(fresh, bad)
         assert r.returncode == 78 and "prepare-runtime-dir" in r.stderr, (bad, r.stderr)

@@ -12,8 +12,8 @@ although each field is well typed:
 - a workload's selector matching its pod template's labels;
 - every volumeMount naming a volume of the pod, mounted once per path;
 - probes' named ports declared by their container;
-- ConfigMaps and Secrets that volumes use: a ConfigMap given in the files,
-  with the keys a volume's items name;
+- ConfigMaps that volumes use: given in the files (unless optional), with
+  the keys a volume's items name (Secrets are made by hand: not checked);
 - images named as deploy/image/build.sh tags them (snowid/NAME:VERSION,
   VERSION from debian/changelog).
 
@@ -146,9 +146,10 @@ def check_pod(spec, path, where, problems):
             problems.append("%s.volumes: %r twice" % (path, name))
         volumes[name] = v
         cm = v.get("configMap")
-        if cm and cm.get("name") not in where["configmaps"] and not cm.get("optional"):
-            problems.append("%s.volumes[%d]: ConfigMap %r is in none of the files"
-                            % (path, i, cm.get("name")))
+        if cm and cm.get("name") not in where["configmaps"]:
+            if not cm.get("optional"):
+                problems.append("%s.volumes[%d]: ConfigMap %r is in none of the files"
+                                % (path, i, cm.get("name")))
         elif cm:
             data = where["configmaps"][cm["name"]]
             for item in cm.get("items", []):

@@ -146,8 +146,11 @@ class Podman:
         with open(conf, "w") as f:
             # crun refuses this machine's hybrid cgroups; the default rlimits
             # exceed its hard limits
+            # podman's state, networks and volumes in the test's directory
+            # too, so that nothing of this machine's podman is touched
             f.write('[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]\n'
-                    '[engine]\nruntime = "runc"\n')
+                    '[engine]\nruntime = "runc"\ntmp_dir = "%s/tmp"\nvolume_path = "%s/volumes"\n'
+                    '[network]\nnetwork_config_dir = "%s/networks"\n' % ((self.dir,) * 3))
         storage = os.path.join(self.dir, "storage.conf")
         with open(storage, "w") as f:
             f.write('[storage]\ndriver = "overlay"\ngraphroot = "%s/root"\nrunroot = "%s/run"\n'
@@ -175,8 +178,10 @@ class Podman:
         return (parts[0], int(parts[1]), int(parts[2])) if len(parts) == 3 else (None, None, 0)
 
     def reset(self):
+        """Every pod and image of the test's store gone (its directory is
+        removed after)."""
         self("pod", "rm", "--all", "--force", "--time", "2", check_rc=False)
-        self("system", "reset", "--force", check_rc=False, timeout=60)
+        self("rmi", "--all", "--force", check_rc=False, timeout=60)
 
 
 def load_yaml(name):
@@ -285,8 +290,8 @@ def build_images(args, tmp):
     # again, elsewhere: the same images, to the bit
     again = os.path.join(tmp, "images-again")
     r = subprocess.run(cmd[:3] + [again] + cmd[4:], capture_output=True, text=True, timeout=900)
-    digests = [digests_of(d) for d in (out, again)]
-    check("built again, the same digests: %s" % " ".join(digests[1]),
+    digests = [digests_of(d) if r.returncode == 0 else [] for d in (out, again)]
+    check("built again, the same digests: %s" % (" ".join(digests[1]) or r.stderr[-300:]),
           r.returncode == 0 and digests[0] == digests[1] and len(digests[0]) == 2)
     return out, took
 
@@ -326,7 +331,8 @@ def check_images(pm, images):
           r.returncode == 0 and '"worker"' in r.stdout)
     r = pm("run", "--rm", "--network", "none", "--entrypoint", "/usr/bin/id", "snowid/snowid:0.1.0",
            check_rc=False)
-    check("the client image has no coreutils either (id: not found)", r.returncode != 0)
+    check("the client image has no coreutils either (id: not found)",
+          r.returncode != 0 and "not found" in r.stderr)
 
 
 def main():
@@ -375,7 +381,7 @@ def main():
                 mounts = [line.split()[1] for line in f if line.split()[1].startswith(tmp + "/")]
             for m in sorted(mounts, reverse=True):
                 subprocess.run(["umount", "-l", m], capture_output=True)
-            subprocess.run(["rm", "-rf", tmp])
+            subprocess.run(["rm", "-rf", "--one-file-system", tmp])
         log("%.0f s" % (time.monotonic() - t_start))
         print("%d passed, %d failed" % (passed, failed), flush=True)
     return 1 if failed else 0
