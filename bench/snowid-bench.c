@@ -277,6 +277,14 @@ static __attribute__((noinline)) uint64_t fetchadd_next(void)
         return atomic_fetch_add_explicit(&fa_word, 1, memory_order_relaxed);
 }
 
+/* the floor of any ID on the TSC clock: one TSC read and one fetch_add on a
+ * shared word, what snowid_next() cannot do without */
+static __attribute__((noinline)) uint64_t floor_next(void)
+{
+        uint64_t t = tsc_read();
+        return t + atomic_fetch_add_explicit(&fa_word, 1, memory_order_relaxed);
+}
+
 /* ---- generators, by name ---- */
 
 enum gen {
@@ -287,12 +295,13 @@ enum gen {
         G_UUID7_64,
         G_TEXTBOOK,
         G_LOCKFREE,
-        G_FETCHADD
+        G_FETCHADD,
+        G_FLOOR
 };
 static const char *const gen_names[] = {
         "snowid",   "snowid batch 64", "snowid batch 4096", "snowid uuid7", "snowid uuid7 batch 64",
-        "textbook", "lockfree",        "fetchadd"};
-static const unsigned gen_batch[] = {1, 64, 4096, 1, 64, 1, 1, 1};
+        "textbook", "lockfree",        "fetchadd",          "floor"};
+static const unsigned gen_batch[] = {1, 64, 4096, 1, 64, 1, 1, 1, 1};
 
 static _Thread_local uint64_t sink;
 static double snowid_t1, snowid_t2;
@@ -319,6 +328,9 @@ static inline int take(enum gen g, snowid *s, uint64_t *buf)
                 return 0;
         case G_FETCHADD:
                 sink += fetchadd_next();
+                return 0;
+        case G_FLOOR:
+                sink += floor_next();
                 return 0;
         }
         return -EINVAL;
@@ -511,11 +523,12 @@ static void why_no_line(char *buf, size_t len)
 /* snowid with the TSC clock, with the vDSO clock, and lockfree, in rounds;
  * the order alternates (TSC, lockfree, vDSO; then vDSO, lockfree, TSC), so
  * a machine that drifts favours neither clock, and the clock switches once
- * a round. */
+ * a round.  Each round ends with the floor (one TSC read and one fetch_add
+ * on a shared word): what the TSC row costs beyond it is snowid's own. */
 static void clock_rounds(void)
 {
-        enum { TSC, VDSO, LF, NCOL };
-        double med[NCOL][50], ratio[2][50];
+        enum { TSC, VDSO, LF, FLOOR, NCOL };
+        double med[NCOL][50], ratio[3][50];
         char why[320] = "";
         bool tsc = clock_switch(true);
         int marked = 0;
@@ -534,17 +547,21 @@ static void clock_rounds(void)
         } else {
                 printf("Median ns/ID of each measurement (%.2g s each).\n\n", seconds);
                 printf("| round | order | snowid, TSC clock | snowid, vDSO clock | lockfree "
-                       "| TSC / lockfree | vDSO / lockfree |\n");
-                printf("| --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+                       "| floor | TSC / lockfree | vDSO / lockfree | TSC / floor |\n");
+                printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
         }
         for (int i = 0; i < rounds; i++) {
                 bool tsc_first = i % 2 == 0;
-                int order[3] = {tsc_first ? TSC : VDSO, LF, tsc_first ? VDSO : TSC};
+                int order[4] = {tsc_first ? TSC : VDSO, LF, tsc_first ? VDSO : TSC, FLOOR};
                 bool off_in_tsc = false;
-                for (int k = 0; k < 3; k++) {
+                for (int k = 0; k < 4; k++) {
                         int col = order[k];
-                        if (col == TSC && !tsc) {
-                                med[TSC][i] = 0;
+                        if ((col == TSC || col == FLOOR) && !tsc) {
+                                med[col][i] = 0;
+                                continue;
+                        }
+                        if (col == FLOOR) { /* right after the TSC clock's row, or before it */
+                                med[FLOOR][i] = latency(G_FLOOR).median;
                                 continue;
                         }
                         if (col != LF && !clock_switch(col == TSC)) {
@@ -559,15 +576,17 @@ static void clock_rounds(void)
                 }
                 ratio[0][i] = med[TSC][i] / med[LF][i];
                 ratio[1][i] = med[VDSO][i] / med[LF][i];
+                ratio[2][i] = med[FLOOR][i] > 0 ? med[TSC][i] / med[FLOOR][i] : 0;
                 if (!tsc) {
                         printf("| %d | %.1f | %.1f | %.2fx |\n", i + 1, med[VDSO][i], med[LF][i],
                                ratio[1][i]);
                         continue;
                 }
                 marked += off_in_tsc;
-                printf("| %d | %s | %.1f%s | %.1f | %.1f | %.2fx | %.2fx |\n", i + 1,
-                       tsc_first ? "TSC, lockfree, vDSO" : "vDSO, lockfree, TSC", med[TSC][i],
-                       off_in_tsc ? " *" : "", med[VDSO][i], med[LF][i], ratio[0][i], ratio[1][i]);
+                printf("| %d | %s | %.1f%s | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.2fx |\n", i + 1,
+                       tsc_first ? "TSC, lockfree, vDSO, floor" : "vDSO, lockfree, TSC, floor",
+                       med[TSC][i], off_in_tsc ? " *" : "", med[VDSO][i], med[LF][i], med[FLOOR][i],
+                       ratio[0][i], ratio[1][i], ratio[2][i]);
         }
         if (!tsc) {
                 printf("| **median** | **%.1f** | **%.1f** | **%.2fx** |\n",
@@ -575,10 +594,12 @@ static void clock_rounds(void)
                        median_of(ratio[1], rounds));
                 return;
         }
-        printf("| **median of %d** | | **%.1f** | **%.1f** | **%.1f** | **%.2fx** | **%.2fx** |\n",
+        printf("| **median of %d** | | **%.1f** | **%.1f** | **%.1f** | **%.1f** | **%.2fx** | "
+               "**%.2fx** | **%.2fx** |\n",
                rounds, median_of(med[TSC], rounds), median_of(med[VDSO], rounds),
-               median_of(med[LF], rounds), median_of(ratio[0], rounds),
-               median_of(ratio[1], rounds));
+               median_of(med[LF], rounds), median_of(med[FLOOR], rounds),
+               median_of(ratio[0], rounds), median_of(ratio[1], rounds),
+               median_of(ratio[2], rounds));
         if (marked)
                 printf("\n\\* the TSC line lapsed or went off during that measurement "
                        "(snowid read the vDSO for part of it).\n");
