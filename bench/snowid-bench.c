@@ -48,6 +48,7 @@
 
 static double seconds = 1.0;
 static int rounds = 5;
+static int windows; /* --windows: 200 ms windows of the TSC row on one handle */
 static pid_t main_pid;
 static char instance[SHM_INSTANCE_MAX + 1];
 static struct shm_pub *pub;
@@ -606,6 +607,66 @@ static void clock_rounds(void)
         cal_report("so far");
 }
 
+/* The median of 32-ID blocks over one window of window_ns, on handle s;
+ * *ret_calls: clock_gettime() calls in it, when bench/clock-calls.so is
+ * preloaded (it defines snowid_bench_clock_calls), else 0. */
+extern unsigned long snowid_bench_clock_calls __attribute__((weak));
+static double window_median(enum gen g, snowid *s, double *v, size_t max, int64_t window_ns,
+                            double *ret_calls)
+{
+        static uint64_t buf[64];
+        size_t n = 0;
+        unsigned long c0 = &snowid_bench_clock_calls ? snowid_bench_clock_calls : 0;
+        int64_t end = now_ns() + window_ns;
+        while (n < max && now_ns() < end) {
+                int64_t t0 = now_ns();
+                for (int i = 0; i < BLOCK; i++)
+                        if (take(g, s, buf) < 0)
+                                abort();
+                v[n++] = (double)(now_ns() - t0) / BLOCK;
+        }
+        unsigned long c1 = &snowid_bench_clock_calls ? snowid_bench_clock_calls : 0;
+        /* the loop's own: one to test the end, two around each block */
+        *ret_calls = n ? (double)(c1 - c0) / (double)n : 0;
+        qsort(v, n, sizeof(double), cmp_double);
+        return n ? v[n / 2] : 0;
+}
+
+/* The TSC row over time on one handle: does its cost change within a
+ * handle, and with what?  Each 200 ms window of snowid_next() is followed
+ * by one of the floor. */
+static void windows_section(void)
+{
+        if (!clock_switch(true)) {
+                printf("\n(--windows: the TSC line did not come on)\n");
+                return;
+        }
+        publish(20);
+        base_seq_bits = 20;
+        snowid *s = open_or_die();
+        size_t max = 2000000;
+        double *v = malloc(max * sizeof(double));
+        if (!v)
+                abort();
+        printf("\n## The TSC row over time, one handle (%d windows of 200 ms, layout 33/10/20)\n\n",
+               windows);
+        printf("| window | snowid, TSC clock | floor | TSC / floor | clock_gettime calls per block "
+               "|\n| ---: | ---: | ---: | ---: | ---: |\n");
+        for (int i = 0; i < windows; i++) {
+                double calls, fcalls;
+                double a = window_median(G_SNOWID, s, v, max, 200000000, &calls);
+                double f = window_median(G_FLOOR, s, v, max, 200000000, &fcalls);
+                if (&snowid_bench_clock_calls)
+                        printf("| %d | %.1f | %.1f | %.2fx | %.2f (floor's %.2f) |\n", i + 1, a, f,
+                               a / f, calls, fcalls);
+                else
+                        printf("| %d | %.1f | %.1f | %.2fx | (preload bench/clock-calls.so) |\n",
+                               i + 1, a, f, a / f);
+        }
+        free(v);
+        snowid_close(s);
+}
+
 static void cleanup(void)
 {
         char path[128];
@@ -666,10 +727,11 @@ int main(int argc, char **argv)
 {
         static const struct option opts[] = {{"seconds", required_argument, NULL, 's'},
                                              {"rounds", required_argument, NULL, 'r'},
+                                             {"windows", required_argument, NULL, 'w'},
                                              {"help", no_argument, NULL, 'h'},
                                              {}};
         int c;
-        while ((c = getopt_long(argc, argv, "s:r:h", opts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "s:r:w:h", opts, NULL)) >= 0) {
                 if (c == 's') {
                         seconds = atof(optarg);
                         if (!(seconds > 0.05 && seconds < 600)) {
@@ -684,11 +746,23 @@ int main(int argc, char **argv)
                                 return 2;
                         }
                         rounds = (int)n;
+                } else if (c == 'w') {
+                        char *end;
+                        long n = strtol(optarg, &end, 10);
+                        if (end == optarg || *end || n < 1 || n > 1000) {
+                                fprintf(stderr, "snowid-bench: --windows takes 1 to 1000\n");
+                                return 2;
+                        }
+                        windows = (int)n;
                 } else {
-                        printf("Usage: snowid-bench [--seconds S] [--rounds N]\n"
+                        printf("Usage: snowid-bench [--seconds S] [--rounds N] [--windows N]\n"
                                "  --seconds S  each measurement runs S seconds (default 1)\n"
                                "  --rounds N   rounds of the TSC / vDSO / lockfree comparison "
                                "(default 5, 1 to 50)\n"
+                               "  --windows N  only the TSC row and the floor, in N windows of "
+                               "200 ms on one handle\n"
+                               "               (with bench/clock-calls.so preloaded, also "
+                               "clock_gettime calls)\n"
                                "Figures go to stdout as Markdown.  The first table compares "
                                "snowid with the TSC\nclock, with the vDSO clock and the lockfree "
                                "baseline; the rest run with the clock\nthat snowidd's "
@@ -717,6 +791,10 @@ int main(int argc, char **argv)
                 return 1;
         }
 
+        if (windows) {
+                windows_section();
+                return 0;
+        }
         /* 0. the clock: snowid with the TSC clock, with the vDSO, and lockfree */
         clock_section();
         clock_rounds();
