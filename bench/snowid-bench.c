@@ -21,6 +21,7 @@
  * alternating order; the rest run with the clock that snowidd's
  * `--tsc-clock auto` would choose on this machine.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -561,7 +562,7 @@ static void clock_rounds(void)
                                 med[col][i] = 0;
                                 continue;
                         }
-                        if (col == FLOOR) { /* right after the TSC clock's row, or before it */
+                        if (col == FLOOR) { /* last in every round, outside the alternation */
                                 med[FLOOR][i] = latency(G_FLOOR).median;
                                 continue;
                         }
@@ -607,16 +608,22 @@ static void clock_rounds(void)
         cal_report("so far");
 }
 
+/* clock_gettime() calls so far, when bench/clock-calls.so is preloaded (it
+ * defines snowid_bench_clock_calls; looked up at run time, whatever the
+ * linker does with weak symbols), else NULL */
+static const unsigned long *clock_calls;
+
 /* The median of 32-ID blocks over one window of window_ns, on handle s;
- * *ret_calls: clock_gettime() calls in it, when bench/clock-calls.so is
- * preloaded (it defines snowid_bench_clock_calls), else 0. */
-extern unsigned long snowid_bench_clock_calls __attribute__((weak));
+ * *ret_calls: clock_gettime() calls in it per block (the whole process's:
+ * the calibrator's few are counted too), or 0. */
 static double window_median(enum gen g, snowid *s, double *v, size_t max, int64_t window_ns,
                             double *ret_calls)
 {
         static uint64_t buf[64];
         size_t n = 0;
-        unsigned long c0 = &snowid_bench_clock_calls ? snowid_bench_clock_calls : 0;
+        for (int i = 0; i < 1000; i++) /* warm up */
+                take(g, s, buf);
+        unsigned long c0 = clock_calls ? __atomic_load_n(clock_calls, __ATOMIC_RELAXED) : 0;
         int64_t end = now_ns() + window_ns;
         while (n < max && now_ns() < end) {
                 int64_t t0 = now_ns();
@@ -625,7 +632,7 @@ static double window_median(enum gen g, snowid *s, double *v, size_t max, int64_
                                 abort();
                 v[n++] = (double)(now_ns() - t0) / BLOCK;
         }
-        unsigned long c1 = &snowid_bench_clock_calls ? snowid_bench_clock_calls : 0;
+        unsigned long c1 = clock_calls ? __atomic_load_n(clock_calls, __ATOMIC_RELAXED) : 0;
         /* the loop's own: one to test the end, two around each block */
         *ret_calls = n ? (double)(c1 - c0) / (double)n : 0;
         qsort(v, n, sizeof(double), cmp_double);
@@ -643,6 +650,7 @@ static void windows_section(void)
         }
         publish(20);
         base_seq_bits = 20;
+        clock_calls = dlsym(RTLD_DEFAULT, "snowid_bench_clock_calls");
         snowid *s = open_or_die();
         size_t max = 2000000;
         double *v = malloc(max * sizeof(double));
@@ -656,7 +664,7 @@ static void windows_section(void)
                 double calls, fcalls;
                 double a = window_median(G_SNOWID, s, v, max, 200000000, &calls);
                 double f = window_median(G_FLOOR, s, v, max, 200000000, &fcalls);
-                if (&snowid_bench_clock_calls)
+                if (clock_calls)
                         printf("| %d | %.1f | %.1f | %.2fx | %.2f (floor's %.2f) |\n", i + 1, a, f,
                                a / f, calls, fcalls);
                 else

@@ -147,7 +147,8 @@ fn check(r: c_int) -> io::Result<()> {
 
 /// A handle on the host's segment. One handle serves every thread of a
 /// process (it is `Send` and `Sync`); opening one per thread only costs a
-/// handshake each.
+/// handshake each. Opening reads `SNOWID_RUNTIME_DIR` and `SNOWID_INSTANCE`
+/// through libc: do not change the environment from another thread meanwhile.
 pub struct Snowid {
     raw: NonNull<ffi::Handle>,
 }
@@ -336,11 +337,12 @@ mod tests {
     fn open_without_a_daemon_says_why() {
         let saved = std::env::var_os("SNOWID_RUNTIME_DIR");
         std::env::set_var("SNOWID_RUNTIME_DIR", "/nonexistent-snowid-dir");
-        let e = Snowid::open_instance(Some("nothing-here")).err().expect("opened");
+        let r = Snowid::open_instance(Some("nothing-here"));
         match saved {
             Some(v) => std::env::set_var("SNOWID_RUNTIME_DIR", v),
             None => std::env::remove_var("SNOWID_RUNTIME_DIR"),
         }
+        let e = r.err().expect("opened");
         assert!(matches!(e.raw_os_error(), Some(2) | Some(111)), "{:?}", e);
         let e = Snowid::open_instance(Some("a\0b")).err().expect("opened");
         assert_eq!(e.raw_os_error(), Some(22));
