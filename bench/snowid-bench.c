@@ -731,6 +731,18 @@ static void open_cost(const char *clk)
                (double)t[1][N / 2] / 1e3, (double)t[1][N * 99 / 100] / 1e3);
 }
 
+/* 1 to max, or -1 (said) */
+static int count_arg(const char *flag, const char *arg, long max)
+{
+        char *end;
+        long n = strtol(arg, &end, 10);
+        if (end == arg || *end || n < 1 || n > max) {
+                fprintf(stderr, "snowid-bench: %s takes 1 to %ld\n", flag, max);
+                return -1;
+        }
+        return (int)n;
+}
+
 int main(int argc, char **argv)
 {
         static const struct option opts[] = {{"seconds", required_argument, NULL, 's'},
@@ -747,21 +759,11 @@ int main(int argc, char **argv)
                                 return 2;
                         }
                 } else if (c == 'r') {
-                        char *end;
-                        long n = strtol(optarg, &end, 10);
-                        if (end == optarg || *end || n < 1 || n > 50) {
-                                fprintf(stderr, "snowid-bench: --rounds takes 1 to 50\n");
+                        if ((rounds = count_arg("--rounds", optarg, 50)) < 0)
                                 return 2;
-                        }
-                        rounds = (int)n;
                 } else if (c == 'w') {
-                        char *end;
-                        long n = strtol(optarg, &end, 10);
-                        if (end == optarg || *end || n < 1 || n > 1000) {
-                                fprintf(stderr, "snowid-bench: --windows takes 1 to 1000\n");
+                        if ((windows = count_arg("--windows", optarg, 1000)) < 0)
                                 return 2;
-                        }
-                        windows = (int)n;
                 } else {
                         printf("Usage: snowid-bench [--seconds S] [--rounds N] [--windows N]\n"
                                "  --seconds S  each measurement runs S seconds (default 1)\n"

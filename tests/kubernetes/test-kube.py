@@ -41,6 +41,7 @@ failure).  Prints "ok - ..." / "not ok - ..." per check and ends with
 """
 import argparse
 import base64
+import copy
 import json
 import os
 import shutil
@@ -217,6 +218,8 @@ def for_this_machine(spec, node_dir):
 
 
 def pod_from(template, name, node_dir, namespace):
+    """A Pod of a workload's template (a copy: the template stays as it was)."""
+    template = copy.deepcopy(template)
     meta = dict(template["metadata"], name=name, namespace=namespace)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
             "spec": for_this_machine(template["spec"], node_dir)}
@@ -407,7 +410,7 @@ def scenario(pm, etcd, tmp):
               # data, not stringData: podman 4.3 mounts only data
               "data": {"http-token": base64.b64encode(os.urandom(16).hex().encode()).decode()}}
     # podman keeps the Secret once played, and refuses it played again
-    name, t0 = play_snowidd_first(pm, ds, cm, secret, node_dir)
+    name, t0 = play_snowidd(pm, ds, [cm, secret], node_dir, 1)
     ctr = name + "-snowidd"
     claimed = wait_for("claim", lambda: claimed_worker(pm, ctr), 60)
     if claimed is None:
@@ -466,7 +469,7 @@ def scenario(pm, etcd, tmp):
     pm("pod", "rm", "--force", "--time", "2", cpod, check_rc=False)
 
     # ---- a restart of the snowidd pod under a client taking an ID every ms
-    taker = pod_from(json.loads(json.dumps(dep["spec"]["template"])), "taker", node_dir, "snowid-example")
+    taker = pod_from(dep["spec"]["template"], "taker", node_dir, "snowid-example")
     taker["spec"]["containers"][0]["command"] = ["snowid", "next", "-n", "1", "--every", "1"]
     taker["spec"]["restartPolicy"] = "Never"
     pm.play([taker], "taker")
@@ -484,7 +487,7 @@ def scenario(pm, etcd, tmp):
     pm("pod", "stop", "--time", "10", name, timeout=60)
     stopped = time.monotonic() - t_stop
     pm("pod", "rm", "--force", name)
-    name, t0 = play_snowidd_again(pm, ds, cm, node_dir)
+    name, t0 = play_snowidd(pm, ds, [cm], node_dir, 2)
     ctr = name + "-snowidd"
     claimed = wait_for("claim", lambda: claimed_worker(pm, ctr), 60)
     if claimed is None:
@@ -519,7 +522,7 @@ def scenario(pm, etcd, tmp):
     print("# figure: longest gap across a snowidd pod restart: %s ms" % longest)
 
     # ---- a client pod without the group: refused
-    bad = pod_from(json.loads(json.dumps(dep["spec"]["template"])), "nogroup", node_dir, "snowid-example")
+    bad = pod_from(dep["spec"]["template"], "nogroup", node_dir, "snowid-example")
     bad["spec"]["securityContext"].pop("supplementalGroups")
     bad["spec"]["containers"][0]["command"] = ["snowid", "next"]
     bad["spec"]["restartPolicy"] = "Never"
@@ -575,19 +578,12 @@ def moved(out, after_ms):
     return ids[-1] if ids and ms_of(ids[-1]) + EPOCH_MS > after_ms else None
 
 
-def play_snowidd_first(pm, ds, cm, secret, node_dir):
-    name = "snowidd-node-1"
-    pod = pod_from(json.loads(json.dumps(ds["spec"]["template"])), name, node_dir, "snowid")
+def play_snowidd(pm, ds, docs, node_dir, n):
+    """The DaemonSet's pod template as pod snowidd-node-N, played with docs
+    (its ConfigMap; the Secret the first time: podman keeps it)."""
+    name = "snowidd-node-%d" % n
     t0 = time.monotonic()
-    pm.play([cm, secret, pod], name)
-    return name, t0
-
-
-def play_snowidd_again(pm, ds, cm, node_dir):
-    name = "snowidd-node-2"
-    pod = pod_from(json.loads(json.dumps(ds["spec"]["template"])), name, node_dir, "snowid")
-    t0 = time.monotonic()
-    pm.play([cm, pod], name)
+    pm.play(docs + [pod_from(ds["spec"]["template"], name, node_dir, "snowid")], name)
     return name, t0
 
 
