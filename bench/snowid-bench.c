@@ -49,7 +49,8 @@
 
 static double seconds = 1.0;
 static int rounds = 5;
-static int windows; /* --windows: 200 ms windows of the TSC row on one handle */
+static int windows;     /* --windows: 200 ms windows of the TSC row on one handle */
+static bool clock_only; /* --clock-only: the clock table, and nothing after it */
 static pid_t main_pid;
 static char instance[SHM_INSTANCE_MAX + 1];
 static struct shm_pub *pub;
@@ -287,6 +288,15 @@ static __attribute__((noinline)) uint64_t floor_next(void)
         return t + atomic_fetch_add_explicit(&fa_word, 1, memory_order_relaxed);
 }
 
+/* the floor of any ID on the vDSO clock: one clock_gettime() and one
+ * fetch_add on a shared word */
+static __attribute__((noinline)) uint64_t vfloor_next(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_nsec + atomic_fetch_add_explicit(&fa_word, 1, memory_order_relaxed);
+}
+
 /* ---- generators, by name ---- */
 
 enum gen {
@@ -298,12 +308,13 @@ enum gen {
         G_TEXTBOOK,
         G_LOCKFREE,
         G_FETCHADD,
-        G_FLOOR
+        G_FLOOR,
+        G_VFLOOR
 };
 static const char *const gen_names[] = {
         "snowid",   "snowid batch 64", "snowid batch 4096", "snowid uuid7", "snowid uuid7 batch 64",
-        "textbook", "lockfree",        "fetchadd",          "floor"};
-static const unsigned gen_batch[] = {1, 64, 4096, 1, 64, 1, 1, 1, 1};
+        "textbook", "lockfree",        "fetchadd",          "floor",        "vDSO floor"};
+static const unsigned gen_batch[] = {1, 64, 4096, 1, 64, 1, 1, 1, 1, 1};
 
 static _Thread_local uint64_t sink;
 static double snowid_t1, snowid_t2;
@@ -333,6 +344,9 @@ static inline int take(enum gen g, snowid *s, uint64_t *buf)
                 return 0;
         case G_FLOOR:
                 sink += floor_next();
+                return 0;
+        case G_VFLOOR:
+                sink += vfloor_next();
                 return 0;
         }
         return -EINVAL;
@@ -529,8 +543,8 @@ static void why_no_line(char *buf, size_t len)
  * on a shared word): what the TSC row costs beyond it is snowid's own. */
 static void clock_rounds(void)
 {
-        enum { TSC, VDSO, LF, FLOOR, NCOL };
-        double med[NCOL][50], ratio[3][50];
+        enum { TSC, VDSO, LF, FLOOR, VFLOOR, NCOL };
+        double med[NCOL][50], ratio[4][50];
         char why[320] = "";
         bool tsc = clock_switch(true);
         int marked = 0;
@@ -544,19 +558,22 @@ static void clock_rounds(void)
                 why_no_line(why, sizeof(why));
                 printf("The TSC line did not come on within %d s (%s): vDSO rows only.\n\n",
                        (int)(CAL_SWITCH_TIMEOUT_NS / 1000000000), why);
-                printf("| round | snowid, vDSO clock | lockfree | vDSO / lockfree |\n");
-                printf("| --- | ---: | ---: | ---: |\n");
+                printf("| round | snowid, vDSO clock | lockfree | vDSO / lockfree | vDSO floor "
+                       "| vDSO / vDSO floor |\n");
+                printf("| --- | ---: | ---: | ---: | ---: | ---: |\n");
         } else {
                 printf("Median ns/ID of each measurement (%.2g s each).\n\n", seconds);
                 printf("| round | order | snowid, TSC clock | snowid, vDSO clock | lockfree "
-                       "| floor | TSC / lockfree | vDSO / lockfree | TSC / floor |\n");
-                printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+                       "| floor | TSC / lockfree | vDSO / lockfree | TSC / floor | vDSO floor "
+                       "| vDSO / vDSO floor |\n");
+                printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+                       "| ---: |\n");
         }
         for (int i = 0; i < rounds; i++) {
                 bool tsc_first = i % 2 == 0;
-                int order[4] = {tsc_first ? TSC : VDSO, LF, tsc_first ? VDSO : TSC, FLOOR};
+                int order[5] = {tsc_first ? TSC : VDSO, LF, tsc_first ? VDSO : TSC, FLOOR, VFLOOR};
                 bool off_in_tsc = false;
-                for (int k = 0; k < 4; k++) {
+                for (int k = 0; k < 5; k++) {
                         int col = order[k];
                         if ((col == TSC || col == FLOOR) && !tsc) {
                                 med[col][i] = 0;
@@ -564,6 +581,10 @@ static void clock_rounds(void)
                         }
                         if (col == FLOOR) { /* last in every round, outside the alternation */
                                 med[FLOOR][i] = latency(G_FLOOR).median;
+                                continue;
+                        }
+                        if (col == VFLOOR) {
+                                med[VFLOOR][i] = latency(G_VFLOOR).median;
                                 continue;
                         }
                         if (col != LF && !clock_switch(col == TSC)) {
@@ -579,29 +600,34 @@ static void clock_rounds(void)
                 ratio[0][i] = med[TSC][i] / med[LF][i];
                 ratio[1][i] = med[VDSO][i] / med[LF][i];
                 ratio[2][i] = med[FLOOR][i] > 0 ? med[TSC][i] / med[FLOOR][i] : 0;
+                ratio[3][i] = med[VDSO][i] / med[VFLOOR][i];
                 if (!tsc) {
-                        printf("| %d | %.1f | %.1f | %.2fx |\n", i + 1, med[VDSO][i], med[LF][i],
-                               ratio[1][i]);
+                        printf("| %d | %.1f | %.1f | %.2fx | %.1f | %.2fx |\n", i + 1, med[VDSO][i],
+                               med[LF][i], ratio[1][i], med[VFLOOR][i], ratio[3][i]);
                         continue;
                 }
                 marked += off_in_tsc;
-                printf("| %d | %s | %.1f%s | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.2fx |\n", i + 1,
-                       tsc_first ? "TSC, lockfree, vDSO, floor" : "vDSO, lockfree, TSC, floor",
+                printf("| %d | %s | %.1f%s | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.2fx | %.1f | "
+                       "%.2fx |\n",
+                       i + 1,
+                       tsc_first ? "TSC, lockfree, vDSO, floors" : "vDSO, lockfree, TSC, floors",
                        med[TSC][i], off_in_tsc ? " *" : "", med[VDSO][i], med[LF][i], med[FLOOR][i],
-                       ratio[0][i], ratio[1][i], ratio[2][i]);
+                       ratio[0][i], ratio[1][i], ratio[2][i], med[VFLOOR][i], ratio[3][i]);
         }
         if (!tsc) {
-                printf("| **median** | **%.1f** | **%.1f** | **%.2fx** |\n",
+                printf("| **median** | **%.1f** | **%.1f** | **%.2fx** | **%.1f** | **%.2fx** |\n",
                        median_of(med[VDSO], rounds), median_of(med[LF], rounds),
-                       median_of(ratio[1], rounds));
+                       median_of(ratio[1], rounds), median_of(med[VFLOOR], rounds),
+                       median_of(ratio[3], rounds));
                 return;
         }
         printf("| **median of %d** | | **%.1f** | **%.1f** | **%.1f** | **%.1f** | **%.2fx** | "
-               "**%.2fx** | **%.2fx** |\n",
+               "**%.2fx** | **%.2fx** | **%.1f** | **%.2fx** |\n",
                rounds, median_of(med[TSC], rounds), median_of(med[VDSO], rounds),
                median_of(med[LF], rounds), median_of(med[FLOOR], rounds),
                median_of(ratio[0], rounds), median_of(ratio[1], rounds),
-               median_of(ratio[2], rounds));
+               median_of(ratio[2], rounds), median_of(med[VFLOOR], rounds),
+               median_of(ratio[3], rounds));
         if (marked)
                 printf("\n\\* the TSC line lapsed or went off during that measurement "
                        "(snowid read the vDSO for part of it).\n");
@@ -745,13 +771,12 @@ static int count_arg(const char *flag, const char *arg, long max)
 
 int main(int argc, char **argv)
 {
-        static const struct option opts[] = {{"seconds", required_argument, NULL, 's'},
-                                             {"rounds", required_argument, NULL, 'r'},
-                                             {"windows", required_argument, NULL, 'w'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {}};
+        static const struct option opts[] = {
+                {"seconds", required_argument, NULL, 's'}, {"rounds", required_argument, NULL, 'r'},
+                {"windows", required_argument, NULL, 'w'}, {"clock-only", no_argument, NULL, 'c'},
+                {"help", no_argument, NULL, 'h'},          {}};
         int c;
-        while ((c = getopt_long(argc, argv, "s:r:w:h", opts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "s:r:w:ch", opts, NULL)) >= 0) {
                 if (c == 's') {
                         seconds = atof(optarg);
                         if (!(seconds > 0.05 && seconds < 600)) {
@@ -761,14 +786,19 @@ int main(int argc, char **argv)
                 } else if (c == 'r') {
                         if ((rounds = count_arg("--rounds", optarg, 50)) < 0)
                                 return 2;
+                } else if (c == 'c') {
+                        clock_only = true;
                 } else if (c == 'w') {
                         if ((windows = count_arg("--windows", optarg, 1000)) < 0)
                                 return 2;
                 } else {
-                        printf("Usage: snowid-bench [--seconds S] [--rounds N] [--windows N]\n"
+                        printf("Usage: snowid-bench [--seconds S] [--rounds N] [--clock-only] "
+                               "[--windows N]\n"
                                "  --seconds S  each measurement runs S seconds (default 1)\n"
                                "  --rounds N   rounds of the TSC / vDSO / lockfree comparison "
                                "(default 5, 1 to 50)\n"
+                               "  --clock-only only that comparison (bench/clock-runs.sh runs it "
+                               "several times)\n"
                                "  --windows N  only the TSC row and the floor, in N windows of "
                                "200 ms on one handle\n"
                                "               (with bench/clock-calls.so preloaded, also "
@@ -808,6 +838,8 @@ int main(int argc, char **argv)
         /* 0. the clock: snowid with the TSC clock, with the vDSO, and lockfree */
         clock_section();
         clock_rounds();
+        if (clock_only)
+                return 0;
 
         /* the rest with what --tsc-clock auto would choose */
         const char *clk = "vDSO";

@@ -88,6 +88,12 @@ static inline int64_t monotonic_ns(void)
 }
 #endif
 
+/* monotonic_ns() as a call: the clock of take()'s fallback.  Not inlined,
+ * so that the fast path around it keeps its values in registers instead of
+ * saving them across the vDSO's call (next.c's loop stays one straight run
+ * of code on the TSC clock). */
+int64_t snowid_monotonic_ns_call(void) __attribute__((visibility("hidden"), noinline));
+
 /* CLOCK_MONOTONIC: from the TSC line snowidd publishes (shm/tsc.h) when it
  * is on and good for this TSC, else from the vDSO. */
 static inline __attribute__((always_inline)) int64_t clock_ns(const struct shm_ctl *ctl)
@@ -100,7 +106,7 @@ static inline __attribute__((always_inline)) int64_t clock_ns(const struct shm_c
                 uint32_t seq = load_acquire(t->seq);
                 uint64_t span = READ_ONCE(t->span);
                 /* off (span 0): straight to the vDSO, not even the RDTSC */
-                if (span != 0) {
+                if (likely(span != 0)) {
                         struct tsc_line l = {.base = READ_ONCE(t->base),
                                              .span = span,
                                              .mult = READ_ONCE(t->mult),
@@ -115,10 +121,11 @@ static inline __attribute__((always_inline)) int64_t clock_ns(const struct shm_c
                                 return ns;
                 }
         }
+        return snowid_monotonic_ns_call();
 #else
         (void)ctl;
-#endif
         return monotonic_ns();
+#endif
 }
 
 /* ID time in ms: CLOCK_MONOTONIC plus the offset that snowidd publishes.

@@ -133,6 +133,9 @@ static inline __attribute__((always_inline)) int take(snowid *s, uint64_t n, uin
                                 return r;
                         continue;
                 }
+                /* the clock first: what follows need not live across the
+                 * vDSO's call, when the clock falls back to it */
+                uint64_t now = id_time_ms(ctl);
                 sn.worker = READ_ONCE(ctl->worker);
                 sn.worker_bits = READ_ONCE(ctl->worker_bits);
                 sn.seq_bits = READ_ONCE(ctl->seq_bits);
@@ -140,7 +143,6 @@ static inline __attribute__((always_inline)) int take(snowid *s, uint64_t n, uin
                  * epoch of this generation (it changes only in a switch) */
                 uint64_t epoch = ret_epoch ? READ_ONCE(ctl->epoch_ms) : 0;
                 uint64_t deadline = READ_ONCE(ctl->deadline);
-                uint64_t now = id_time_ms(ctl);
                 uint64_t limit = now + READ_ONCE(ctl->lead_ms);
                 unsigned sb = sn.seq_bits, wb = sn.worker_bits;
                 if (limit > deadline)
@@ -164,7 +166,7 @@ static inline __attribute__((always_inline)) int take(snowid *s, uint64_t n, uin
                 /* relaxed RMWs: the value's uniqueness comes from the RMW
                  * itself; ordering against gen is the smp_rmb() below */
                 uint64_t mask = (UINT64_C(1) << sb) - 1;
-                if (x_ms >= now || !cas_relaxed(*line, &x, (now << sb) + n)) {
+                if (likely(x_ms >= now) || !cas_relaxed(*line, &x, (now << sb) + n)) {
                         x = fetch_add_relaxed(*line, n);
                         /* this call took the last value of a ms: it closes */
                         if (unlikely((x & mask) + n > mask))

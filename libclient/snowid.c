@@ -50,6 +50,11 @@ int64_t snowid_syscall_monotonic_ns(void)
         return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+int64_t snowid_monotonic_ns_call(void)
+{
+        return monotonic_ns();
+}
+
 /* The real CLOCK_MONOTONIC (tests fake monotonic_ns(), not this). */
 static int64_t real_monotonic_ns(void)
 {

@@ -72,8 +72,10 @@ static inline __attribute__((always_inline)) int tsc_line_ns(const struct tsc_li
          * the product past 2^95 would not fit the 63 bits kept below */
         uint64_t delta = (uint64_t)(p >> TSC_SHIFT);
         int64_t t;
-        if (d >= l->span || l->shift != TSC_SHIFT || (uint64_t)(p >> 64) >> (63 - TSC_SHIFT) ||
-            __builtin_add_overflow(l->ns, (int64_t)delta, &t) || t < 0)
+        if (__builtin_expect(d >= l->span || l->shift != TSC_SHIFT ||
+                                     (uint64_t)(p >> 64) >> (63 - TSC_SHIFT) ||
+                                     __builtin_add_overflow(l->ns, (int64_t)delta, &t) || t < 0,
+                             0))
                 return 0;
         *ret = t;
         return 1;
