@@ -652,6 +652,16 @@ SNOWID_EXPORT int snowid_get_worker_range(snowid *s, uint32_t *ret_from, uint32_
         return 0;
 }
 
+SNOWID_EXPORT int snowid_get_segment(snowid *s, const void **ret_ctl, void **ret_ctr)
+{
+        if (!s || !ret_ctl || !ret_ctr)
+                return -EINVAL;
+        const struct seg *g = load_acquire(s->seg); /* pairs with snowid_follow() */
+        *ret_ctl = g->ctl;
+        *ret_ctr = g->ctr;
+        return 0;
+}
+
 static int status(snowid *s, snowid_status *ret)
 {
         if (!s)

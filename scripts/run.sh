@@ -4,6 +4,8 @@
 # snowidd, prints some IDs and the status, and keeps them running until
 # Ctrl-C, when it stops everything and removes what it made.
 # Usage: scripts/run.sh [--store etcd|postgres]
+# Environment: SNOWID_INSTANCE, the instance (default "default"); SNOWID_HTTP,
+# the HTTP API's address (default 127.0.0.1:7723).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

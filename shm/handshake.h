@@ -126,3 +126,8 @@ int snowid_open_fds(int ctl_fd, int ctr_fd, const char *path, snowid **ret);
 /* For `snowid status` (libsnowid, private): the worker numbers the daemon
  * claims in; -ENODATA from a daemon that does not say. */
 int snowid_get_worker_range(snowid *s, uint32_t *ret_from, uint32_t *ret_to);
+
+/* The Java binding's (its JNI glue's), not an API: the newest segment's two
+ * mappings (the control object read-only).  libsnowid keeps every segment a
+ * handle mapped until snowid_close(), so both stay valid until then. */
+int snowid_get_segment(snowid *s, const void **ret_ctl, void **ret_ctr);

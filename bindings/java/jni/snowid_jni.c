@@ -27,11 +27,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "handshake.h" /* snowid_get_segment(): libsnowid's, private */
+#include "segment.h"
 #include "snowid.h"
 
 struct jh {
         snowid *s;
         atomic_int closed;
+        /* the Java fast path (FastPath.java) has this handle's mappings: they
+         * go only with the Java object (jh_free()), never at close() */
+        atomic_int java_maps;
 };
 
 /* One per thread that ever made a call; on the registry while it lives. */
@@ -119,10 +124,15 @@ static inline void leave(struct slot *sl)
         atomic_store_explicit(&sl->in, NULL, memory_order_release);
 }
 
-static void jh_close(struct jh *h)
+/* unmap: free the snowid (its mappings with it), after the calls in
+ * progress; at close() only if no Java fast path has its mappings */
+static void jh_close(struct jh *h, int unmap)
 {
-        if (atomic_exchange(&h->closed, 1))
+        if (atomic_exchange(&h->closed, 1)) {
+                if (unmap && h->s)
+                        h->s = snowid_close(h->s);
                 return;
+        }
         /* calls that have not started waiting give up at once */
         snowid_set_max_wait(h->s, 0);
         if (!fast_barrier || syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) < 0)
@@ -136,7 +146,8 @@ static void jh_close(struct jh *h)
                 }
         }
         pthread_mutex_unlock(&registry_lock);
-        h->s = snowid_close(h->s);
+        if (unmap)
+                h->s = snowid_close(h->s);
 }
 
 static jint JNICALL j_open(JNIEnv *env, jclass cls, jstring instance, jlongArray ret)
@@ -161,6 +172,7 @@ static jint JNICALL j_open(JNIEnv *env, jclass cls, jstring instance, jlongArray
         }
         h->s = s;
         atomic_init(&h->closed, 0);
+        atomic_init(&h->java_maps, 0);
         jlong p = (jlong)(uintptr_t)h;
         (*env)->SetLongArrayRegion(env, ret, 0, 1, &p);
         return 0;
@@ -170,7 +182,8 @@ static void JNICALL j_close(JNIEnv *env, jobject self_obj, jlong p)
 {
         (void)env;
         (void)self_obj;
-        jh_close((struct jh *)(uintptr_t)p);
+        struct jh *h = (struct jh *)(uintptr_t)p;
+        jh_close(h, !atomic_load(&h->java_maps));
 }
 
 /* From the Cleaner: the Java object is unreachable, no call can be running. */
@@ -179,7 +192,7 @@ static void JNICALL j_free(JNIEnv *env, jclass cls, jlong p)
         (void)env;
         (void)cls;
         struct jh *h = (struct jh *)(uintptr_t)p;
-        jh_close(h);
+        jh_close(h, 1);
         free(h);
 }
 
@@ -197,6 +210,71 @@ static jlong JNICALL j_next(JNIEnv *env, jobject self_obj, jlong p)
         r = snowid_next(s, &id);
         leave(sl);
         return r < 0 ? r : (jlong)id;
+}
+
+/* The newest segment's two mappings and its version, for the Java fast path:
+ * out = {ctl address, ctr address, ctl->version}.  From here on the handle's
+ * mappings stay until the Java object is unreachable (jh_free()), so that no
+ * thread can be inside the fast path when they go. */
+static jint JNICALL j_segment(JNIEnv *env, jobject self_obj, jlong p, jlongArray out)
+{
+        (void)self_obj;
+        struct jh *h = (struct jh *)(uintptr_t)p;
+        struct slot *sl;
+        int r = 0;
+        const void *ctl;
+        void *ctr;
+        snowid *s = enter(h, &sl, &r);
+        if (!s)
+                return r;
+        atomic_store(&h->java_maps, 1);
+        r = snowid_get_segment(s, &ctl, &ctr);
+        leave(sl);
+        if (r == 0) {
+                const struct shm_ctl *c = ctl;
+                jlong v[3] = {(jlong)(uintptr_t)ctl, (jlong)(uintptr_t)ctr, (jlong)c->version};
+                (*env)->SetLongArrayRegion(env, out, 0, 3, v);
+        }
+        return r;
+}
+
+/* What the Java fast path needs of the segment's structs (shm/segment.h),
+ * from the structs themselves: FastPath.java names each index. */
+static jint JNICALL j_shm_layout(JNIEnv *env, jclass cls, jlongArray out)
+{
+        (void)cls;
+        const jlong v[] = {
+                SHM_VERSION,
+                offsetof(struct shm_ctl, gen),
+                offsetof(struct shm_ctl, deadline),
+                offsetof(struct shm_ctl, offset_ns),
+                offsetof(struct shm_ctl, worker),
+                offsetof(struct shm_ctl, worker_bits),
+                offsetof(struct shm_ctl, seq_bits),
+                offsetof(struct shm_ctl, lead_ms),
+                offsetof(struct shm_ctr, line),
+                sizeof(struct shm_line),
+                SHM_LINES,
+                offsetof(struct shm_ctr, stats.issued),
+                offsetof(struct shm_ctr, stats.dropped),
+                SNOWID_MAX_WAIT_DEFAULT_USEC,
+                offsetof(struct shm_ctl, tsc.span),
+        };
+        jsize n = (jsize)(sizeof(v) / sizeof(v[0]));
+        if ((*env)->GetArrayLength(env, out) != n)
+                return -EINVAL;
+        (*env)->SetLongArrayRegion(env, out, 0, n, v);
+        return 0;
+}
+
+/* CLOCK_MONOTONIC: the Java fast path checks that System.nanoTime() is it. */
+static jlong JNICALL j_monotonic_ns(JNIEnv *env, jclass cls)
+{
+        (void)env;
+        (void)cls;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (jlong)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 enum { BATCH_ON_STACK = 512 };
@@ -411,6 +489,9 @@ static const JNINativeMethod methods[] = {
         M("decodeUuid70", "(JIIIJJ[J)I", j_decode_uuid7),
         M("errnoName0", "(I)Ljava/lang/String;", j_errno_name),
         M("strerror0", "(I)Ljava/lang/String;", j_strerror),
+        M("segment0", "(J[J)I", j_segment),
+        M("shmLayout0", "([J)I", j_shm_layout),
+        M("monotonicNs0", "()J", j_monotonic_ns),
 };
 
 JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)

@@ -2,6 +2,7 @@
 package dev.snowid;
 
 import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.UUID;
@@ -21,6 +22,14 @@ import java.util.UUID;
  * frees the segment; every later call throws a {@link SnowIdException} with
  * errno EINVAL (as libsnowid gives for a closed handle).  A handle never closed is closed when it becomes unreachable.
  *
+ * <p>{@link #next()} runs libsnowid's fast path in Java on the segment's
+ * mappings (with {@code sun.misc.Unsafe}, module jdk.unsupported), and
+ * calls into libsnowid through JNI only to wait, to follow a new segment, or
+ * to fail.  A handle that has used it keeps the mappings (a few KiB) from
+ * {@link #close()} until it is unreachable.  Without jdk.unsupported, or
+ * with {@code -Dsnowid.unsafe=false}, every call goes through JNI;
+ * {@link #fastPath()} says which.
+ *
  * <p>The JNI glue, libsnowid_jni.so, is loaded from the path in the system
  * property {@code snowid.jni.library} when set, else by
  * {@code System.loadLibrary("snowid_jni")} from {@code java.library.path}.
@@ -38,10 +47,40 @@ public final class SnowId implements AutoCloseable {
 
     /** The native handle (a struct jh *); freed by the Cleaner only. */
     private final long h;
+    /** The segment next() takes from without JNI; null: through JNI. */
+    private volatile FastPath.Seg seg;
+    private volatile boolean closed;
+    /** The wait budget in ns, as libsnowid has it (for the fast path's one wait). */
+    private volatile long waitNs;
 
     private SnowId(long h) {
         this.h = h;
         CLEANER.register(this, () -> free0(h));
+        if (FastPath.OFF == null) {
+            waitNs = FastPath.DEFAULT_WAIT_NS;
+            refreshSeg();
+        }
+    }
+
+    /* the handle's newest segment, after a call that may have followed one */
+    private void refreshSeg() {
+        long[] v = new long[3];
+        FastPath.Seg g = segment0(h, v) == 0 ? FastPath.seg(v) : null;
+        if (!closed)
+            seg = g;
+    }
+
+    /**
+     * Whether {@link #next()} takes IDs without JNI here: null if it does,
+     * else why not (no jdk.unsupported, {@code -Dsnowid.unsafe=false}, ...).
+     */
+    public static String fastPathOff() {
+        return FastPath.OFF;
+    }
+
+    /** true when this handle's {@link #next()} takes IDs without JNI. */
+    public boolean fastPath() {
+        return seg != null;
     }
 
     /** Opens the instance named by $SNOWID_INSTANCE, or "default". */
@@ -69,7 +108,24 @@ public final class SnowId implements AutoCloseable {
      * budget (no lease, deadline reached, clock behind the counter).
      */
     public long next() throws SnowIdException {
+        FastPath.Seg g = seg;
+        if (g != null && !closed) {
+            long id = FastPath.next(g, waitNs);
+            /* the mappings go only with this object (the glue keeps them
+             * past close()): it stays reachable until the fast path is done */
+            Reference.reachabilityFence(this);
+            if (id >= 0)
+                return id;
+            if (id == FastPath.JNI_CLOCK)
+                g = null; /* the segment is still the newest */
+        }
+        return nextSlow(g);
+    }
+
+    private long nextSlow(FastPath.Seg g) throws SnowIdException {
         long r = next0(h);
+        if (g != null && !closed)
+            refreshSeg(); /* the call may have followed a new segment */
         if (r < 0)
             throw new SnowIdException((int) -r, "next");
         return r;
@@ -122,6 +178,7 @@ public final class SnowId implements AutoCloseable {
         int r = setMaxWait0(h, us);
         if (r < 0)
             throw new SnowIdException(-r, "set max wait");
+        waitNs = us < 0 || us > Long.MAX_VALUE / 1000 ? Long.MAX_VALUE : us * 1000;
     }
 
     /** {@link #setMaxWait(Duration)} in microseconds (&ge; 0). */
@@ -131,6 +188,7 @@ public final class SnowId implements AutoCloseable {
         int r = setMaxWait0(h, usec);
         if (r < 0)
             throw new SnowIdException(-r, "set max wait");
+        waitNs = usec > Long.MAX_VALUE / 1000 ? Long.MAX_VALUE : usec * 1000;
     }
 
     /** The layout of this handle's IDs (the cluster's). */
@@ -176,6 +234,8 @@ public final class SnowId implements AutoCloseable {
      */
     @Override
     public void close() {
+        closed = true;
+        seg = null;
         close0(h);
     }
 
@@ -196,4 +256,8 @@ public final class SnowId implements AutoCloseable {
             long msb, long lsb, long[] out);
     static native String errnoName0(int errno);
     static native String strerror0(int errno);
+    /* the fast path's (FastPath.java) */
+    private native int segment0(long h, long[] out);
+    static native int shmLayout0(long[] out);
+    static native long monotonicNs0();
 }

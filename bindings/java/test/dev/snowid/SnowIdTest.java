@@ -3,6 +3,9 @@ package dev.snowid;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -33,6 +36,34 @@ class SnowIdTest {
         assertTrue(ex.getMessage().contains(name), ex.getMessage());
         assertTrue(ex.errno() > 0);
         return ex;
+    }
+
+    /* -Dsnowid.test.fast=on: next() must run without JNI here (the
+     * binding-java test, with jdk.unsupported); off: through JNI (the
+     * binding-java-jni test, a JVM limited to java.base) */
+    @Test
+    @Order(0)
+    void fastPathAsConfigured() throws Exception {
+        String want = System.getProperty("snowid.test.fast");
+        SnowId s = SnowId.open();
+        try {
+            if ("on".equals(want)) {
+                assertNull(SnowId.fastPathOff());
+                assertTrue(s.fastPath());
+            } else if ("off".equals(want)) {
+                assertNotNull(SnowId.fastPathOff());
+                assertFalse(s.fastPath());
+            } else {
+                fail("set -Dsnowid.test.fast=on or off");
+            }
+            long a = s.next(), b = s.next();
+            assertTrue(b > a);
+            s.close();
+            assertFalse(s.fastPath());
+            expectErrno("EINVAL", s::next);
+        } finally {
+            s.close();
+        }
     }
 
     @Test
