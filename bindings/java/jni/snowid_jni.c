@@ -124,15 +124,13 @@ static inline void leave(struct slot *sl)
         atomic_store_explicit(&sl->in, NULL, memory_order_release);
 }
 
-/* unmap: free the snowid (its mappings with it), after the calls in
- * progress; at close() only if no Java fast path has its mappings */
+/* Marks h closed and waits for the calls in progress; unmap: then frees
+ * the snowid (its mappings with it).  Only the first close does either: a
+ * second one, even at the same time, returns at once. */
 static void jh_close(struct jh *h, int unmap)
 {
-        if (atomic_exchange(&h->closed, 1)) {
-                if (unmap && h->s)
-                        h->s = snowid_close(h->s);
+        if (atomic_exchange(&h->closed, 1))
                 return;
-        }
         /* calls that have not started waiting give up at once */
         snowid_set_max_wait(h->s, 0);
         if (!fast_barrier || syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) < 0)
@@ -192,7 +190,10 @@ static void JNICALL j_free(JNIEnv *env, jclass cls, jlong p)
         (void)env;
         (void)cls;
         struct jh *h = (struct jh *)(uintptr_t)p;
-        jh_close(h, 1);
+        jh_close(h, 0);
+        /* what close() left mapped for the Java fast path (no call can run) */
+        if (h->s)
+                h->s = snowid_close(h->s);
         free(h);
 }
 
@@ -259,6 +260,9 @@ static jint JNICALL j_shm_layout(JNIEnv *env, jclass cls, jlongArray out)
                 offsetof(struct shm_ctr, stats.dropped),
                 SNOWID_MAX_WAIT_DEFAULT_USEC,
                 offsetof(struct shm_ctl, tsc.span),
+                offsetof(struct shm_ctr, stats.waits_ceiling),
+                offsetof(struct shm_ctr, stats.eagain),
+                EAGAIN,
         };
         jsize n = (jsize)(sizeof(v) / sizeof(v[0]));
         if ((*env)->GetArrayLength(env, out) != n)

@@ -5,6 +5,7 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 import java.lang.reflect.Field;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * {@link SnowId#next()} without JNI: libsnowid's fast path (libclient/next.c,
@@ -40,6 +41,9 @@ final class FastPath {
     /* shm/segment.h, by index of shmLayout0's answer */
     private static final long GEN, DEADLINE, OFFSET_NS, WORKER, WORKER_BITS, SEQ_BITS, LEAD_MS;
     private static final long LINES, LINE_SIZE, LINE_MASK, ISSUED, DROPPED, TSC_SPAN;
+    private static final long WAITS_CEILING, EAGAIN_COUNT;
+    /** EAGAIN's number, for SnowId's exception when the budget is spent here */
+    static final int EAGAIN;
     /* libsnowid reads the TSC line when snowidd publishes one, unless the
      * process refuses it (SNOWID_NO_TSC set to anything but 0, as
      * snowid.c's tsc_policy() reads it) */
@@ -53,8 +57,14 @@ final class FastPath {
     static {
         MethodHandle[] m = new MethodHandle[7];
         String off = null;
-        long[] l = new long[15];
-        if (SnowId.shmLayout0(l) < 0) {
+        long[] l = new long[18];
+        int described;
+        try {
+            described = SnowId.shmLayout0(l);
+        } catch (LinkageError e) { /* a glue from before the fast path */
+            described = -1;
+        }
+        if (described < 0) {
             off = "the JNI glue does not describe the segment";
         } else if (!"true".equals(System.getProperty("snowid.unsafe", "true"))) {
             off = "-Dsnowid.unsafe=" + System.getProperty("snowid.unsafe");
@@ -79,6 +89,7 @@ final class FastPath {
                 m[5] = l0.findVirtual(c, "getAndAddLong", MethodType.methodType(j, o, j, j))
                         .bindTo(u);
                 m[6] = l0.findVirtual(c, "loadFence", MethodType.methodType(void.class)).bindTo(u);
+                probe(l0, c, u, m[1]);
             } catch (Throwable e) { /* no jdk.unsupported, or refused: JNI */
                 m = new MethodHandle[7];
                 off = "no sun.misc.Unsafe (" + e + ")";
@@ -107,16 +118,40 @@ final class FastPath {
         DROPPED = l[12];
         DEFAULT_WAIT_NS = l[13] * 1000;
         TSC_SPAN = l[14];
+        WAITS_CEILING = l[15];
+        EAGAIN_COUNT = l[16];
+        EAGAIN = (int) l[17];
     }
 
     private FastPath() {
     }
 
-    /* t1 <= CLOCK_MONOTONIC <= t2 when nanoTime() reads it (1 ms of slack) */
+    /* One read of memory of our own through the handles: a JVM that refuses
+     * Unsafe's memory access (JDK 23's --sun-misc-unsafe-memory-access=deny)
+     * finds the methods, then throws at the call. */
+    private static void probe(MethodHandles.Lookup l0, Class<?> c, Object u, MethodHandle getLong)
+            throws Throwable {
+        MethodHandle alloc = l0.findVirtual(c, "allocateMemory",
+                MethodType.methodType(long.class, long.class)).bindTo(u);
+        MethodHandle put = l0.findVirtual(c, "putLong",
+                MethodType.methodType(void.class, long.class, long.class)).bindTo(u);
+        MethodHandle free = l0.findVirtual(c, "freeMemory",
+                MethodType.methodType(void.class, long.class)).bindTo(u);
+        long a = (long) alloc.invokeExact(8L);
+        try {
+            put.invokeExact(a, 42L);
+            if ((long) getLong.invokeExact(a) != 42L)
+                throw new IllegalStateException("Unsafe reads back another value");
+        } finally {
+            free.invokeExact(a);
+        }
+    }
+
+    /* t1 <= CLOCK_MONOTONIC <= t2 when nanoTime() reads it (100 us of slack) */
     private static boolean sameClock() {
         for (int i = 0; i < 3; i++) {
             long t1 = System.nanoTime(), m = SnowId.monotonicNs0(), t2 = System.nanoTime();
-            if (m - t1 >= -1_000_000 && t2 - m >= -1_000_000)
+            if (m - t1 >= -100_000 && t2 - m >= -100_000)
                 return true;
         }
         return false;
@@ -214,6 +249,8 @@ final class FastPath {
      * counted, as next.c counts values dropped on a switch).
      */
     static final long JNI_CLOCK = -2;
+    /** the wait budget ran out here: EAGAIN, as libsnowid gives */
+    static final long BUDGET_SPENT = -3;
 
     static long next(Seg g, long waitNs) {
         final long ctl = g.ctl, ctr = g.ctr;
@@ -250,11 +287,19 @@ final class FastPath {
             if ((x & mask) != 0)
                 getAndAdd(ctr + ISSUED, x & mask);
             x = now << sb;
+            /* no sequence bits: a ms of one value closes at once */
+            if (mask == 0)
+                getAndAdd(ctr + ISSUED, 1);
         }
         long ms = x >>> sb;
-        if (Long.compareUnsigned(ms, limit) > 0 && !waitForClock(ctl, gen, ms, deadline, waitNs)) {
-            getAndAdd(ctr + DROPPED, 1);
-            return -1;
+        if (Long.compareUnsigned(ms, limit) > 0) {
+            int w = waitForClock(ctl, ctr, gen, ms, deadline, waitNs);
+            if (w != GO) {
+                if (w == SPENT)
+                    return BUDGET_SPENT;
+                getAndAdd(ctr + DROPPED, 1);
+                return -1;
+            }
         }
         /* pairs with smp_wmb() in shm_pub_switch(): if any load or RMW above
          * saw the work of a later switch, gen reads newer */
@@ -266,23 +311,39 @@ final class FastPath {
         return ms << (wb + sb) | (long) worker << sb | (x & mask);
     }
 
+    private static final int GO = 0, DROP = 1, SPENT = 2;
+
     /* A value held past the lead bound (other threads pushed the counter
      * between the check and the RMW): it stays good, so wait for the clock
-     * to reach it, as next.c's wait_step() does, within the budget.  false:
-     * past the deadline, gen changed, or the budget spent. */
-    private static boolean waitForClock(long ctl, long gen, long ms, long deadline, long waitNs) {
-        if (Long.compareUnsigned(ms, deadline) > 0 || waitNs <= 0)
-            return false;
+     * to reach it, as next.c's wait_step() does: the clock before the
+     * budget (a budget of 0 still looks once), counted once as a wait at the
+     * ceiling, and as EAGAIN when the budget runs out.  DROP: past the
+     * deadline (libsnowid waits for a new one) or gen changed. */
+    private static int waitForClock(long ctl, long ctr, long gen, long ms, long deadline,
+            long waitNs) {
+        if (Long.compareUnsigned(ms, deadline) > 0)
+            return DROP;
         long start = System.nanoTime();
+        boolean counted = false;
         for (;;) {
             if (getLongVolatile(ctl + GEN) != gen)
-                return false;
-            long lead = getUnsignedByte(ctl + LEAD_MS);
-            if (Long.compareUnsigned(ms, idTimeMs(ctl) + lead) <= 0)
-                return true;
-            if (System.nanoTime() - start >= waitNs)
-                return false;
-            Thread.onSpinWait();
+                return DROP;
+            long lead = getUnsignedByte(ctl + LEAD_MS), now = idTimeMs(ctl);
+            if (Long.compareUnsigned(ms, now + lead) <= 0)
+                return GO;
+            if (!counted) {
+                getAndAdd(ctr + WAITS_CEILING, 1);
+                counted = true;
+            }
+            if (System.nanoTime() - start >= waitNs) {
+                getAndAdd(ctr + EAGAIN_COUNT, 1);
+                return SPENT;
+            }
+            /* short waits spin; long ones sleep (next.c's pause_briefly()) */
+            if ((ms - lead - now) * 1_000_000 < 200_000)
+                Thread.onSpinWait();
+            else
+                LockSupport.parkNanos(100_000);
         }
     }
 }

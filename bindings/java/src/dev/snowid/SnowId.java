@@ -68,7 +68,13 @@ public final class SnowId implements AutoCloseable {
         FastPath.Seg g = segment0(h, v) == 0 ? FastPath.seg(v) : null;
         if (!closed)
             seg = g;
+        if (closed) /* a close() in between: it must not see a segment after */
+            seg = null;
     }
+
+    /** Calls that went through JNI (the tests' evidence of the fast path). */
+    static final java.util.concurrent.atomic.AtomicLong SLOW_CALLS =
+            new java.util.concurrent.atomic.AtomicLong();
 
     /**
      * Whether {@link #next()} takes IDs without JNI here: null if it does,
@@ -116,6 +122,8 @@ public final class SnowId implements AutoCloseable {
             Reference.reachabilityFence(this);
             if (id >= 0)
                 return id;
+            if (id == FastPath.BUDGET_SPENT)
+                throw new SnowIdException(FastPath.EAGAIN, "next");
             if (id == FastPath.JNI_CLOCK)
                 g = null; /* the segment is still the newest */
         }
@@ -123,6 +131,7 @@ public final class SnowId implements AutoCloseable {
     }
 
     private long nextSlow(FastPath.Seg g) throws SnowIdException {
+        SLOW_CALLS.getAndIncrement();
         long r = next0(h);
         if (g != null && !closed)
             refreshSeg(); /* the call may have followed a new segment */
