@@ -8,12 +8,21 @@
 # row's median; with RUNS above 1 it runs again (languages alternating) and
 # the table gives the median of the runs, with ratios to the same language's
 # textbook generator.
-# Writes bench/results/bindings.md and bench/results/bindings.png.
-# Usage: bench/bindings.sh [RUNS] [SECONDS_PER_ROW]   (default 1 and 2)
+# CLOCK is snowidd's --tsc-clock: on (the default; libsnowid reads the TSC
+# line) or off (every client reads the vDSO's clock_gettime, as on hosts
+# without an invariant TSC).
+# Writes bench/results/bindings.md and .png (on), bindings-vdso.md and .png (off).
+# Usage: bench/bindings.sh [RUNS] [SECONDS_PER_ROW] [CLOCK]   (default 1, 2, on)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-1}
 secs=${2:-2}
+clock=${3:-on}
+case "$clock" in
+on) name=bindings ;;
+off) name=bindings-vdso ;;
+*) echo "bindings.sh: CLOCK is on or off" >&2; exit 2 ;;
+esac
 out=bench/results
 mkdir -p "$out"
 if [ ! -f build/bindings/benches.tsv ]; then
@@ -28,7 +37,8 @@ export SNOWID_BUILD=$PWD/build
 epoch=$(( ($(date +%s) - 86400) * 1000 ))
 layout=(--daemon-arg=--cluster=bench --daemon-arg=--epoch=$epoch --daemon-arg=--time-bits=35
         --daemon-arg=--worker-bits=8
-        --daemon-arg=--seq-bits=20 --daemon-arg=--http-address-ids=0)
+        --daemon-arg=--seq-bits=20 --daemon-arg=--http-address-ids=0
+        --daemon-arg=--tsc-clock=$clock)
 mapfile -t benches < <(grep -v '^$' build/bindings/benches.tsv)
 [ ${#benches[@]} -gt 0 ] || { echo "bindings.sh: no binding was built (build/bindings/benches.tsv)"; exit 1; }
 for ((r = 1; r <= runs; r++)); do
@@ -40,23 +50,24 @@ for ((r = 1; r <= runs; r++)); do
             >>"$work/all.tsv"
     done
 done
-cp "$work/all.tsv" "$out/bindings.tsv"
+cp "$work/all.tsv" "$out/$name.tsv"
 {
     echo "# The bindings, measured"
     echo
-    echo "\`bench/bindings.sh $runs $secs\` on $(nproc) cores ($(uname -m)), $(date -u +%Y-%m-%d)."
+    echo "\`bench/bindings.sh $runs $secs $clock\` on $(nproc) cores ($(uname -m)), $(date -u +%Y-%m-%d)."
     echo "ns per ID: each language's benchmark takes its rows in turn, 3 rounds of $secs s a row,"
     echo "and gives each row's median; the table's figure is the median of $runs such run(s)."
-    echo "2 threads: wall time over all IDs.  Layout 33/10/20 (the ceiling does not bind)."
+    echo "2 threads: wall time over all IDs.  Layout 35/8/20 (the ceiling does not bind)."
+    echo "snowidd's TSC clock: $clock ($( [ "$clock" = on ] && echo "libsnowid reads the TSC line" || echo "every client reads clock_gettime through the vDSO" ))."
     echo "The ratios compare rows of the same language measured in the same runs."
     echo
     python3 bench/bindings-table.py "$work/all.tsv" - "$work/plot.dat"
-} >"$out/bindings.md.new"
-mv "$out/bindings.md.new" "$out/bindings.md"
+} >"$out/$name.md.new"
+mv "$out/$name.md.new" "$out/$name.md"
 if command -v gnuplot >/dev/null; then
     gnuplot <<GP
 set terminal pngcairo size 900,480
-set output "$out/bindings.png"
+set output "$out/$name.png"
 set title "ns per ID, one thread (log scale): each language's binding, textbook generator, UUID, HTTP API"
 set style data histograms
 set style histogram clustered gap 1
@@ -69,4 +80,4 @@ plot "$work/plot.dat" using 2:xtic(1) title "snowid binding", '' using 3 title "
      '' using 4 title "UUID", '' using 5 title "HTTP API"
 GP
 fi
-cat "$out/bindings.md"
+cat "$out/$name.md"
