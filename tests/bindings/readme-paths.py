@@ -253,8 +253,9 @@ def java(t, tree, env, prefix, libdir):
     os.makedirs(app)
     with open(os.path.join(app, "App.java"), "w") as f:
         f.write(JAVA_APP % N)
-    run(["javac", "-cp", jar, "-d", "classes", "App.java"], app, env)
-    run(["jar", "cf", "app.jar", "-C", "classes", "."], app, env)
+    for line in ("javac -cp /usr/local/share/java/snowid.jar -d classes App.java",
+                 "jar cf app.jar -C classes ."):
+        sh(documented(doc, line).replace("/usr/local", prefix), app, env)
     # the glue's run path is the configured prefix's library directory, which
     # a staged install (--destdir) cannot honour: the loader is told here
     env = dict(env, LD_LIBRARY_PATH=libdir)

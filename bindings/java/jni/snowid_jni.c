@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The JNI glue of dev.snowid.SnowId: one native call per Java call, no
- * allocation on the ID paths.
+ * allocation on the ID paths.  It also hands the Java fast path
+ * (FastPath.java) the segment's mappings and the structs' offsets; a handle
+ * whose mappings Java has keeps them past close(), until jh_free().
  *
  * A Java SnowId holds a pointer to a struct jh, which holds the snowid
  * handle.  close() may race calls on other threads, so each call marks its
