@@ -98,3 +98,31 @@ fn threads_share_a_handle_without_duplicates() {
     }
     assert_eq!(all.len(), 200_000);
 }
+
+/// Last (libtest runs tests by name, and meson's binding-rust one at a
+/// time): the daemon stopped, its deadline passed, every call gives EAGAIN,
+/// and a new handle finds no daemon.
+#[test]
+fn when_the_daemon_is_gone_calls_give_eagain() {
+    let s = match open() {
+        Some(s) => s,
+        None => return,
+    };
+    let st = s.status().unwrap();
+    s.set_max_wait(Duration::ZERO).unwrap();
+    s.next().unwrap();
+    // SIGTERM to snowidd (with_daemon.py waits for it, and finds it gone)
+    let killed = std::process::Command::new("kill").arg(st.daemon_pid.to_string()).status().unwrap();
+    assert!(killed.success(), "kill {}", st.daemon_pid);
+    let limit = std::time::Instant::now() + Duration::from_millis(st.headroom_ms.max(0) as u64 + 10_000);
+    while s.status().unwrap().headroom_ms >= 0 {
+        assert!(std::time::Instant::now() < limit, "the deadline never passed");
+        thread::sleep(Duration::from_millis(10));
+    }
+    let eagain = |e: std::io::Error| assert_eq!(e.raw_os_error(), Some(11), "{}", e);
+    eagain(s.next().unwrap_err());
+    eagain(s.next_batch(&mut [0u64; 2]).unwrap_err());
+    eagain(s.next_uuid7().unwrap_err());
+    let e = Snowid::open().err().expect("a handle with no daemon");
+    assert!(matches!(e.raw_os_error(), Some(2) | Some(111)), "{}", e); // ENOENT, ECONNREFUSED
+}

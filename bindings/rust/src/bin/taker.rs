@@ -40,18 +40,20 @@ struct Result {
     by_errno: BTreeMap<i32, u64>,
 }
 
+extern "C" {
+    // glibc 2.32 and later: "EAGAIN" for 11, NULL for a number it does not know
+    fn strerrorname_np(errnum: std::os::raw::c_int) -> *const std::os::raw::c_char;
+}
+
+/// The errno's name, as the other takers print it ("E<n>" if glibc has none).
 fn errno_name(e: i32) -> String {
-    match e {
-        2 => "ENOENT".into(),
-        5 => "EIO".into(),
-        11 => "EAGAIN".into(),
-        13 => "EACCES".into(),
-        22 => "EINVAL".into(),
-        34 => "ERANGE".into(),
-        71 => "EPROTO".into(),
-        111 => "ECONNREFUSED".into(),
-        n => format!("E{}", n),
+    // safe: strerrorname_np takes any int and returns a static string or NULL
+    let p = unsafe { strerrorname_np(e) };
+    if p.is_null() {
+        return format!("E{}", e);
     }
+    // safe: a NUL-terminated string that lives as long as the program
+    unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned()
 }
 
 struct Opts {
