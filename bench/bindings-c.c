@@ -52,10 +52,9 @@ static uint64_t textbook_next(void)
                         new = old + 1;
                 else
                         continue; /* this ms is spent: wait for the next */
-                if (atomic_compare_exchange_weak_explicit(&tb_state, &old, new,
-                                                          memory_order_relaxed,
-                                                          memory_order_relaxed))
-                        return (new >> sb) << (wb + sb) | UINT64_C(1) << sb | (new & mask);
+                if (atomic_compare_exchange_weak_explicit(
+                            &tb_state, &old, new, memory_order_relaxed, memory_order_relaxed))
+                        return (new >> sb) << (wb + sb) | UINT64_C(1) << sb | (new &mask);
         }
 }
 
@@ -158,8 +157,7 @@ int main(int argc, char **argv)
         if ((r = snowid_get_layout(handle, &layout)) < 0)
                 die("snowid_get_layout", r);
         fprintf(stderr, "snowid-bench-c: layout %u/%u/%u bits: at most %llu IDs per ms\n",
-                layout.time_bits, layout.worker_bits, layout.seq_bits,
-                1ULL << layout.seq_bits);
+                layout.time_bits, layout.worker_bits, layout.seq_bits, 1ULL << layout.seq_bits);
         int64_t slice = (int64_t)(seconds / 5 * 1e9);
         double res[NROWS][2][3];
         /* 3 runs of 5 slices a row and thread count, the rows taking turns */
