@@ -72,7 +72,8 @@ public final class SnowId implements AutoCloseable {
             seg = null;
     }
 
-    /** Calls that went through JNI (the tests' evidence of the fast path). */
+    /** Calls the fast path handed to JNI because it could not take an ID
+     * (not those that go to JNI for the TSC clock: no count on that path). */
     static final java.util.concurrent.atomic.AtomicLong SLOW_CALLS =
             new java.util.concurrent.atomic.AtomicLong();
 
@@ -126,12 +127,13 @@ public final class SnowId implements AutoCloseable {
                 throw new SnowIdException(FastPath.EAGAIN, "next");
             if (id == FastPath.JNI_CLOCK)
                 g = null; /* the segment is still the newest */
+            else
+                SLOW_CALLS.getAndIncrement();
         }
         return nextSlow(g);
     }
 
     private long nextSlow(FastPath.Seg g) throws SnowIdException {
-        SLOW_CALLS.getAndIncrement();
         long r = next0(h);
         if (g != null && !closed)
             refreshSeg(); /* the call may have followed a new segment */
