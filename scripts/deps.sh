@@ -28,6 +28,9 @@ if [ "${1:-}" = --test ]; then
     # deploy/image/build.sh and tests/kubernetes/: the images built, the
     # manifests checked against the API's schema and played with podman
     packages+=(mmdebstrap buildah podman runc slirp4netns python3-kubernetes python3-yaml)
+    # podman's pause container runs its catatonit (only Recommended by
+    # podman, and recommendations are not installed here)
+    packages+=(catatonit)
     # the clients in other languages: each folder lists its Debian packages,
     # one a line; "PKG unless PATH": not needed where PATH exists (a Node.js
     # installed from elsewhere, with its own headers)
