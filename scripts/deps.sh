@@ -45,6 +45,26 @@ if [ "${1:-}" = --test ]; then
 fi
 # the HTTP tests run a JavaScript client: any Node.js with fetch (18 or later)
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
+
+# What the quick start and the tests run, from the packages above: checked
+# once they are installed, so that a command no package brings (a package
+# that only recommends it, a test that needs something nobody installs)
+# stops the run here, named, rather than a test failing or skipping itself
+# half an hour in.  A path is a file that must exist; "py:MODULE" a module
+# Debian's python3 must import.
+needs=(meson ninja pkg-config gcc g++ python3 scdoc etcd etcdctl faketime curl jq ip pgrep
+    spin chrt /usr/bin/time node)
+if [ "${1:-}" = --test ] || [ "${1:-}" = --postgres ]; then
+    needs+=(/usr/lib/postgresql/15/bin/postgres /usr/lib/postgresql/15/bin/initdb
+        /usr/lib/postgresql/15/bin/pg_isready psql runuser setpriv)
+fi
+if [ "${1:-}" = --test ]; then
+    needs+=(py:numpy clang llvm-symbolizer systemd-nspawn nsenter unshare promtool troff
+        clang-format dpkg-buildpackage dh lintian fakeroot mmdebstrap buildah podman runc
+        slirp4netns catatonit py:kubernetes py:yaml
+        go gofmt javac java jar /usr/share/java/junit-platform-console-standalone.jar npm
+        py:pytest py:ensurepip py:mesonpy cargo rustc rustdoc)
+fi
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -58,4 +78,16 @@ if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+absent=()
+for n in "${needs[@]}"; do
+    case "$n" in
+        py:*) /usr/bin/python3 -c "import ${n#py:}" 2>/dev/null || absent+=("$n") ;;
+        /*) [ -e "$n" ] || absent+=("$n") ;;
+        *) command -v "$n" >/dev/null 2>&1 || absent+=("$n") ;;
+    esac
+done
+if [ ${#absent[@]} -gt 0 ]; then
+    echo "deps: still missing after the install: ${absent[*]} (scripts/deps.sh installs no package that brings it)" >&2
+    exit 1
 fi
