@@ -82,15 +82,20 @@ set -uo pipefail
 cd /root/snowid
 echo "== scripts/run.sh"
 t0=$SECONDS
+# job control: run.sh in a process group of its own, with SIGINT as a
+# terminal leaves it (a background job of a script would ignore it), so
+# that the group's SIGINT below is Ctrl-C's
+set -m
 scripts/run.sh >/root/run.log 2>&1 &
 pid=$!
+set +m
 ran=0
 for _ in $(seq 1800); do   # the install and build come first: up to 15 min
     grep -q "^Running; try" /root/run.log && { ran=1; break; }
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.5
 done
-kill -INT "$pid" 2>/dev/null
+kill -INT -- "-$pid" 2>/dev/null
 wait "$pid"
 rc=$?
 tail -n 25 /root/run.log
