@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -192,25 +193,69 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 DEFINE_POINTER_CLEANUP(struct shm_pub, shm_pub_close)
 
+/* A directory opened with no symbolic link anywhere on its path (relative
+ * to at): root must not be steered to another directory by whoever may
+ * write to a parent.  Fails with ELOOP on a link. */
+static int open_dir_no_symlinks(int at, const char *path)
+{
+        struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+                               .resolve = RESOLVE_NO_SYMLINKS};
+        int fd = (int)syscall(SYS_openat2, at, path, &how, sizeof(how));
+        if (fd < 0 && errno == ENOSYS) /* before Linux 5.6: the last component at least */
+                fd = openat(at, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        return fd;
+}
+
 /* --prepare-runtime-dir UID:GID, run as root (with CAP_CHOWN and
  * CAP_FOWNER) before snowidd starts as UID:GID: a container runtime makes
  * a hostPath directory root's, and snowidd refuses a directory that is not
  * its own.  A directory of another uid, or root's with something in it, is
  * another snowidd's (the systemd unit's, or one run as root): left alone.
- * Everything after the open works on the descriptor. */
+ * The parent is opened first, with no link on its path, and everything
+ * after works on descriptors: nothing is made before the whole path is
+ * checked. */
 static int prepare_runtime_dir(const char *dir, uid_t uid, gid_t gid)
 {
-        struct stat st;
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-                return log_error_errno(errno, "Cannot make the runtime directory %s: %m", dir),
+        char path[PATH_MAX];
+        size_t n = strlen(dir);
+        while (n > 1 && dir[n - 1] == '/')
+                n--;
+        if (n == 0 || n >= sizeof(path))
+                return log_error("The runtime directory \"%s\" is not a path snowidd can use", dir),
                        EXIT_FAILURE;
-        /* no symbolic link anywhere on the path: root must not be steered
-         * to another directory by whoever may write to a parent */
-        struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-                               .resolve = RESOLVE_NO_SYMLINKS};
-        int fd = (int)syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof(how));
-        if (fd < 0 && errno == ENOSYS) /* before Linux 5.6: the last component at least */
-                fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        memcpy(path, dir, n);
+        path[n] = '\0';
+        char *slash = strrchr(path, '/');
+        const char *parent = ".", *name = path;
+        if (slash == path)
+                parent = "/", name = path + 1;
+        else if (slash)
+                *slash = '\0', parent = path, name = slash + 1;
+        if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
+                return log_error("The runtime directory %s names no directory of its own", dir),
+                       EXIT_FAILURE;
+
+        struct stat st;
+        int fd = -1, pfd = open_dir_no_symlinks(AT_FDCWD, parent);
+        if (pfd < 0) {
+                if (errno == ELOOP)
+                        log_error("Cannot open %s, the runtime directory's parent: a symbolic "
+                                  "link on its path (not followed as root)",
+                                  parent);
+                else
+                        log_error_errno(errno, "Cannot open %s, the runtime directory's parent: %m",
+                                        parent);
+                return EXIT_FAILURE;
+        }
+        if (mkdirat(pfd, name, 0755) < 0 && errno != EEXIST) {
+                log_error_errno(errno, "Cannot make the runtime directory %s: %m", dir);
+                goto fail;
+        }
+        fd = open_dir_no_symlinks(pfd, name);
+        if (fd < 0 && errno == ELOOP) {
+                log_error("The runtime directory %s is a symbolic link (not followed as root)", dir);
+                goto fail;
+        }
         if (fd < 0 || fstat(fd, &st) < 0) {
                 log_error_errno(errno, "Cannot open the runtime directory %s: %m", dir);
                 goto fail;
@@ -244,12 +289,14 @@ static int prepare_runtime_dir(const char *dir, uid_t uid, gid_t gid)
                 goto fail;
         }
         close(fd);
+        close(pfd);
         log_info("The runtime directory %s is uid %u's, gid %u, mode 0755", dir, (unsigned)uid,
                  (unsigned)gid);
         return EXIT_SUCCESS;
 fail:
         if (fd >= 0)
                 close(fd);
+        close(pfd);
         return EXIT_FAILURE;
 }
 

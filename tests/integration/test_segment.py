@@ -620,6 +620,12 @@ def test_prepare_runtime_dir(h):
     os.symlink(real, os.path.join(base, "up"))
     r = prepare(os.path.join(base, "up", "d"))
     assert r.returncode == 1 and os.stat(os.path.join(real, "d")).st_uid == 0, r.stderr
+    # nor made through: the whole path is checked before anything is created
+    r = prepare(os.path.join(base, "up", "new"))
+    assert r.returncode == 1 and "symbolic link" in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(real, "new")), "a directory made through a symlink"
+    r = prepare(os.path.join(base, "nowhere", "new"))
+    assert r.returncode == 1 and not os.path.exists(os.path.join(base, "nowhere")), r.stderr
     for bad in ("0:1", "4321", "a:b", "4321:"):
         r = prepare(fresh, bad)
         assert r.returncode == 78 and "prepare-runtime-dir" in r.stderr, (bad, r.stderr)
@@ -651,9 +657,10 @@ def test_next_every(h):
 
 
 if __name__ == "__main__":
-    run([test_handshake_and_seals, test_who_may_take_ids, test_staged_from_private_tree,
+    tests = [test_handshake_and_seals, test_who_may_take_ids, test_staged_from_private_tree,
          test_planted_socket,
          test_damaged_counters_replaced, test_stopped_daemon_and_budget,
          test_client_that_never_reads, test_refused_flood,
          test_restart_without_fd_store, test_restart_ahead_without_fd_store,
-         test_pod_namespaces, test_prepare_runtime_dir, test_next_every])
+         test_pod_namespaces, test_prepare_runtime_dir, test_next_every]
+    run([t for t in tests if len(sys.argv) < 2 or t.__name__ in sys.argv[1:]])
