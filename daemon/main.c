@@ -253,7 +253,8 @@ static int prepare_runtime_dir(const char *dir, uid_t uid, gid_t gid)
         }
         fd = open_dir_no_symlinks(pfd, name);
         if (fd < 0 && errno == ELOOP) {
-                log_error("The runtime directory %s is a symbolic link (not followed as root)", dir);
+                log_error("The runtime directory %s is a symbolic link (not followed as root)",
+                          dir);
                 goto fail;
         }
         if (fd < 0 || fstat(fd, &st) < 0) {
