@@ -11,8 +11,9 @@
 #   /var/tmp);
 # - a clean clone of REV (default HEAD) of this repository goes into the
 #   root's /root/snowid, a 0700 directory, without the work tree's changes;
-# - inside the root (a chroot in a mount and PID namespace of its own, with
-#   /proc, /sys, /dev and the host's network: what root has on a machine),
+# - inside the root (made the root of a mount and PID namespace of its own
+#   with pivot_root, with /proc, /sys, /dev, an empty /run and the host's
+#   network: what root has on a machine),
 #   `scripts/run.sh` runs until it has printed IDs and is stopped with
 #   Ctrl-C's SIGINT, then `scripts/test.sh` runs to its end (unless
 #   --run-only).
@@ -35,7 +36,7 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-[ "$(id -u)" = 0 ] || { echo "fresh-check: needs root (mmdebstrap, chroot)" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "fresh-check: needs root (mmdebstrap, pivot_root)" >&2; exit 1; }
 for tool in mmdebstrap unshare git; do
     command -v "$tool" >/dev/null || { echo "fresh-check: no $tool (apt-get install mmdebstrap util-linux git)" >&2; exit 1; }
 done
@@ -119,11 +120,18 @@ RUN_ONLY=$run_only unshare --mount --pid --fork --kill-child -- bash -c '
     set -e
     root=$1
     mount --make-rprivate /
+    mount --bind "$root" "$root"
     mount -t proc proc "$root/proc"
     mount --rbind /sys "$root/sys"
     mount --rbind /dev "$root/dev"
     mount -t tmpfs -o mode=755 tmpfs "$root/run"
-    exec chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb RUN_ONLY="$RUN_ONLY" \
+    # the root a mount point, as on a machine (not a chroot): unshare, ip
+    # netns and systemd-nspawn change its propagation
+    cd "$root"
+    pivot_root . .
+    umount -l .
+    cd /
+    exec /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb RUN_ONLY="$RUN_ONLY" \
         PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin bash -c "$2"
 ' _ "$root" "$inside" || rc=$?
 step "done, exit $rc"
