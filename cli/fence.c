@@ -167,13 +167,21 @@ static void on_read(void *userdata, const struct store_reply *r)
         above = old.claims_above > above ? old.claims_above : above;
         above = floor > above ? floor : above;
         above = highest > above ? highest : above;
-        if (old.cluster_id && old.cluster_id == r->cluster_id)
+        if (old.cluster_id && old.cluster_id == r->cluster_id && f->cfg->store == STORE_ETCD)
                 fprintf(stderr,
                         "snowid fence: note: etcd's cluster ID (%" PRIu64 ") is unchanged since "
                         "the last fence. If etcd was restored from a snapshot, it was restored "
                         "with the same --initial-cluster-token: daemons that reached it before "
                         "this fence could not all tell. Restore with a new token "
                         "(docs/fences.md)\n",
+                        r->cluster_id);
+        else if (old.cluster_id && old.cluster_id == r->cluster_id)
+                fprintf(stderr,
+                        "snowid fence: note: PostgreSQL's cluster_id (%" PRIu64 ") is unchanged "
+                        "since the last fence. If a backup was restored, it was restored on the "
+                        "same server, which keeps it: daemons that reached it before this fence "
+                        "could not all tell. Fence a restored database before daemons reach it "
+                        "(docs/postgres.md)\n",
                         r->cluster_id);
         if (fence_make(above, old.era, r->cluster_id, &c) < 0) {
                 fprintf(stderr, "snowid fence: no random token\n");
@@ -262,12 +270,13 @@ int cmd_fence(int argc, char **argv)
                         v = argv[i] + 8;
                 else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
                         printf("Usage: snowid fence [--ahead MS] [snowidd's settings: --config "
-                               "FILE, "
-                               "--etcd URLS, --cluster NAME, --window S, TLS, user, layout]\n\n"
-                               "After etcd was restored from a snapshot, or the cluster's layout, "
-                               "fence or floor\nkey was lost: a new fence token, claims above "
-                               "max(every mark, the floor, this\nhost's clock + ahead + window); "
-                               "a lost layout re-created from the settings.\n"
+                               "FILE, --etcd URLS\nor --store postgres --postgres CONNINFO, "
+                               "--cluster NAME, --window S, TLS, user, layout]\n\n"
+                               "After the store was restored (etcd from a snapshot, PostgreSQL "
+                               "from a backup), or\nthe cluster's layout, fence or floor key was "
+                               "lost: a new fence token, claims above\nmax(every mark, the "
+                               "floor, this host's clock + ahead + window); a lost layout\n"
+                               "re-created from the settings.\n"
                                "--ahead MS: how far any host's ID time may be ahead of this "
                                "host's clock (60000)\n");
                         free(args);

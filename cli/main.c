@@ -493,18 +493,25 @@ static int cmd_decode(int argc, char **argv)
         return status;
 }
 
-static const char *state_name(int state)
+/* The segment's state by name; old: as the JSON's "state" says it until the
+ * next release, with the names from when etcd was the only store
+ * ("segment_state" has the new ones). */
+static const char *state_name(int state, int old)
 {
-        static const char *const names[] = {"starting",    "leased",  "no-lease", "etcd-restored",
-                                            "layout-lost", "retired", "etcd-full"};
+        static const char *const names[] = {"starting",    "leased",  "no-lease",  "store-restored",
+                                            "layout-lost", "retired", "store-full"};
+        if (old && state == SNOWID_STATE_RESTORED)
+                return "etcd-restored";
+        if (old && state == SNOWID_STATE_STORE_FULL)
+                return "etcd-full";
         return state >= 0 && state < 7 ? names[state] : "unknown";
 }
 
 /* How the store refuses the daemon, if it does: snowidd keeps
  * "class<TAB>message" in <runtime-dir>/<instance>.store-error while it lasts
- * (daemon/holder/refused.c); an earlier snowidd kept it in .etcd-error. */
-static int read_etcd_error(const char *instance, char *cls, size_t cls_size, char *msg,
-                           size_t msg_size)
+ * (daemon/holder/refused.c). */
+static int read_store_error(const char *instance, char *cls, size_t cls_size, char *msg,
+                            size_t msg_size)
 {
         char path[SHM_SOCK_PATH_MAX + 16], line[512];
         if (!instance)
@@ -516,10 +523,6 @@ static int read_etcd_error(const char *instance, char *cls, size_t cls_size, cha
                 return 0;
         strcpy(path + n - 5, ".store-error");
         FILE *f = fopen(path, "re");
-        if (!f) {
-                strcpy(path + n - 5, ".etcd-error");
-                f = fopen(path, "re");
-        }
         if (!f)
                 return 0;
         char *got = fgets(line, sizeof(line), f);
@@ -532,6 +535,17 @@ static int read_etcd_error(const char *instance, char *cls, size_t cls_size, cha
         snprintf(cls, cls_size, "%.*s", (int)cls_size - 1, line);
         snprintf(msg, msg_size, "%.*s", (int)msg_size - 1, tab + 1);
         return 1;
+}
+
+/* The store a refusal's class is of: each class starts with its store's
+ * name ("postgres-auth", "etcd-tls"). */
+static const char *store_title_of(const char *cls)
+{
+        if (!strncmp(cls, "postgres-", 9))
+                return "PostgreSQL";
+        if (!strncmp(cls, "etcd-", 5))
+                return "etcd";
+        return "store";
 }
 
 /* A JSON string of s (printable ASCII, as the daemon writes it). */
@@ -593,7 +607,7 @@ static int cmd_status(int argc, char **argv)
         if (rl < 0)
                 snowid_layout_default(&l);
         char deadline[64], range[48], cls[64], msg[400];
-        int refused = read_etcd_error(instance, cls, sizeof(cls), msg, sizeof(msg));
+        int refused = read_store_error(instance, cls, sizeof(cls), msg, sizeof(msg));
         format_rfc3339(st.deadline_unix_ms, deadline, sizeof(deadline));
         /* a daemon before worker ranges, or one still reading the layout */
         if (rr < 0)
@@ -605,18 +619,27 @@ static int cmd_status(int argc, char **argv)
                          from, to);
         if (json) {
                 printf("{\"worker\":%" PRIu32 ",\"generation\":%" PRIu64 ",\"state\":\"%s\","
-                       "\"deadline\":\"%s\",\"headroom_ms\":%" PRId64 ",\"daemon_pid\":%" PRId32
-                       ",\"layout\":{\"epoch_ms\":%" PRIu64 ",\"time_bits\":%u,\"worker_bits\":%u,"
-                       "\"seq_bits\":%u},\"worker_range\":%s,\"tsc_clock\":%s,\"etcd_error\":",
-                       st.worker, st.generation, state_name(st.state), deadline, st.headroom_ms,
-                       st.daemon_pid, l.epoch_ms, l.time_bits, l.worker_bits, l.seq_bits, range,
-                       st.tsc_clock ? "true" : "false");
-                if (refused) {
-                        print_json_string(cls);
-                        printf(",\"etcd_error_message\":");
-                        print_json_string(msg);
-                } else {
-                        printf("null,\"etcd_error_message\":null");
+                       "\"segment_state\":\"%s\",\"deadline\":\"%s\",\"headroom_ms\":%" PRId64
+                       ",\"daemon_pid\":%" PRId32 ",\"layout\":{\"epoch_ms\":%" PRIu64
+                       ",\"time_bits\":%u,\"worker_bits\":%u,\"seq_bits\":%u},"
+                       "\"worker_range\":%s,\"tsc_clock\":%s",
+                       st.worker, st.generation, state_name(st.state, 1), state_name(st.state, 0),
+                       deadline, st.headroom_ms, st.daemon_pid, l.epoch_ms, l.time_bits,
+                       l.worker_bits, l.seq_bits, range, st.tsc_clock ? "true" : "false");
+                /* store_error*, and until the next release the same as
+                 * etcd_error* */
+                static const char *const keys[] = {"store_error", "etcd_error"};
+                for (size_t i = 0; i < 2; i++) {
+                        printf(",\"%s\":", keys[i]);
+                        if (refused)
+                                print_json_string(cls);
+                        else
+                                printf("null");
+                        printf(",\"%s_message\":", keys[i]);
+                        if (refused)
+                                print_json_string(msg);
+                        else
+                                printf("null");
                 }
                 printf("}\n");
                 return 0;
@@ -626,11 +649,14 @@ static int cmd_status(int argc, char **argv)
                "layout:      epoch %" PRIu64 " ms, %u/%u/%u bits\n"
                "range:       %s\nclock:       %s\n",
                st.worker, st.generation, st.generation & 1 ? " (switching)" : "",
-               state_name(st.state), deadline, st.headroom_ms, st.daemon_pid, l.epoch_ms,
+               state_name(st.state, 0), deadline, st.headroom_ms, st.daemon_pid, l.epoch_ms,
                l.time_bits, l.worker_bits, l.seq_bits, range,
                st.tsc_clock ? "TSC (published by snowidd)" : "vDSO");
-        if (refused)
-                printf("etcd error:  %s: %s\n", cls, msg);
+        if (refused) {
+                char label[32];
+                snprintf(label, sizeof(label), "%s error:", store_title_of(cls));
+                printf("%-12s %s: %s\n", label, cls, msg);
+        }
         return 0;
 }
 
@@ -641,7 +667,7 @@ int main(int argc, char **argv)
                        "  next     take IDs from the host's snowidd\n"
                        "  decode   show the time, worker and sequence of IDs\n"
                        "  status   show the daemon's segment\n"
-                       "  fence    give a cluster a new history after etcd was restored\n\n"
+                       "  fence    give a cluster a new history after its store was restored\n\n"
                        "'snowid COMMAND --help' for each.\n");
                 return argc < 2 ? 2 : 0;
         }

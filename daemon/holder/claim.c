@@ -64,9 +64,9 @@ unsigned claim_next_backoff(struct holder *h, unsigned max)
         return ms / 2 + (unsigned)(random() % (ms / 2 + 1));
 }
 
-/* The wait after a failed request: an answer that never came, or an etcd
+/* The wait after a failed request: an answer that never came, or a store
  * too busy to serve (5xx), backs off up to half a lease TTL, so that a
- * fleet starting at once does not keep an overloaded etcd overloaded with
+ * fleet starting at once does not keep an overloaded store overloaded with
  * retries; any other failure retries within a second. */
 unsigned claim_failure_backoff(struct holder *h, const struct store_reply *r)
 {

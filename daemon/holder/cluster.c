@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the daemon does when etcd forgets (docs/fences.md): the cluster's
+ * What the daemon does when the store forgets (docs/fences.md): the cluster's
  * layout, fence and floor; halting on a restored cluster or a lost key;
  * adopting a new fence; raising marks that read back low.
  */
@@ -37,7 +37,7 @@ const char *holder_halt_name(enum halt why)
         case HALT_CHECKING:
                 return "checking";
         case HALT_RESTORED:
-                return "etcd-restored";
+                return "store-restored";
         case HALT_LAYOUT_LOST:
                 return "layout-lost";
         case HALT_FENCE_LOST:
@@ -374,8 +374,8 @@ static void on_cluster(void *userdata, const struct store_reply *r)
                 goto retry;
         }
         c.layout_rev = lk.create_revision;
-        /* a fence written on another cluster: etcd was restored (with a new
-         * cluster token, as the procedure says) or replaced, and not fenced
+        /* a fence written on another cluster: the store was restored (etcd
+         * with a new cluster token, as the procedure says) or replaced, and not fenced
          * since.  Nothing is acted on until a fence names this cluster */
         if (c.cluster_id && r->cluster_id && c.cluster_id != r->cluster_id) {
                 if (h->halted != HALT_RESTORED)
@@ -388,7 +388,7 @@ static void on_cluster(void *userdata, const struct store_reply *r)
                 goto retry;
         }
         /* the mark of the number held when the read was sent, whose last
-         * write by this daemon etcd had acknowledged at revision r->tag */
+         * write by this daemon the store had acknowledged at revision r->tag */
         struct kv own = {0};
         if (h->halted == HALT_NONE && r->tag && txn_kv(r->json, 6, &own) == 1) {
                 const char *n = strrchr(own.key, '/');

@@ -9,7 +9,7 @@
  * A holding is one lease with at most one claim attempt.  `cur` is the
  * holding published in the segment; `next` is an acquisition under way
  * (at start, after a lost lease, or for a fresh number after a clock step
- * back).  Every etcd request carries its holding's id, and an answer whose
+ * back).  Every store request carries its holding's id, and an answer whose
  * id is neither cur's nor next's is ignored.
  */
 #pragma once
@@ -45,13 +45,13 @@ struct holding {
         uint64_t mark;      /* the claim's mark, then the highest acknowledged */
         uint64_t pending;   /* the mark of the extension in flight */
         int64_t hwm_modrev; /* hwm/<n>'s mod revision when scanned; 0 if absent */
-        /* the revision at which etcd acknowledged this holding's last write
+        /* the revision at which the store acknowledged this holding's last write
          * of hwm/<n> (0: none known); a restore that forgot the write shows
          * hwm/<n> at a lower mod revision, whatever the revisions since */
         int64_t mark_rev;
         /* CLOCK_BOOTTIME ms before which the lease cannot have expired
-         * (the last TTL etcd gave, counted from when it was asked, less a
-         * margin): etcd not knowing it before then is a restore */
+         * (the last TTL the store gave, counted from when it was asked, less
+         * a margin): the store not knowing it before then is a restore */
         uint64_t lease_until_ms;
         uint64_t lease_asked_ms; /* CLOCK_BOOTTIME ms the grant or keepalive in flight was sent */
         /* what the claim in flight compared: the holding's own last write of
@@ -110,8 +110,9 @@ struct holder {
         sd_event *event;
         struct store *store;
         struct shm_pub *pub;
-        unsigned pub_replaced;    /* pub->replaced when last seen */
-        bool store_full;          /* the store refuses writes: full (etcd's NOSPACE alarm) */
+        unsigned pub_replaced; /* pub->replaced when last seen */
+        bool store_full; /* the store refuses writes: full (etcd's NOSPACE alarm, PostgreSQL's disk)
+                          */
         enum store_err store_err; /* the store refuses us: a setting is wrong (refused.c) */
         char store_err_message[256];
         bool alarm_busy; /* an alarm list request is in flight */

@@ -135,7 +135,7 @@ uint64_t holder_boot_ms(void)
 
 void holder_lease_lives(struct holding *g, int64_t ttl_s)
 {
-        /* etcd counts the TTL from when it took the request, after it was
+        /* the store counts the TTL from when it took the request, after it was
          * sent; a second (or a tenth of the TTL) of margin for its clock */
         uint64_t ttl_ms = (uint64_t)ttl_s * 1000, margin = ttl_ms / 10 > 1000 ? ttl_ms / 10 : 1000;
         g->lease_until_ms = ttl_ms > margin ? g->lease_asked_ms + ttl_ms - margin : 0;
@@ -381,7 +381,7 @@ void holder_stop_check(struct holder *h)
         done(h);
 }
 
-/* Revokes a lease that no holding uses any more; its claim (if etcd ever
+/* Revokes a lease that no holding uses any more; its claim (if the store ever
  * applies it) dies with it.  Marks stay and fence its number. */
 void holder_give_up_lease(struct holder *h, int64_t lease)
 {
@@ -428,7 +428,7 @@ void holder_publish(struct holder *h)
         }
         h->clock = c;
         h->stats.switches++;
-        /* the old number is given up once etcd confirms its mark at or above
+        /* the old number is given up once the store confirms its mark at or above
          * the last deadline published for it; the mark then fences it */
         if (h->cur.state != H_NONE) {
                 marks_retired(h, h->cur.worker, h->cur.mark);
@@ -562,7 +562,7 @@ static int on_stop_post(sd_event_source *s, void *userdata)
 }
 
 /* Rule 4 at a stop: the number is given up (its lease revoked) only once
- * etcd has confirmed its mark at or above the last deadline published,
+ * the store has confirmed its mark at or above the last deadline published,
  * raising it if it was lowered; otherwise the lease expires by itself. */
 void holder_stop(struct holder *h)
 {

@@ -159,7 +159,7 @@ static void on_raise(void *userdata, const struct store_reply *r)
                    json_object_get(json_array_get(json_object_get(r->json, "responses"), 0),
                                    "response_put");
         if (!put && (!store_ok(r) || txn_kv(r->json, 0, &kv) < 0)) {
-                /* no answer: again until etcd answers (a raise is never
+                /* no answer: again until the store answers (a raise is never
                  * abandoned while the cluster is the one it was for) */
                 m->tries++;
                 m->waiting = true;
@@ -170,7 +170,7 @@ static void on_raise(void *userdata, const struct store_reply *r)
         bool valid = present && parse_mark(kv.value, kv.value_len, &stored) == 0;
         int64_t modrev = kv.mod_revision;
         kv_clear(&kv);
-        /* a mark this daemon wrote, back below that write: etcd forgot it.
+        /* a mark this daemon wrote, back below that write: the store forgot it.
          * Writing it again would erase what shows the restore */
         if (!put && present &&
             holder_forgotten(h, m->worker, m->acked_sent, modrev, "raising its mark")) {

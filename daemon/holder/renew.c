@@ -139,7 +139,7 @@ static void on_extend(void *userdata, const struct store_reply *r)
         uint64_t v = g->pending; /* the mark this request asked for */
         if (!store_ok(r)) {
                 /* no answer, or an error: publish nothing; a higher mark in
-                 * etcd than the deadline is harmless */
+                 * the store than the deadline is harmless */
                 h->stats.renewal_failures++;
                 log_debug("Extending the mark failed: %s", r->error);
                 return;
@@ -162,7 +162,7 @@ static void on_extend(void *userdata, const struct store_reply *r)
                 }
                 if (stored < v) {
                         /* ours, yet the guard failed: the mark is absent (deleted,
-                         * or lost by etcd).  Raised again before anything else. */
+                         * or lost by the store).  Raised again before anything else. */
                         g->raising = true;
                         marks_raise(h, g->worker, g->mark, 0, g->id, g->mark_rev);
                         return;

@@ -4,8 +4,10 @@
  * HELP and TYPE lines, which tests/integration/monitoring.py reads to check
  * the names contrib/ uses; promtool lints a live daemon's output
  * (tests/integration/test_http.py).  Metric names are an API: dashboards
- * and alerting rules use them, so snowid_etcd_* stay as they are whichever
- * store stands behind them.
+ * and alerting rules use them.  The store's are snowid_store_*, whichever
+ * store answers; each was snowid_etcd_* when etcd was the only store, and is
+ * served under that name too, its HELP saying so, until the next release
+ * (docs/operators.md, "Renamed: the store's metrics and states").
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,6 +15,64 @@
 #include <string.h>
 
 #include "http-internal.h"
+
+/* The store's families, each followed by its name from when etcd was the
+ * only store (the same samples; a HELP that says it is deprecated). */
+static void store_families(FILE *f, const struct http_snapshot *s)
+{
+        fprintf(f,
+                "# HELP snowid_store_reachable Whether the last store request got an answer.\n"
+                "# TYPE snowid_store_reachable gauge\nsnowid_store_reachable %d\n"
+                "# HELP snowid_etcd_reachable Deprecated: the same as snowid_store_reachable, "
+                "served until the next release.\n"
+                "# TYPE snowid_etcd_reachable gauge\nsnowid_etcd_reachable %d\n",
+                s->store_reachable, s->store_reachable);
+        fprintf(f,
+                "# HELP snowid_store_restores_seen_total Times the store was found restored (its "
+                "history went back).\n"
+                "# TYPE snowid_store_restores_seen_total counter\n"
+                "snowid_store_restores_seen_total %" PRIu64 "\n"
+                "# HELP snowid_etcd_restores_seen_total Deprecated: the same as "
+                "snowid_store_restores_seen_total, served until the next release.\n"
+                "# TYPE snowid_etcd_restores_seen_total counter\n"
+                "snowid_etcd_restores_seen_total %" PRIu64 "\n",
+                s->holder.restores_seen, s->holder.restores_seen);
+        fprintf(f,
+                "# HELP snowid_store_full Whether the store refuses writes because it is full.\n"
+                "# TYPE snowid_store_full gauge\nsnowid_store_full %d\n"
+                "# HELP snowid_etcd_full Deprecated: the same as snowid_store_full, served until "
+                "the next release.\n"
+                "# TYPE snowid_etcd_full gauge\nsnowid_etcd_full %d\n",
+                s->store_full, s->store_full);
+        fprintf(f,
+                "# HELP snowid_store_full_total Times the store was found full.\n"
+                "# TYPE snowid_store_full_total counter\nsnowid_store_full_total %" PRIu64 "\n"
+                "# HELP snowid_etcd_full_total Deprecated: the same as snowid_store_full_total, "
+                "served until the next release.\n"
+                "# TYPE snowid_etcd_full_total counter\nsnowid_etcd_full_total %" PRIu64 "\n",
+                s->holder.store_full_seen, s->holder.store_full_seen);
+        static const char *const le[] = {"0.001", "0.002", "0.005", "0.01",
+                                         "0.05",  "0.1",   "1",     "+Inf"};
+        fprintf(f, "# HELP snowid_store_request_duration_seconds Store request latency.\n"
+                   "# TYPE snowid_store_request_duration_seconds histogram\n");
+        for (size_t i = 0; i < 8; i++)
+                fprintf(f, "snowid_store_request_duration_seconds_bucket{le=\"%s\"} %" PRIu64 "\n",
+                        le[i], s->store.latency_le[i]);
+        fprintf(f,
+                "snowid_store_request_duration_seconds_sum %.6f\n"
+                "snowid_store_request_duration_seconds_count %" PRIu64 "\n",
+                s->store.latency_sum_s, s->store.latency_le[7]);
+        fprintf(f, "# HELP snowid_etcd_request_duration_seconds Deprecated: the same as "
+                   "snowid_store_request_duration_seconds, served until the next release.\n"
+                   "# TYPE snowid_etcd_request_duration_seconds histogram\n");
+        for (size_t i = 0; i < 8; i++)
+                fprintf(f, "snowid_etcd_request_duration_seconds_bucket{le=\"%s\"} %" PRIu64 "\n",
+                        le[i], s->store.latency_le[i]);
+        fprintf(f,
+                "snowid_etcd_request_duration_seconds_sum %.6f\n"
+                "snowid_etcd_request_duration_seconds_count %" PRIu64 "\n",
+                s->store.latency_sum_s, s->store.latency_le[7]);
+}
 
 enum MHD_Result http_metrics(struct http_server *srv, struct MHD_Connection *c)
 {
@@ -101,13 +161,11 @@ enum MHD_Result http_metrics(struct http_server *srv, struct MHD_Connection *c)
                 "# HELP snowid_clock_offset_seconds ID time minus CLOCK_MONOTONIC, less the "
                 "epoch.\n"
                 "# TYPE snowid_clock_offset_seconds gauge\nsnowid_clock_offset_seconds %.6f\n"
-                "# HELP snowid_etcd_reachable Whether the last store request got an answer.\n"
-                "# TYPE snowid_etcd_reachable gauge\nsnowid_etcd_reachable %d\n"
                 "# HELP snowid_worker The worker number held, -1 if none.\n"
                 "# TYPE snowid_worker gauge\nsnowid_worker %" PRId32 "\n",
                 s->holder.renewals, s->holder.renewal_failures, s->holder.leases_lost,
                 s->holder.switches, s->holder.steps_forward, s->holder.steps_back,
-                s->holder.backstops, (double)s->offset_ns / 1e9, s->store_reachable, s->worker);
+                s->holder.backstops, (double)s->offset_ns / 1e9, s->worker);
         fprintf(f,
                 "# HELP snowid_tsc_clock_on Whether clients read time from the TSC clock that "
                 "snowidd calibrates (else the vDSO).\n# TYPE snowid_tsc_clock_on gauge\n"
@@ -121,21 +179,22 @@ enum MHD_Result http_metrics(struct http_server *srv, struct MHD_Connection *c)
                 s->tsc.on, (double)s->tsc.last_error_ns / 1e9, s->tsc.trips);
         fprintf(f,
                 "# HELP snowid_cluster_halted Whether the daemon extends nothing on the cluster, "
-                "and why (run `snowid fence`).\n# TYPE snowid_cluster_halted gauge\n");
-        static const char *const reasons[] = {"etcd-restored", "layout-lost", "fence-lost"};
+                "and why (run `snowid fence`); reason=\"etcd-restored\" is the deprecated "
+                "name of reason=\"store-restored\", served beside it until the next release.\n"
+                "# TYPE snowid_cluster_halted gauge\n");
+        static const char *const reasons[] = {"store-restored", "layout-lost", "fence-lost"};
         for (size_t i = 0; i < 3; i++)
                 fprintf(f, "snowid_cluster_halted{reason=\"%s\"} %d\n", reasons[i],
                         s->halted && !strcmp(s->halted, reasons[i]));
+        fprintf(f, "snowid_cluster_halted{reason=\"etcd-restored\"} %d\n",
+                s->halted && !strcmp(s->halted, reasons[0]));
         fprintf(f,
                 "# HELP snowid_marks_raised_total Marks found absent or low and written back.\n"
                 "# TYPE snowid_marks_raised_total counter\nsnowid_marks_raised_total %" PRIu64 "\n"
                 "# HELP snowid_fences_adopted_total New fences (snowid fence) adopted.\n"
                 "# TYPE snowid_fences_adopted_total counter\nsnowid_fences_adopted_total %" PRIu64
-                "\n# HELP snowid_etcd_restores_seen_total Times the store was found restored (its "
-                "history went back).\n"
-                "# TYPE snowid_etcd_restores_seen_total counter\n"
-                "snowid_etcd_restores_seen_total %" PRIu64 "\n",
-                s->holder.marks_raised, s->holder.fences_adopted, s->holder.restores_seen);
+                "\n",
+                s->holder.marks_raised, s->holder.fences_adopted);
         fprintf(f,
                 "# HELP snowid_segments_replaced_total Segments replaced because their counters "
                 "were far ahead (written by a client).\n"
@@ -152,23 +211,7 @@ enum MHD_Result http_metrics(struct http_server *srv, struct MHD_Connection *c)
                 s->holder.segments_replaced, s->handshakes.given, s->handshakes.refused,
                 s->handshakes.bad, s->handshakes.timeouts, s->handshakes.evicted,
                 s->handshakes.busy);
-        fprintf(f,
-                "# HELP snowid_etcd_full Whether the store refuses writes because it is full.\n"
-                "# TYPE snowid_etcd_full gauge\nsnowid_etcd_full %d\n"
-                "# HELP snowid_etcd_full_total Times the store was found full.\n"
-                "# TYPE snowid_etcd_full_total counter\nsnowid_etcd_full_total %" PRIu64 "\n",
-                s->store_full, s->holder.store_full_seen);
-        static const char *const le[] = {"0.001", "0.002", "0.005", "0.01",
-                                         "0.05",  "0.1",   "1",     "+Inf"};
-        fprintf(f, "# HELP snowid_etcd_request_duration_seconds Store request latency.\n"
-                   "# TYPE snowid_etcd_request_duration_seconds histogram\n");
-        for (size_t i = 0; i < 8; i++)
-                fprintf(f, "snowid_etcd_request_duration_seconds_bucket{le=\"%s\"} %" PRIu64 "\n",
-                        le[i], s->store.latency_le[i]);
-        fprintf(f,
-                "snowid_etcd_request_duration_seconds_sum %.6f\n"
-                "snowid_etcd_request_duration_seconds_count %" PRIu64 "\n",
-                s->store.latency_sum_s, s->store.latency_le[7]);
+        store_families(f, s);
         rcu_read_unlock();
         fprintf(f,
                 "# HELP snowid_headroom_seconds Time left before the published deadline.\n"

@@ -10,10 +10,16 @@
 #include "http-internal.h"
 #include "monotonic.h"
 
-static const char *state_name(int state)
+/* The segment's state by name (segment_state); old: as "state" says it until
+ * the next release, with the names from when etcd was the only store. */
+static const char *state_name(int state, bool old)
 {
-        static const char *const names[] = {"starting",    "leased",  "no-lease", "etcd-restored",
-                                            "layout-lost", "retired", "etcd-full"};
+        static const char *const names[] = {"starting",    "leased",  "no-lease",  "store-restored",
+                                            "layout-lost", "retired", "store-full"};
+        if (old && state == SNOWID_STATE_RESTORED)
+                return "etcd-restored";
+        if (old && state == SNOWID_STATE_STORE_FULL)
+                return "etcd-full";
         return state >= 0 && state < 7 ? names[state] : "unknown";
 }
 
@@ -40,13 +46,20 @@ enum MHD_Result http_status(struct http_server *srv, struct MHD_Connection *c)
                 (json_int_t)s->layout.epoch_ms, "time_bits", (json_int_t)s->layout.time_bits,
                 "worker_bits", (json_int_t)s->layout.worker_bits, "seq_bits",
                 (json_int_t)s->layout.seq_bits, "worker", (json_int_t)s->worker, "generation",
-                (json_int_t)st.generation, "state", state_name(st.state), "lease", s->lease,
+                (json_int_t)st.generation, "state", state_name(st.state, true), "lease", s->lease,
                 "deadline", deadline, "headroom_ms", (json_int_t)st.headroom_ms, "etcd_reachable",
-                s->store_reachable, "halted", s->halted ? s->halted : "no", "uptime_s",
-                (json_int_t)((now_msec() - s->mono_started_ms) / 1000), "region", srv->cfg->region,
-                "worker_range", range);
+                s->store_reachable, "halted",
+                !s->halted                             ? "no"
+                : !strcmp(s->halted, "store-restored") ? "etcd-restored"
+                                                       : s->halted,
+                "uptime_s", (json_int_t)((now_msec() - s->mono_started_ms) / 1000), "region",
+                srv->cfg->region, "worker_range", range);
         /* the store behind the store_* and etcd_* fields (docs/postgres.md) */
         json_object_set_new(j, "store", json_string(s->store_name));
+        /* state and halted under the store-neutral names; those two say
+         * etcd-restored and etcd-full until the next release (docs/http.md) */
+        json_object_set_new(j, "segment_state", json_string(state_name(st.state, false)));
+        json_object_set_new(j, "halt_reason", s->halted ? json_string(s->halted) : json_null());
         /* the clock clients read (docs/clocks.md, "The TSC clock") */
         json_object_set_new(
                 j, "tsc_clock",
@@ -60,7 +73,7 @@ enum MHD_Result http_status(struct http_server *srv, struct MHD_Connection *c)
         json_object_set_new(j, "etcd_error_message",
                             s->store_error ? json_string(s->store_error_message) : json_null());
         /* the same under the store's names, the ones to use (docs/http.md);
-         * etcd_reachable and etcd_error* stay for the clients that read them */
+         * etcd_reachable and etcd_error* are kept for the clients that read them */
         json_object_set_new(j, "store_reachable", json_boolean(s->store_reachable));
         json_object_set_new(j, "store_full", json_boolean(s->store_full));
         json_object_set_new(j, "store_error",
@@ -89,23 +102,24 @@ enum MHD_Result http_healthz(struct http_server *srv, struct MHD_Connection *c)
                          refused, title, rcu_dereference(srv->snap)->store_error_message);
         rcu_read_unlock();
         if (halted && strcmp(halted, "checking")) {
-                /* a static string: safe past the read-side section */
-                snprintf(
-                        why, sizeof(why),
-                        "%s: %s; run `snowid fence` against the cluster (IDs stop at the deadline)",
-                        halted,
-                        !strcmp(halted, "etcd-restored")
-                                ? "the store was restored from a backup or replaced"
-                                : "the cluster's layout or fence key is gone");
+                /* static strings: safe past the read-side section */
+                if (!strcmp(halted, "store-restored"))
+                        snprintf(why, sizeof(why),
+                                 "%s: %s was restored from a backup or replaced; run `snowid "
+                                 "fence` against the cluster (IDs stop at the deadline)",
+                                 halted, title);
+                else
+                        snprintf(why, sizeof(why),
+                                 "%s: the cluster's layout or fence key is gone; run `snowid "
+                                 "fence` against the cluster (IDs stop at the deadline)",
+                                 halted);
                 return http_fail(srv, c, 503, why);
         }
         if (full) {
-                /* the state's name is the API's (SNOWID_STATE_ETCD_FULL's, from
-                 * when etcd was the only store) */
                 snprintf(why, sizeof(why),
-                         "%s: %s is full and refuses every write; the log says how to "
+                         "store-full: %s is full and refuses every write; the log says how to "
                          "mend it (IDs stop at the deadline, %" PRId64 " ms from now)",
-                         "etcd-full", title, st.headroom_ms);
+                         title, st.headroom_ms);
                 return http_fail(srv, c, 503, why);
         }
         if (refused)

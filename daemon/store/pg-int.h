@@ -48,7 +48,7 @@ enum setup_step {
         S_CHECKS,   /* a primary, and how durable its commits are */
         S_SCHEMA,   /* daemon/store/postgres.sql: idempotent */
         S_WARM,     /* one harmless call: the server compiles snowid.call's functions */
-        S_TIMEOUTS, /* then every statement bounded by etcd-timeout */
+        S_TIMEOUTS, /* then every statement bounded by store-timeout */
         S_DONE,
 };
 

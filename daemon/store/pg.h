@@ -5,7 +5,7 @@
  * SELECT snowid.call(path, body) on one connection, driven by libpq's
  * asynchronous API inside the daemon's sd-event loop: nothing here blocks.
  * One query is in flight at a time; the others wait in order.  Every call
- * has a deadline of etcd-timeout from when it was made; a deadline passing
+ * has a deadline of store-timeout from when it was made; a deadline passing
  * on the query in flight, or the connection breaking, closes the connection
  * and fails every call waiting on it as unanswered.
  */

@@ -8,7 +8,9 @@ a live daemon's /metrics.
 
 As a script (meson test monitoring-files): the same names against the
 metric families that daemon/serve/http-metrics.c declares (its "# TYPE"
-lines), rate() and increase() only over counters, the dashboard's shape (a
+lines), none of them a deprecated one (its HELP says "Deprecated": a name
+from before PostgreSQL, served beside its replacement for one release),
+rate() and increase() only over counters, the dashboard's shape (a
 Prometheus data source variable, an instance variable that every selector
 uses), and, given promtool, every dashboard expression parsed by it."""
 import json
@@ -65,6 +67,14 @@ def declared_families():
         return dict(re.findall(r"# TYPE (snowid_[a-z0-9_]+) (counter|gauge|histogram)", f.read()))
 
 
+def deprecated_families():
+    """{family: its replacement}, from the HELP lines that say "Deprecated"."""
+    with open(METRICS_C) as f:
+        text = f.read()
+    return dict(re.findall(r'# HELP (snowid_[a-z0-9_]+) Deprecated: the same as '
+                           r'(?:"\s*")?(snowid_[a-z0-9_]+)', text))
+
+
 def sample_names_of(families):
     names = {}
     for fam, kind in families.items():
@@ -81,11 +91,23 @@ def check_files(promtool=None):
     families = declared_families()
     assert len(families) > 30, f"only {len(families)} families found in daemon/serve/http-metrics.c"
     names = sample_names_of(families)
+    deprecated = deprecated_families()
+    assert deprecated, "no deprecated families found in daemon/serve/http-metrics.c"
+    for old, new in deprecated.items():
+        if families.get(old) != families.get(new):
+            problems.append(f"{old} is a {families.get(old)}, its replacement {new} a "
+                            f"{families.get(new)}")
     for path, used in names_used().items():
         assert used, f"no metric names found in {path}"
         for n in sorted(used - set(names) - set(families)):
             problems.append(f"{os.path.relpath(path, ROOT)}: {n} is not in "
                             "daemon/serve/http-metrics.c")
+        for n in sorted(used):
+            old = next((d for d in deprecated if n == d or n in sample_names_of(
+                {d: families.get(d)})), None)
+            if old:
+                problems.append(f"{os.path.relpath(path, ROOT)}: {n} is deprecated; use "
+                                f"{deprecated[old]}")
 
     # rate() and increase() are for counters (a histogram's buckets count too)
     with open(RULES) as f:

@@ -326,19 +326,21 @@ def test_restore_without_fence(h):
     wait_for(lambda: "was restored from a snapshot" in d.log_text(), 10, "the daemon to see the restore")
     wait_for(lambda: healthz(port)[0] == 503 and "restored" in healthz(port)[1], 5,
              "healthz 503 saying restored")
-    assert cli_status(h.instance).get("state") == "etcd-restored", cli_status(h.instance)
-    halted = 'snowid_cluster_halted{reason="etcd-restored"}'
+    assert cli_status(h.instance).get("state") == "store-restored", cli_status(h.instance)
+    halted = 'snowid_cluster_halted{reason="store-restored"}'
     assert metric(port, halted) == 1, f"{halted} is {metric(port, halted)}"
+    # its deprecated twin, served until the next release
+    assert metric(port, 'snowid_cluster_halted{reason="etcd-restored"}') == 1
     # it stops extending: its clients reach the deadline
     wait_for(lambda: deadline_passed(h.instance), 3 + 5, "clients to get EAGAIN past the deadline")
-    assert cli_status(h.instance).get("state") == "etcd-restored"
+    assert cli_status(h.instance).get("state") == "store-restored"
 
     fence(etcd, "default")
     wait_for(lambda: not deadline_passed(h.instance), 10, "IDs again after snowid fence")
     wait_for(lambda: healthz(port)[0] == 200, 5, "healthz 200 again")
     assert metric(port, halted) == 0
     assert "new fence" in d.log_text()
-    assert cli_status(h.instance).get("state") != "etcd-restored"
+    assert cli_status(h.instance).get("state") != "store-restored"
     # the marks it published before the restore are raised again (rule 6)
     wait_for(lambda: int(etcd.get(f"/snowid/default/hwm/{n}")[0]) >= before, 5,
              f"hwm/{n} raised back to {before}")

@@ -3,6 +3,7 @@
 raw sockets, and a JavaScript client."""
 import json
 import os
+import re
 import shutil
 import socket
 import struct
@@ -14,7 +15,7 @@ import uuid
 
 from harness import (CLI, EPOCH_MS, Daemon, Etcd, check_unique_and_increasing, cli, decode,
                      free_port, log, run, wait_for)
-from monitoring import names_used, sample_names
+from monitoring import deprecated_families, names_used, sample_names
 
 
 def request(base, method, path, body=None, headers=None):
@@ -87,10 +88,12 @@ def test_endpoints(h):
     assert st == 200 and status["worker"] == worker and status["lease"] == "held", status
     for k in ("cluster", "instance", "layout", "generation", "headroom_ms", "etcd_reachable",
               "uptime_s", "store_reachable", "store_full", "store_error", "store_error_message",
-              "etcd_error", "etcd_error_message"):
+              "etcd_error", "etcd_error_message", "segment_state", "halt_reason"):
         assert k in status, k
     # the store's names (docs/http.md) and the etcd_* ones kept for older
     # clients: the same values
+    assert status["segment_state"] == status["state"] == "leased", status
+    assert status["halt_reason"] is None and status["halted"] == "no", status
     assert status["store_reachable"] is True and status["etcd_reachable"] is True, status
     assert status["store_full"] is False, status
     assert status["store_error"] is None and status["etcd_error"] is None, status
@@ -101,11 +104,26 @@ def test_endpoints(h):
     m = body.decode()
     assert st == 200 and hd["Content-Type"].startswith("text/plain")
     for name in ("snowid_http_ids_total", 'snowid_http_requests_total{code="200"}',
-                 "snowid_lease_renewals_total", "snowid_etcd_request_duration_seconds_bucket",
+                 "snowid_lease_renewals_total", "snowid_store_request_duration_seconds_bucket",
+                 "snowid_store_reachable 1", "snowid_store_full 0",
+                 'snowid_cluster_halted{reason="store-restored"} 0',
                  "snowid_worker_switches_total", "snowid_clock_steps_total",
                  "snowid_clock_offset_seconds", "snowid_headroom_seconds",
                  "snowid_host_ids_issued_total", 'snowid_host_waits_total{reason="ceiling"}'):
         assert name in m, name
+    # the store's metrics under their names from before PostgreSQL, until the
+    # next release: each sample the same as its replacement's, each HELP
+    # saying so (docs/operators.md, "Renamed: the store's metrics and states")
+    samples = dict(l.rsplit(" ", 1) for l in m.splitlines() if l and not l.startswith("#"))
+    for old, new in deprecated_families().items():
+        twins = [(k, k.replace(new, old, 1)) for k in samples
+                 if re.match(new + r"(_bucket|_sum|_count)?($|\{)", k)]
+        assert twins, new
+        for k, alias in twins:
+            assert samples.get(alias) == samples[k], (alias, samples.get(alias), k, samples[k])
+        assert f"# HELP {old} Deprecated: the same as {new}," in m, old
+    assert samples['snowid_cluster_halted{reason="etcd-restored"}'] == \
+        samples['snowid_cluster_halted{reason="store-restored"}'], samples
     served = int(next(l for l in m.splitlines() if l.startswith("snowid_http_ids_total")).split()[1])
     assert served == 1 + 1000 + 7 + 5 + 4, served
     # well-formed for Prometheus: promtool parses it and its lint finds nothing

@@ -10,8 +10,8 @@ import time
 import urllib.error
 import urllib.request
 
-from harness import (Daemon, Etcd, Taker, check_unique_and_increasing, cli_status, free_port,
-                     http_get, log, metric, run, take, wait_for)
+from harness import (Daemon, Etcd, Taker, check_unique_and_increasing, cli, cli_status,
+                     free_port, http_get, log, metric, run, take, wait_for)
 
 SCHEDULE = ["--mark-step", "5"]  # the default; the harness sets 0 for the other tests
 
@@ -114,12 +114,19 @@ def test_etcd_full(h):
     n, code, err = fill(etcd)
     log(f"etcd full after {n} values of 256 KiB: {code} {err.strip()}")
     assert code == 429 and "space exceeded" in err
-    wait_for(lambda: metric(port, "snowid_etcd_full") == 1, 10, "the daemon to see it")
+    wait_for(lambda: metric(port, "snowid_store_full") == 1, 10, "the daemon to see it")
+    # the deprecated name, served beside it until the next release
+    assert metric(port, "snowid_etcd_full") == 1
     st, body = http_get(port, "/healthz")
-    assert st == 503 and "etcd-full" in body, (st, body)
+    assert st == 503 and "store-full: etcd is full" in body, (st, body)
     st, body = http_get(port, "/v1/status")
-    assert st == 200 and json.loads(body)["store_full"] is True, body
-    assert cli_status(h.instance).get("state") == "etcd-full", cli_status(h.instance)
+    status = json.loads(body)
+    assert st == 200 and status["store_full"] is True, body
+    assert status["segment_state"] == "store-full" and status["state"] == "etcd-full", body
+    assert cli_status(h.instance).get("state") == "store-full", cli_status(h.instance)
+    r = cli("status", "--instance", h.instance, "--json")
+    status = json.loads(r.stdout)
+    assert status["segment_state"] == "store-full" and status["state"] == "etcd-full", r.stdout
     logline = [ln for ln in d.log_text().splitlines() if "etcd is full" in ln]
     assert len(logline) == 1 and "etcdctl alarm disarm" in logline[0], logline
     # IDs go on meanwhile (the deadline is 30 s ahead)
@@ -135,10 +142,11 @@ def test_etcd_full(h):
     for a in alarms:
         etcd.call("/v3/maintenance/alarm", {"action": "DEACTIVATE", "memberID": a["memberID"],
                                             "alarm": "NOSPACE"})
-    wait_for(lambda: metric(port, "snowid_etcd_full") == 0, 10, "the daemon to go on")
+    wait_for(lambda: metric(port, "snowid_store_full") == 0, 10, "the daemon to go on")
     wait_for(lambda: http_get(port, "/healthz")[0] == 200, 10, "/healthz 200")
     assert json.loads(http_get(port, "/v1/status")[1])["store_full"] is False
     assert cli_status(h.instance).get("state") == "leased"
+    assert metric(port, "snowid_store_full_total") == 1
     assert metric(port, "snowid_etcd_full_total") == 1
     assert "etcd takes writes again" in d.log_text()
     r = c.stop()

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: MIT
 """snowidd with PostgreSQL as its store, where it differs from etcd: its
 settings (a password never on the command line), a server that refuses the
-user, a server restarted in the middle of a claim, what the daemon checks of
-the server (synchronous_commit), and the schema made once by many daemons
-starting at once.  The tests shared with etcd run with SNOWID_STORE=postgres
+user, the store named as PostgreSQL wherever a user reads about it, a server
+restarted in the middle of a claim, what the daemon checks of the server
+(synchronous_commit), and the schema made once by many daemons starting at
+once.  The tests shared with etcd run with SNOWID_STORE=postgres
 (pg-daemon, pg-failover)."""
+import copy
 import json
 import os
 import re
@@ -12,8 +14,8 @@ import subprocess
 import time
 
 import harness
-from harness import (SNOWIDD, Daemon, PgStore, check_unique_and_increasing, decode, free_port,
-                     http_get, log, run, take, wait_for)
+from harness import (SNOWIDD, Daemon, PgStore, check_unique_and_increasing, cli, decode,
+                     free_port, http_get, log, run, take, wait_for)
 
 
 # a line the daemon logs (daemon/log.c): timestamped, or an error's level
@@ -84,6 +86,179 @@ def test_refused_and_unreachable(h):
     ids = take(h.instance, 10)
     assert len(set(ids)) == 10
     assert d.stop() == 0
+
+
+# The names that still say etcd whichever store answers, served beside their
+# store-neutral replacements until the next release (docs/operators.md,
+# "Renamed: the store's metrics and states"): the only places where a text
+# shown under PostgreSQL may name etcd, besides a sentence that compares the
+# two stores (one that names PostgreSQL too).
+DEPRECATED_METRICS = {
+    "snowid_etcd_reachable": "snowid_store_reachable",
+    "snowid_etcd_full": "snowid_store_full",
+    "snowid_etcd_full_total": "snowid_store_full_total",
+    "snowid_etcd_restores_seen_total": "snowid_store_restores_seen_total",
+    "snowid_etcd_request_duration_seconds": "snowid_store_request_duration_seconds",
+}
+# snowid_cluster_halted's reason label
+DEPRECATED_REASONS = {"etcd-restored": "store-restored"}
+# keys of `snowid status --json` (until the next release) and GET /v1/status
+# (kept for older clients)
+DEPRECATED_KEYS = {"etcd_reachable": "store_reachable", "etcd_error": "store_error",
+                   "etcd_error_message": "store_error_message"}
+# values of "state" (and "halted") beside "segment_state" (and "halt_reason")
+DEPRECATED_STATES = {"store-restored": "etcd-restored", "store-full": "etcd-full"}
+
+
+def says_etcd(text):
+    """The sentences of text that name etcd and not PostgreSQL: a sentence
+    that names both compares the two stores."""
+    return [s for s in re.split(r"(?<=[.;!?])\s+|\n", text)
+            if re.search(r"etcd", s, re.I) and "PostgreSQL" not in s]
+
+
+def metrics_saying_etcd(body):
+    """Lines of a /metrics body that name etcd other than by a deprecated
+    name, and deprecated series that are not what they say: each one's HELP
+    says it is deprecated and names its replacement, and its samples equal
+    the replacement's."""
+    bad = []
+    samples = {}
+    for line in body.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            samples[name] = value
+
+    def family(name):
+        """The deprecated family a sample's name is of (a histogram's too), or None."""
+        base = re.sub(r"_(bucket|sum|count)$", "", name)
+        return next((n for n in (name, base) if n in DEPRECATED_METRICS), None)
+
+    for old, new in DEPRECATED_METRICS.items():
+        help_line = next((x for x in body.splitlines() if x.startswith(f"# HELP {old} ")), "")
+        if not help_line.startswith(f"# HELP {old} Deprecated") or new not in help_line:
+            bad.append(f"{old}: its HELP does not say it is deprecated for {new}: {help_line!r}")
+    for name, value in samples.items():
+        old = family(re.split(r"[{ ]", name, 1)[0])
+        if old:
+            twin = name.replace(old, DEPRECATED_METRICS[old], 1)
+            if samples.get(twin) != value:
+                bad.append(f"{name} {value} but {twin} {samples.get(twin)}")
+        for old_r, new_r in DEPRECATED_REASONS.items():
+            if f'reason="{old_r}"' in name:
+                twin = name.replace(f'reason="{old_r}"', f'reason="{new_r}"')
+                if samples.get(twin) != value:
+                    bad.append(f"{name} {value} but {twin} {samples.get(twin)}")
+    for line in body.splitlines():
+        rest = line
+        for old in sorted(DEPRECATED_METRICS, key=len, reverse=True):
+            rest = rest.replace(old, "")
+        for old_r in DEPRECATED_REASONS:
+            rest = rest.replace(f'"{old_r}"', "")
+        if says_etcd(rest):
+            bad.append(f"/metrics: {line}")
+    return bad
+
+
+def json_saying_etcd(where, j):
+    """Keys and values of a status object that name etcd other than as a
+    deprecated key holding what its replacement holds, or a deprecated
+    state beside its replacement."""
+    bad = []
+    j = dict(j)
+    for old, new in DEPRECATED_KEYS.items():
+        if old in j:
+            if new not in j or j[new] != j[old]:
+                bad.append(f"{where}: {old} {j[old]!r} but {new} {j.get(new, 'absent')!r}")
+            del j[old]
+    for old, new in (("state", "segment_state"), ("halted", "halt_reason")):
+        if old in j and new in j:
+            want = DEPRECATED_STATES.get(j[new], j[new])
+            if old == "halted" and j[new] is None:
+                want = "no"
+            if j[old] != want:
+                bad.append(f"{where}: {old} {j[old]!r} beside {new} {j[new]!r}")
+            del j[old]
+    text = json.dumps(j)
+    if re.search(r"etcd", text, re.I):
+        bad.append(f"{where}: {text}")
+    return bad
+
+
+def test_store_named(h):
+    """No text shown under PostgreSQL says etcd: `snowid status` (text and
+    JSON), GET /v1/status, /healthz, /metrics, and the daemon's log through
+    a refusal (a role that loses its rights on snowid's keys) and its end,
+    except for the deprecated names, each beside its replacement."""
+    pg = PgStore(h)
+    pg.pg.psql("CREATE ROLE snowid_worker LOGIN; "
+               "GRANT USAGE ON SCHEMA snowid TO snowid_worker; "
+               "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA snowid "
+               "TO snowid_worker; "
+               "GRANT USAGE ON ALL SEQUENCES IN SCHEMA snowid TO snowid_worker", single=False)
+    worker = copy.copy(pg)
+    worker.conninfo = pg.conninfo.replace("user=postgres", "user=snowid_worker")
+    assert "user=snowid_worker" in worker.conninfo, worker.conninfo
+    port = free_port()
+    d = Daemon(h, worker, args=["--http", f"127.0.0.1:{port}"]).start()
+    before = take(h.instance, 3)
+    problems = []
+
+    def look(when):
+        """Everything a user reads now; the status as `snowid status` shows it."""
+        r = cli("status", "--instance", h.instance)
+        assert r.returncode == 0, r.stderr
+        # for people: no deprecated name here
+        problems.extend(f"snowid status ({when}): {x!r}" for x in r.stdout.splitlines()
+                        if re.search("etcd", x, re.I))
+        rj = cli("status", "--instance", h.instance, "--json")
+        assert rj.returncode == 0, rj.stderr
+        j = json.loads(rj.stdout)
+        problems.extend(json_saying_etcd(f"snowid status --json ({when})", j))
+        code, body = http_get(port, "/v1/status")
+        assert code == 200, body
+        status = json.loads(body)
+        assert status["store"] == "postgres", body
+        problems.extend(json_saying_etcd(f"/v1/status ({when})", status))
+        code, health = http_get(port, "/healthz")
+        problems.extend(f"/healthz ({when}): {s!r}" for s in says_etcd(health))
+        code, metrics = http_get(port, "/metrics")
+        assert code == 200, metrics
+        problems.extend(f"({when}) {p}" for p in metrics_saying_etcd(metrics))
+        return r.stdout, j, health
+
+    look("at rest")
+
+    # the role loses its rights on the keys: mark extensions are refused
+    pg.pg.psql("REVOKE ALL ON snowid.kv FROM snowid_worker")
+    wait_for(lambda: "postgres-permission" in http_get(port, "/healthz")[1], 20,
+             "/healthz to say postgres-permission")
+    text, j, health = look("refused")
+    log("snowid status, refused: " + " | ".join(x for x in text.splitlines() if "error" in x))
+    # the refusal is shown, in PostgreSQL's words
+    if "postgres-permission: " not in text or "permission denied" not in text:
+        problems.append(f"snowid status does not show the refusal: {text!r}")
+    if j.get("store_error") != "postgres-permission" or \
+            "permission denied" not in (j.get("store_error_message") or ""):
+        problems.append(f"snowid status --json has no store_error: {j}")
+    assert "PostgreSQL refuses snowidd" in health, health
+    wait_for(lambda: "postgres-permission" in d.status(), 10, "STATUS= to say the refusal")
+    problems.extend(f"STATUS= (refused): {x!r}" for x in says_etcd(d.status()))
+    said = [x for x in d.log_text().splitlines() if "refuses snowidd" in x]
+    assert len(said) == 1 and "PostgreSQL at " in said[0], said
+    log(said[0].split("snowidd: ", 1)[-1][:200])
+
+    # given back: it goes on by itself, and says so
+    pg.pg.psql("GRANT SELECT, INSERT, UPDATE, DELETE ON snowid.kv TO snowid_worker")
+    wait_for(lambda: http_get(port, "/healthz")[0] == 200, 45, "/healthz to be 200 again")
+    look("again")
+    assert min(take(h.instance, 3)) > max(before)
+    assert d.stop() == 0
+    text = d.log_text()
+    assert "PostgreSQL takes snowidd's requests again (postgres-permission is over)" in text, \
+        text[-2000:]
+    problems.extend(f"log: {s!r}" for s in says_etcd(text))
+    assert not problems, "etcd named under PostgreSQL:\n" + "\n".join(problems)
 
 
 def test_restart_during_claim(h):
@@ -171,6 +346,6 @@ def test_schema_made_once(h):
 if __name__ == "__main__":
     import sys
     harness.STORE = "postgres"
-    tests = [test_settings, test_refused_and_unreachable, test_restart_during_claim,
-             test_server_checks, test_schema_made_once]
+    tests = [test_settings, test_refused_and_unreachable, test_store_named,
+             test_restart_during_claim, test_server_checks, test_schema_made_once]
     run([t for t in tests if len(sys.argv) < 2 or t.__name__ in sys.argv[1:]])

@@ -10,8 +10,8 @@ import os
 import re
 import subprocess
 
-from harness import (SNOWIDD, Daemon, Etcd, cli_status, free_port, http_get, kill_quietly,
-                     log, run, take, wait_for)
+from harness import (SNOWIDD, Daemon, Etcd, cli, cli_status, free_port, http_get,
+                     kill_quietly, log, run, take, wait_for)
 
 ROOT = "root:rootpw"
 
@@ -99,6 +99,11 @@ def test_auth_and_roles(h):
     st = cli_status(h.instance)
     assert st.get("etcd error", "").startswith("etcd-permission: ") and \
         "permission denied" in st["etcd error"], st
+    # as JSON: store_error*, and etcd_error* the same until the next release
+    j = json.loads(cli("status", "--instance", h.instance, "--json").stdout)
+    assert j.get("store_error") == j.get("etcd_error") == "etcd-permission", j
+    assert "permission denied" in j.get("store_error_message", ""), j
+    assert j["store_error_message"] == j.get("etcd_error_message"), j
     code, body = http_get(port, "/v1/status")
     j = json.loads(body) if code == 200 else {}
     assert j.get("etcd_error") == "etcd-permission" and \

@@ -47,7 +47,7 @@ def test_restore_refilled(h):
     at_snap = {d: hwm(etcd, "default", n[d]) for d in (a, b)}
     assert etcd.revision() >= seen + 10, "the refill did not bring the revision back"
     for d in (a, b):
-        wait_for(lambda d=d: state(d.instance) == "etcd-restored", 10,
+        wait_for(lambda d=d: state(d.instance) == "store-restored", 10,
                  f"{d.name} to see the restore")
         assert ("forgot a write it acknowledged" in d.log_text() or
                 "does not know the lease" in d.log_text()), d.log_text()[-2000:]
@@ -63,7 +63,7 @@ def test_restore_refilled(h):
                  f"hwm/{n[d]} raised back to {published}")
     fence(etcd, "default")
     for d in (a, b):
-        wait_for(lambda d=d: state(d.instance) not in ("etcd-restored", None), 10,
+        wait_for(lambda d=d: state(d.instance) not in ("store-restored", None), 10,
                  f"{d.name} to go on after the fence")
     ids = [take(d.instance, 5) for d in (a, b)]
     check_unique_and_increasing(ids)
@@ -118,18 +118,18 @@ def test_move_after_restore(h):
     etcd.wait_healthy()
     restored_ok()
     # A's clients on C's number (duplicates of C's clients' IDs), or A halted
-    wait_for(lambda: state(a.instance) == "etcd-restored" or
+    wait_for(lambda: state(a.instance) == "store-restored" or
              (ta.last_id() is not None and tw(ta.last_id()) == nc), 15,
              "A to halt or its clients to take IDs on C's number")
     c.signal(signal.SIGCONT)
-    wait_for(lambda: state(c.instance) == "etcd-restored" or
+    wait_for(lambda: state(c.instance) == "store-restored" or
              c.log_text().count("Publishing worker") > 1, 15, "C to halt or to claim again")
     ra, rc = ta.stop(), tc.stop()
     every = [i for ids in ta.ids() + tc.ids() for i in ids]
     log(f"{len(every) - len(set(every))} duplicate IDs among {len(every)}")
     total = check_unique_and_increasing(ta.ids() + tc.ids())
-    assert state(a.instance) == "etcd-restored", cli_status(a.instance)
-    assert state(c.instance) == "etcd-restored", cli_status(c.instance)
+    assert state(a.instance) == "store-restored", cli_status(a.instance)
+    assert state(c.instance) == "store-restored", cli_status(c.instance)
     held = etcd.get(f"/snowid/mv/workers/{nc}")[0]
     assert held is None or a.instance not in held, f"A claimed {nc}: {held}"
     why = "its unknown lease" if "does not know the lease" in c.log_text() else "a forgotten write"
@@ -157,7 +157,7 @@ def test_new_token_before_fence(h):
     c = Daemon(h, etcd, instance=h.instance + "-c", name="c", args=FAST).start(wait_ready=False)
     wait_for(lambda: "fence was written on cluster" in c.log_text(), 10,
              "C to refuse the unfenced cluster")
-    wait_for(lambda: state(a.instance) == "etcd-restored", 10, "A to see the restore")
+    wait_for(lambda: state(a.instance) == "store-restored", 10, "A to see the restore")
     held = etcd.prefix("/snowid/default/workers/")
     assert not any(c.instance in v for v, _ in held.values()), f"C claimed: {held}"
     assert not c.has_message("READY=1")
@@ -228,7 +228,7 @@ def test_lease_revoked_by_hand(h):
     # extension finds workers/<n> gone with its mark write intact: either
     # way, a number lost, not a restore
     wait_for(lambda: a.log_text().count("Publishing worker") > 1, 10, "A to claim again")
-    assert state(a.instance) != "etcd-restored", cli_status(a.instance)
+    assert state(a.instance) != "store-restored", cli_status(a.instance)
     assert "restored" not in a.log_text(), a.log_text()
     take(a.instance, 5)
     log("lease revoked by hand: the holder read its mark, claimed again, did not halt")

@@ -276,7 +276,7 @@ def test_damaged_counters_replaced(h):
     # the daemon's own HTTP handle follows the fresh segment too
     body = wait_for(lambda: http_post_ids(port, 5), 5, "IDs over HTTP from the fresh segment")
     assert len(set(body)) == 5
-    assert metric(port, 'snowid_cluster_halted{reason="etcd-restored"}') == 0
+    assert metric(port, 'snowid_cluster_halted{reason="store-restored"}') == 0
     # a restart under systemd that is handed the damaged segment back makes a new
     # one: shown by the unit test (shm_pub_open refuses lines far ahead)
     m.close()
