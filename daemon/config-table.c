@@ -314,7 +314,8 @@ const struct setting settings_table[] = {
         {"http-address-requests", .arg = "N", .def = "0",
          .help = "requests per second per client address", RATE(http_address_requests)},
         {"http-connections", .arg = "N", .def = "1024",
-         .help = "open HTTP connections in all; lowered to fit the open-file limit",
+         .help = "HTTP connections held in all; when all are held, a new one takes the place of "
+                 "one waiting for a request; lowered to fit the open-file limit",
          NUMBER(http_connections, 1, 1000000, NULL)},
         {"http-connections-per-address", .arg = "N", .def = "64",
          .help = "open connections per address: an IPv4 address or an IPv6 /64",

@@ -137,19 +137,20 @@ static int listen_socket(const struct settings *cfg, int *fd)
         return r;
 }
 
-/* Descriptors: each HTTP connection (two: its read deadline keeps a
- * duplicate), the handshakes (a held answer is one descriptor here and two in
- * flight, which the kernel counts against this limit too), and a few dozen
- * more (etcd, the segment, the journal).  The soft limit is raised to what
- * full load needs; under a lower hard limit the HTTP connections are fitted
- * into it, so that a flood is refused by the limits, never by EMFILE. */
+/* Descriptors: each HTTP connection that libmicrohttpd may hold (two: its
+ * read deadline keeps a duplicate), the handshakes (a held answer is one
+ * descriptor here and two in flight, which the kernel counts against this
+ * limit too), and a few dozen more (etcd, the segment, the journal).  The
+ * soft limit is raised to what full load needs; under a lower hard limit the
+ * HTTP connections are fitted into it, so that a flood is refused by the
+ * limits, never by EMFILE. */
 static void check_nofile(struct settings *cfg)
 {
         struct rlimit rl;
         /* libmicrohttpd: an epoll and a wake-up descriptor per thread, the listener */
         uint64_t other = SERVE_CONN_MAX + SERVE_HELD_MAX * 3 + 64 +
                          (cfg->http ? 2 * (uint64_t)cfg->http_threads + 1 : 0),
-                 need = (cfg->http ? 2 * (uint64_t)cfg->http_connections : 0) + other;
+                 need = (cfg->http ? 2 * http_connections_max(cfg->http_connections) : 0) + other;
         if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= need)
                 return;
         rl.rlim_cur = rl.rlim_max < need ? rl.rlim_max : need;
@@ -157,8 +158,11 @@ static void check_nofile(struct settings *cfg)
         getrlimit(RLIMIT_NOFILE, &rl);
         if (rl.rlim_cur >= need)
                 return;
-        if (cfg->http && rl.rlim_cur >= other + 16) {
-                cfg->http_connections = (unsigned)((rl.rlim_cur - other) / 2);
+        /* the most n whose http_connections_max(n) fits: n + n / 16 + 16 */
+        uint64_t fit = cfg->http && rl.rlim_cur > other ? (rl.rlim_cur - other) / 2 : 0,
+                 n = fit > 16 ? (fit - 16) * 16 / 17 : 0;
+        if (n >= 8) {
+                cfg->http_connections = (unsigned)n;
                 if (cfg->http_connections_per_address > cfg->http_connections)
                         cfg->http_connections_per_address = cfg->http_connections;
                 log_warning("RLIMIT_NOFILE is %llu: http-connections lowered to %u to fit it "

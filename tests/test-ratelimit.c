@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The HTTP API's rate limits (daemon/serve/ratelimit.c): buckets on a fake clock,
- * many threads on one bucket without a lock, the address table, the token
- * file. */
+ * many threads on one bucket without a lock, the address table, connection
+ * counts and the pool's shares, the token file. */
 #include <errno.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -384,13 +384,179 @@ static void test_conn_counts(void **state)
                 else
                         assert_true(want[k] == 3 || c.used == c.mask);
         }
-        unsigned keys = 0;
+        unsigned keys = 0, total = 0;
         for (unsigned k = 0; k < 200; k++) {
                 assert_int_equal(conn_counts_get(&c, k + 1), want[k]);
                 keys += want[k] > 0;
+                total += want[k];
         }
         assert_int_equal(keys, c.used);
+        assert_int_equal(total, c.total);
         conn_counts_free(&c);
+}
+
+static void test_conn_share(void **state)
+{
+        (void)state;
+        assert_int_equal(conn_share(1024, 16, 64), 64);
+        assert_int_equal(conn_share(1024, 17, 64), 60);
+        assert_int_equal(conn_share(1024, 100, 64), 10);
+        assert_int_equal(conn_share(1024, 5000, 64), 1); /* never none */
+        assert_int_equal(conn_share(1024, 1, 64), 64);   /* never over the cap */
+        assert_int_equal(conn_share(8, 0, 64), 8);
+
+        /* a pool of 8, 4 an address */
+        struct conn_counts c;
+        assert_int_equal(conn_counts_init(&c, 8), 0);
+        for (int i = 0; i < 4; i++) {
+                assert_int_equal(conn_admit(&c, 1, 8, 4), CONN_KEEP);
+                assert_int_equal(conn_counts_add(&c, 1, 4), 0);
+        }
+        assert_int_equal(conn_admit(&c, 1, 8, 4), CONN_REFUSE); /* its cap */
+        for (int i = 0; i < 4; i++) {
+                assert_int_equal(conn_admit(&c, 2, 8, 4), CONN_KEEP);
+                assert_int_equal(conn_counts_add(&c, 2, 4), 0);
+        }
+        assert_int_equal(c.total, 8);
+        /* full: a third address's share is 8 / 3 = 2, made way for */
+        assert_int_equal(conn_admit(&c, 3, 8, 4), CONN_MAKE_WAY);
+        conn_counts_del(&c, 1);
+        assert_int_equal(conn_counts_add(&c, 3, 4), 0);
+        assert_int_equal(conn_admit(&c, 3, 8, 4), CONN_MAKE_WAY);
+        conn_counts_del(&c, 2);
+        assert_int_equal(conn_counts_add(&c, 3, 4), 0);
+        assert_int_equal(conn_admit(&c, 3, 8, 4), CONN_REFUSE);
+        /* one closes: room again, up to the cap */
+        conn_counts_del(&c, 1);
+        assert_int_equal(conn_admit(&c, 3, 8, 4), CONN_KEEP);
+        conn_counts_free(&c);
+}
+
+static void test_conn_victim(void **state)
+{
+        (void)state;
+        const struct conn_view v[] = {
+                {5, 100}, /* 0 */
+                {7, 300}, /* 1 */
+                {7, 0},   /* 2: busy, though its address holds the most and it was idle first */
+                {7, 200}, /* 3: the longest idle of the address holding the most */
+                {3, 50},  /* 4 */
+        };
+        assert_int_equal(conn_victim(v, 5, 0), 3);
+        assert_int_equal(conn_victim(v, 5, 6), 3);
+        /* none of an address holding no more than the newcomer */
+        assert_int_equal(conn_victim(v, 5, 7), -1);
+        assert_int_equal(conn_victim(v, 2, 5), 1);
+        assert_int_equal(conn_victim(v, 1, 5), -1);
+        assert_int_equal(conn_victim(v + 2, 1, 0), -1);
+        assert_int_equal(conn_victim(v, 0, 0), -1);
+}
+
+/* The pool as http-limits.c keeps it, on a fake clock: each connection
+ * admitted by conn_admit(), the pool full making way by conn_victim(). */
+#define POOL 1024
+#define CAP 64
+struct sim {
+        struct conn_counts c;
+        uint64_t addr[POOL];
+        int64_t idle_since[POOL]; /* -1: closed */
+        int64_t now;
+        uint64_t made_way; /* the address of the last connection closed to make way */
+};
+
+static int sim_open(struct sim *s, uint64_t addr)
+{
+        enum conn_admit a = conn_admit(&s->c, addr, POOL, CAP);
+        if (a == CONN_REFUSE)
+                return -1;
+        int slot = -1;
+        if (a == CONN_MAKE_WAY) {
+                struct conn_view v[POOL];
+                for (size_t i = 0; i < POOL; i++)
+                        v[i] = (struct conn_view){
+                                s->idle_since[i] >= 0 ? conn_counts_get(&s->c, s->addr[i]) : 0,
+                                s->idle_since[i] > 0 ? s->idle_since[i] : 0};
+                long i = conn_victim(v, POOL, conn_counts_get(&s->c, addr));
+                if (i < 0)
+                        return -1;
+                conn_counts_del(&s->c, s->addr[i]);
+                s->made_way = s->addr[i];
+                s->idle_since[i] = -1;
+                slot = (int)i;
+        } else
+                for (int i = 0; i < POOL && slot < 0; i++)
+                        if (s->idle_since[i] < 0)
+                                slot = i;
+        assert_true(slot >= 0);
+        assert_int_equal(conn_counts_add(&s->c, addr, CAP), 0);
+        s->addr[slot] = addr;
+        s->idle_since[slot] = ++s->now;
+        return slot;
+}
+
+static void sim_holdings(struct sim *s, uint64_t from, uint64_t to, unsigned *min, unsigned *max)
+{
+        *min = UINT32_MAX, *max = 0;
+        for (uint64_t a = from; a <= to; a++) {
+                unsigned n = conn_counts_get(&s->c, a);
+                *min = n < *min ? n : *min;
+                *max = n > *max ? n : *max;
+        }
+}
+
+static void test_conn_pool(void **state)
+{
+        (void)state;
+        struct sim *s = calloc(1, sizeof(*s));
+        assert_non_null(s);
+        assert_int_equal(conn_counts_init(&s->c, POOL), 0);
+        for (int i = 0; i < POOL; i++)
+                s->idle_since[i] = -1;
+        /* 16 addresses hold the pool, 64 each; their 65th is refused */
+        for (uint64_t a = 1; a <= 16; a++)
+                for (int i = 0; i < CAP; i++)
+                        assert_true(sim_open(s, a) >= 0);
+        assert_int_equal(s->c.total, POOL);
+        assert_int_equal(sim_open(s, 1), -1);
+        /* a newcomer, a connection at a time, each closed after its answer:
+         * always kept, an idle one of the sixteen making way */
+        for (int i = 0; i < 25; i++) {
+                int k = sim_open(s, 100);
+                assert_true(k >= 0);
+                conn_counts_del(&s->c, 100);
+                s->idle_since[k] = -1;
+                /* the one that made way opens again: the pool has room */
+                assert_true(s->made_way >= 1 && s->made_way <= 16);
+                assert_true(sim_open(s, s->made_way) >= 0);
+        }
+        /* a seventeenth holding all it can: its share, 1024 / 17 */
+        unsigned held = 0, min, max;
+        while (sim_open(s, 17) >= 0)
+                held++;
+        assert_int_equal(held, POOL / 17);
+        sim_holdings(s, 1, 16, &min, &max);
+        print_message("17 addresses: the newcomer holds %u, the sixteen %u-%u\n", held, min, max);
+        assert_true(min >= POOL / 17 && max <= POOL / 17 + 1);
+        /* the sixteen cannot take theirs back while the pool is full */
+        for (uint64_t a = 1; a <= 16; a++)
+                assert_int_equal(sim_open(s, a), -1);
+        /* 64 more addresses, each holding all it can: every share shrinks to
+         * 1024 / 81 = 12 */
+        for (uint64_t a = 18; a < 18 + 64; a++)
+                while (sim_open(s, a) >= 0)
+                        ;
+        sim_holdings(s, 1, 81, &min, &max);
+        print_message("81 addresses: each holds %u-%u\n", min, max);
+        assert_true(min >= POOL / 81 && max <= POOL / 81 + 1);
+        /* more addresses than connections: one each, a newcomer served by
+         * the one idle longest making way */
+        for (uint64_t a = 100; a < 100 + 2 * POOL; a++)
+                assert_true(sim_open(s, a) >= 0);
+        sim_holdings(s, 100 + POOL, 100 + 2 * POOL - 1, &min, &max);
+        assert_true(min == 1 && max == 1);
+        assert_int_equal(s->c.total, POOL);
+        conn_counts_free(&s->c);
+        free(s);
 }
 
 static const char *write_file(const char *text)
@@ -472,7 +638,9 @@ int main(void)
                 cmocka_unit_test(test_bucket_threads),  cmocka_unit_test(test_addr_key),
                 cmocka_unit_test(test_addr_hash),       cmocka_unit_test(test_addr_table),
                 cmocka_unit_test(test_addr_table_debt), cmocka_unit_test(test_addr_table_flood),
-                cmocka_unit_test(test_conn_counts),     cmocka_unit_test(test_tokens),
+                cmocka_unit_test(test_conn_counts),     cmocka_unit_test(test_conn_share),
+                cmocka_unit_test(test_conn_victim),     cmocka_unit_test(test_conn_pool),
+                cmocka_unit_test(test_tokens),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,6 +45,13 @@ struct conn {
          * whole; 0 while one is being answered.  Relaxed: it guards nothing
          * else; the sweeper acts on a value at most one sweep old. */
         _Atomic int64_t deadline;
+        /* CLOCK_MONOTONIC ns since which it has waited for a request (since
+         * it opened, or since its last answer was sent); 0 from the first
+         * line of a request to the end of its answer.  A connection is
+         * shut to make way for another only after a compare-and-swap of
+         * this word from the value it was picked by: a request begun since
+         * it was picked keeps it open. */
+        _Atomic int64_t idle_since;
 };
 
 struct http_server {
@@ -60,10 +67,16 @@ struct http_server {
         struct rate addr_ids, addr_requests;
         struct addr_table *addrs;
         struct conn_counts conn_counts; /* under conns_lock */
-        _Atomic uint64_t limited_addr_ids, limited_addr_requests, deadline_cuts, conns_open;
+        _Atomic uint64_t limited_addr_ids, limited_addr_requests, deadline_cuts, conns_open,
+                evictions;
         int64_t read_timeout_ns;
         pthread_mutex_t conns_lock;
         struct conn conns; /* list head */
+        /* under conns_lock: room for every connection listed, to weigh which
+         * one makes way (http-limits.c) */
+        struct conn_view *views;
+        struct conn **viewed;
+        size_t n_views;
         pthread_t sweeper;
         pthread_cond_t stop_cond;
         bool stopping, sweeper_started;
@@ -109,6 +122,8 @@ void http_limits_free(struct http_server *srv);
 enum MHD_Result http_accept_policy(void *cls, const struct sockaddr *sa, socklen_t len);
 void http_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                         enum MHD_ConnectionNotificationCode toe);
+/* The connection of c, or NULL. */
+struct conn *http_conn(struct MHD_Connection *c);
 /* 0, or -1 with who refused (*by: "address" or "token") and the wait */
 int http_limit_requests(struct http_server *srv, struct request *q, const char **by, int64_t *wait);
 int http_charge_ids(struct http_server *srv, struct request *q, uint64_t n, const char **by,

@@ -2,9 +2,10 @@
 /*
  * What keeps each client of the HTTP API to its share (docs/http.md): the
  * request and ID rates of its address and its token (ratelimit.c keeps the
- * buckets), its address's count of open connections, and the deadline by
- * which a request must be read whole, kept by a sweeper thread because
- * libmicrohttpd's own timeout restarts with every byte.
+ * buckets), its address's count of open connections and its share of the
+ * pool when the pool is full, and the deadline by which a request must be
+ * read whole, kept by a sweeper thread because libmicrohttpd's own timeout
+ * restarts with every byte.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -92,6 +93,53 @@ void http_refund_ids(struct http_server *srv, struct request *q, uint64_t n)
 
 /* ---- connections and the read deadline ---- */
 
+struct conn *http_conn(struct MHD_Connection *c)
+{
+        const union MHD_ConnectionInfo *ci =
+                MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        return ci ? ci->socket_context : NULL;
+}
+
+/* The pool is full and a connection from an address holding mine comes: the
+ * connection that conn_victim() picks among those waiting for a request is
+ * shut (MHD then sees the end of it and closes it) and no longer counted.
+ * 0, or -1 if none may go.  Under conns_lock. */
+static int make_way(struct http_server *srv, unsigned mine)
+{
+        size_t n = 0;
+        for (struct conn *k = srv->conns.next; k != &srv->conns && n < srv->n_views; k = k->next) {
+                int64_t idle = READ_ONCE(k->idle_since);
+                if (!k->counted || k->cut || k->fd < 0 || idle <= 0)
+                        continue;
+                srv->views[n] =
+                        (struct conn_view){conn_counts_get(&srv->conn_counts, k->addr), idle};
+                srv->viewed[n++] = k;
+        }
+        /* one picked may have a request come or begun since: the next one,
+         * each tried once (a client that sends on all its connections at
+         * once has as many picked in turn) */
+        for (;;) {
+                long i = conn_victim(srv->views, n, mine);
+                if (i < 0)
+                        return -1;
+                struct conn *v = srv->viewed[i];
+                int64_t idle = srv->views[i].idle_since;
+                char b;
+                srv->views[i].idle_since = 0;
+                /* a request arrived and not yet read (MHD reads it on its
+                 * thread), or read since it was picked: not waiting */
+                if (recv(v->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0 ||
+                    !cas_relaxed(v->idle_since, &idle, 0))
+                        continue;
+                shutdown(v->fd, SHUT_RDWR);
+                v->cut = true;
+                v->counted = false;
+                conn_counts_del(&srv->conn_counts, v->addr);
+                fetch_add_relaxed(srv->evictions, 1);
+                return 0;
+        }
+}
+
 void http_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                         enum MHD_ConnectionNotificationCode toe)
 {
@@ -110,11 +158,21 @@ void http_on_connection(void *cls, struct MHD_Connection *c, void **socket_conte
                 k->fd = fi ? fcntl(fi->connect_fd, F_DUPFD_CLOEXEC, 3) : -1;
                 k->addr = ai && ai->client_addr ? addr_key(ai->client_addr) : 1;
                 /* before k is listed: the sweeper sees it under conns_lock */
-                WRITE_ONCE(k->deadline, shm_monotonic_ns() + srv->read_timeout_ns);
+                int64_t now = shm_monotonic_ns();
+                WRITE_ONCE(k->deadline, now + srv->read_timeout_ns);
+                WRITE_ONCE(k->idle_since, now);
                 pthread_mutex_lock(&srv->conns_lock);
-                /* over its address's share (an IPv6 /64's): shut at once,
-                 * and closed by MHD as any other */
-                k->counted = conn_counts_add(&srv->conn_counts, k->addr,
+                /* at its address's cap (an IPv6 /64's), or at its share of
+                 * a full pool, or the pool full and none that may make way:
+                 * shut at once, and closed by MHD as any other */
+                enum conn_admit a =
+                        conn_admit(&srv->conn_counts, k->addr, srv->cfg->http_connections,
+                                   srv->cfg->http_connections_per_address);
+                if (a == CONN_MAKE_WAY &&
+                    (k->fd < 0 || make_way(srv, conn_counts_get(&srv->conn_counts, k->addr)) < 0))
+                        a = CONN_REFUSE;
+                k->counted = a != CONN_REFUSE &&
+                             conn_counts_add(&srv->conn_counts, k->addr,
                                              srv->cfg->http_connections_per_address) == 0;
                 if (!k->counted && k->fd >= 0) {
                         shutdown(k->fd, SHUT_RDWR);
@@ -145,16 +203,17 @@ void http_on_connection(void *cls, struct MHD_Connection *c, void **socket_conte
 }
 
 /* A connection from an address (an IPv4 address, an IPv6 /64) that has its
- * share open already is turned away before MHD sets it up; http_on_connection()
- * counts, exactly. */
+ * cap open already, or its share of a full pool, is turned away before MHD
+ * sets it up; http_on_connection() counts, exactly, and makes way. */
 enum MHD_Result http_accept_policy(void *cls, const struct sockaddr *sa, socklen_t len)
 {
         struct http_server *srv = cls;
         (void)len;
         pthread_mutex_lock(&srv->conns_lock);
-        unsigned n = conn_counts_get(&srv->conn_counts, addr_key(sa));
+        enum conn_admit a = conn_admit(&srv->conn_counts, addr_key(sa), srv->cfg->http_connections,
+                                       srv->cfg->http_connections_per_address);
         pthread_mutex_unlock(&srv->conns_lock);
-        return n < srv->cfg->http_connections_per_address ? MHD_YES : MHD_NO;
+        return a != CONN_REFUSE ? MHD_YES : MHD_NO;
 }
 
 /* Five times a second, shuts every connection whose request is not read
@@ -203,6 +262,12 @@ int http_limits_init(struct http_server *srv)
         int r = srv->addrs ? addr_table_init(srv->addrs) : -ENOMEM;
         if (r >= 0)
                 r = conn_counts_init(&srv->conn_counts, cfg->http_connections);
+        /* every connection that MHD may hold is listed */
+        srv->n_views = http_connections_max(cfg->http_connections);
+        srv->views = calloc(srv->n_views, sizeof(*srv->views));
+        srv->viewed = calloc(srv->n_views, sizeof(*srv->viewed));
+        if (r >= 0 && (!srv->views || !srv->viewed))
+                r = -ENOMEM;
         return r;
 }
 
@@ -228,4 +293,6 @@ void http_limits_free(struct http_server *srv)
         pthread_mutex_destroy(&srv->conns_lock);
         free(srv->addrs);
         conn_counts_free(&srv->conn_counts);
+        free(srv->views);
+        free(srv->viewed);
 }

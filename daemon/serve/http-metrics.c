@@ -127,6 +127,12 @@ enum MHD_Result http_metrics(struct http_server *srv, struct MHD_Connection *c)
                 "snowid_http_read_deadline_cuts_total %" PRIu64 "\n",
                 READ_ONCE(srv->limited_addr_ids), READ_ONCE(srv->limited_addr_requests),
                 READ_ONCE(srv->conns_open), READ_ONCE(srv->deadline_cuts));
+        fprintf(f,
+                "# HELP snowid_http_evictions_total Connections waiting for a request closed to "
+                "make way for a new one while http-connections were held.\n"
+                "# TYPE snowid_http_evictions_total counter\nsnowid_http_evictions_total %" PRIu64
+                "\n",
+                READ_ONCE(srv->evictions));
         fprintf(f, "# HELP snowid_http_requests_total HTTP requests answered, by status code.\n"
                    "# TYPE snowid_http_requests_total counter\n");
         for (unsigned code = 100; code < CODES; code++) {

@@ -135,9 +135,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         (void)version;
         if (!q) {
                 /* the first call only sets up: queuing now would end keep-alive */
-                const union MHD_ConnectionInfo *ci =
-                        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-                struct conn *k = ci ? ci->socket_context : NULL;
+                struct conn *k = http_conn(c);
                 if (!k || k->fd < 0)
                         return MHD_NO; /* no deadline could be kept: closed */
                 q = calloc(1, sizeof(*q));
@@ -162,17 +160,31 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return route(srv, c, url, method, q);
 }
 
+/* A request's first line is read: its connection no longer waits for one,
+ * and is not closed to make way for another (http-limits.c). */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *c)
+{
+        (void)cls;
+        (void)uri;
+        struct conn *k = http_conn(c);
+        if (k)
+                WRITE_ONCE(k->idle_since, 0);
+        return NULL; /* *req_cls as on_request() expects it first */
+}
+
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
         struct http_server *srv = cls;
         (void)toe;
-        const union MHD_ConnectionInfo *ci =
-                MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-        struct conn *k = ci ? ci->socket_context : NULL;
-        /* the next request on this connection: read whole by then */
-        if (k)
-                WRITE_ONCE(k->deadline, shm_monotonic_ns() + srv->read_timeout_ns);
+        struct conn *k = http_conn(c);
+        /* the next request on this connection: read whole by then; until
+         * it begins, the connection may make way for another */
+        if (k) {
+                int64_t now = shm_monotonic_ns();
+                WRITE_ONCE(k->deadline, now + srv->read_timeout_ns);
+                WRITE_ONCE(k->idle_since, now);
+        }
         free(*req_cls);
         *req_cls = NULL;
 }
@@ -263,7 +275,9 @@ int http_start(const struct settings *cfg, const struct shm_pub *pub, struct htt
         srv->mhd = MHD_start_daemon(
                 flags, 0, http_accept_policy, srv, on_request, srv, MHD_OPTION_SOCK_ADDR, sa,
                 MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
-                MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->http_connections,
+                /* snowidd keeps http-connections (http-limits.c); the
+                 * rest is room for those closed to make way */
+                MHD_OPTION_CONNECTION_LIMIT, (unsigned)http_connections_max(cfg->http_connections),
                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->http_connections_per_address,
                 /* idle (and a stalled reader of an answer); the read deadline
                  * is the sweeper's */
@@ -271,7 +285,7 @@ int http_start(const struct settings *cfg, const struct shm_pub *pub, struct htt
                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
                 MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_NOTIFY_COMPLETED,
                 on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, http_on_connection, srv,
-                MHD_OPTION_END);
+                MHD_OPTION_URI_LOG_CALLBACK, on_request_line, srv, MHD_OPTION_END);
         if (!srv->mhd) {
                 server_free(srv);
                 return -EADDRINUSE;

@@ -42,6 +42,15 @@ struct http_snapshot {
 
 struct http_server;
 
+/* libmicrohttpd's connection limit for http-connections n: the n that
+ * snowidd keeps open (its own count, http-limits.c), and room for the
+ * connections closed to make way for others in the moments they take to go.
+ * Each costs two descriptors. */
+static inline uint64_t http_connections_max(uint64_t n)
+{
+        return n + n / 16 + 16;
+}
+
 struct http_snapshot *http_snapshot_new(void);
 /* Listens on cfg->http (addr.h).  Takes IDs from pub's segment, following
  * it through the socket. */

@@ -437,6 +437,7 @@ int conn_counts_init(struct conn_counts *c, unsigned max_keys)
                 return -ENOMEM;
         c->mask = n - 1;
         c->used = 0;
+        c->total = 0;
         return 0;
 }
 
@@ -460,13 +461,17 @@ int conn_counts_add(struct conn_counts *c, uint64_t key, unsigned cap)
         c->used += !c->e[i].key;
         c->e[i].key = key;
         c->e[i].n++;
+        c->total++;
         return 0;
 }
 
 void conn_counts_del(struct conn_counts *c, uint64_t key)
 {
         size_t i = count_at(c, key);
-        if (!c->e[i].key || --c->e[i].n)
+        if (!c->e[i].key)
+                return;
+        c->total--;
+        if (--c->e[i].n)
                 return;
         /* emptied: the entries after it that searched past it move back */
         c->used--;
@@ -479,4 +484,38 @@ void conn_counts_del(struct conn_counts *c, uint64_t key)
                 i = j;
         }
         c->e[i] = (struct conn_count){0};
+}
+
+unsigned conn_share(unsigned pool, size_t addresses, unsigned cap)
+{
+        size_t s = addresses ? pool / addresses : pool;
+        if (s < 1)
+                s = 1;
+        return s < cap ? (unsigned)s : cap;
+}
+
+enum conn_admit conn_admit(const struct conn_counts *c, uint64_t key, unsigned pool, unsigned cap)
+{
+        unsigned mine = conn_counts_get(c, key);
+        if (mine >= cap)
+                return CONN_REFUSE;
+        if (c->total < pool)
+                return CONN_KEEP;
+        /* the addresses competing: those holding any, and key */
+        if (mine >= conn_share(pool, c->used + !mine, cap))
+                return CONN_REFUSE;
+        return CONN_MAKE_WAY;
+}
+
+long conn_victim(const struct conn_view *v, size_t n, unsigned mine)
+{
+        long best = -1;
+        for (size_t i = 0; i < n; i++) {
+                if (v[i].idle_since <= 0 || v[i].held <= mine)
+                        continue;
+                if (best < 0 || v[i].held > v[best].held ||
+                    (v[i].held == v[best].held && v[i].idle_since < v[best].idle_since))
+                        best = (long)i;
+        }
+        return best;
 }

@@ -121,7 +121,8 @@ struct conn_count {
 
 struct conn_counts {
         struct addr_hash hash;
-        size_t mask, used;
+        size_t mask, used; /* used: keys counted, each holding one or more */
+        size_t total;      /* connections counted, of every key */
         struct conn_count *e;
 };
 
@@ -134,3 +135,32 @@ unsigned conn_counts_get(const struct conn_counts *c, uint64_t key);
 int conn_counts_add(struct conn_counts *c, uint64_t key, unsigned cap);
 /* One fewer for key (counted by conn_counts_add()). */
 void conn_counts_del(struct conn_counts *c, uint64_t key);
+
+/* The most connections one address may hold while the pool is full: pool
+ * divided among addresses (those holding any, and the newcomer's), at least
+ * 1 and at most cap.  It shrinks as more addresses compete. */
+unsigned conn_share(unsigned pool, size_t addresses, unsigned cap);
+
+enum conn_admit {
+        CONN_REFUSE = -1, /* closed at once */
+        CONN_KEEP = 0,    /* the pool has room */
+        CONN_MAKE_WAY = 1 /* kept if another connection is closed for it (conn_victim()) */
+};
+
+/* What becomes of a new connection from key: refused at its address's cap,
+ * or when the pool is full and key holds its share already; else kept,
+ * another making way if the pool is full. */
+enum conn_admit conn_admit(const struct conn_counts *c, uint64_t key, unsigned pool, unsigned cap);
+
+/* An open connection, as conn_victim() weighs it. */
+struct conn_view {
+        unsigned held;      /* connections its address holds */
+        int64_t idle_since; /* since when it has waited for a request; 0: not waiting */
+};
+
+/* The connection to close so that a new one from an address holding mine
+ * may stay: one waiting for a request, of an address holding more than
+ * mine (so none is left with fewer than the newcomer had), of the address
+ * holding the most, the one waiting longest.  Its index in v, or -1 if none
+ * may go. */
+long conn_victim(const struct conn_view *v, size_t n, unsigned mine);

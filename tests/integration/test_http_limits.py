@@ -286,13 +286,15 @@ def read_answer(s):
 
 
 def answered(port, src, timeout=5):
-    """A new connection from src on which GET /healthz is answered, left open;
-    None if it is closed or refused unanswered."""
-    s = socket.socket(socket.AF_INET6)
+    """A new connection from src (IPv6 to ::1, IPv4 to 127.0.0.1) on which GET
+    /healthz is answered, left open; None if it is closed or refused
+    unanswered."""
+    v6 = ":" in src
+    s = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET)
     s.settimeout(timeout)
     try:
         s.bind((src, 0))
-        s.connect(("::1", port))
+        s.connect(("::1" if v6 else "127.0.0.1", port))
         s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         if read_answer(s).startswith(b"HTTP/1.1 "):
             return s
@@ -355,6 +357,123 @@ def test_connections_per_64(h):
     for s in held:
         s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         assert read_answer(s).startswith(b"HTTP/1.1 ")
+    d.stop()
+
+
+def hold(port, addrs, per, period, stop, held, rounds):
+    """per connections from each address of addrs, a request on each every
+    period seconds; those closed are opened again, as many as will open.
+    held[a]: how many a holds after each round; rounds[0]: rounds done."""
+    socks = {a: [] for a in addrs}
+    try:
+        for a in addrs:
+            for _ in range(per):
+                s = answered(port, a, timeout=2)
+                if s:
+                    socks[a].append(s)
+            held[a] = len(socks[a])
+        rounds[0] += 1
+        t = time.monotonic()
+        while not stop.wait(max(0.0, t + period - time.monotonic())):
+            t += period
+            for a, ss in socks.items():
+                live = []
+                for s in ss:
+                    try:
+                        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                        live.append(s)
+                    except OSError:
+                        s.close()
+                kept = []
+                for s in live:
+                    try:
+                        ok = read_answer(s).startswith(b"HTTP/1.1 ")
+                    except OSError:
+                        ok = False
+                    if ok:
+                        kept.append(s)
+                    else:
+                        s.close()
+                while len(kept) < per:
+                    s = answered(port, a, timeout=2)
+                    if not s:
+                        break
+                    kept.append(s)
+                socks[a] = kept
+                held[a] = len(kept)
+            rounds[0] += 1
+    finally:
+        for ss in socks.values():
+            for s in ss:
+                s.close()
+
+
+def test_pool_held(h):
+    """Sixteen addresses hold every connection, with the defaults
+    (--http-connections 1024, 64 per address): each opens its 64, sends a
+    request on each every 4 s (well within the read deadline) and opens again
+    whatever closes.  A seventeenth address is answered 25 times in 25, a new
+    connection each time: the longest-idle connections of the addresses
+    holding the most make way.  Then another opens 64 and holds its even
+    share of the pool, 1,024 / 17, no more; the sixteen are held to theirs."""
+    etcd = Etcd(h)
+    port = free_port()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 20000), hard))
+    h.cleanup(lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard)))
+    d = Daemon(h, etcd, args=["--http", f"127.0.0.1:{port}"]).start()
+    wait_for(lambda: metric(port, "snowid_http_connections") is not None, 5, "the HTTP API")
+    holders = [f"127.0.1.{i}" for i in range(1, 17)]
+    stop, held, rounds = threading.Event(), {}, [0]
+    t = threading.Thread(target=hold, args=(port, holders, 64, 4, stop, held, rounds))
+    t.start()
+    h.cleanup(lambda: (stop.set(), t.join()))
+    wait_for(lambda: rounds[0] >= 1, 60, "the sixteen addresses' connections")
+    assert sum(held.values()) == 1024, held
+
+    # a polite client: 25 requests, 5 a second, each on a new connection
+    answers, took, missed = 0, [], []
+    t0 = time.monotonic()
+    for i in range(25):
+        start = time.monotonic()
+        try:
+            st = post(port, "/v1/ids", "127.0.2.1", timeout=2)[0]
+        except OSError as e:
+            st = repr(e)
+        if st == 200:
+            answers += 1
+            took.append(time.monotonic() - start)
+        else:
+            missed.append((round(time.monotonic() - start, 3), st))
+        delay = t0 + (i + 1) / 5 - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)  # the client's pace, not a wait for a condition
+    log(f"16 addresses holding 1024 connections, a request on each every 4 s: a new address "
+        f"answered {answers} of 25" + (f", slowest {max(took) * 1000:.0f} ms" if took else ""))
+    assert answers == 25, missed
+    assert max(took) < 1, max(took)
+
+    # one more address opens 64 connections and holds them: its even share
+    before = metric(port, "snowid_http_evictions_total")
+    mine = [s for s in (answered(port, "127.0.3.1", timeout=2) for _ in range(64)) if s]
+    h.cleanup(lambda: [s.close() for s in mine])
+    share = 1024 // 17
+    n = rounds[0]
+    wait_for(lambda: rounds[0] >= n + 2, 20, "two more rounds of the sixteen's requests")
+    evicted = metric(port, "snowid_http_evictions_total")
+    for s in mine:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_answer(s).startswith(b"HTTP/1.1 ")
+    log(f"a seventeenth address opening 64: {len(mine)} held (its share {share}); the sixteen "
+        f"hold {min(held.values())}-{max(held.values())} each, {sum(held.values())} in all; "
+        f"{evicted:.0f} idle connections closed to make way ({evicted - before:.0f} for the "
+        f"seventeenth)")
+    assert share - 4 <= len(mine) <= share, len(mine)
+    assert sum(held.values()) + len(mine) <= 1024, (held, len(mine))
+    assert max(held.values()) <= share + 1 and min(held.values()) >= share - 4, held
+    assert evicted - before >= len(mine) - 2, (before, evicted)
+    stop.set()
+    t.join()
     d.stop()
 
 
@@ -436,4 +555,5 @@ def test_token_file_errors(h):
 
 
 if __name__ == "__main__":
-    run([test_rate_limits, test_chosen_neighbours, test_idle_connections, test_connections_per_64, test_slowloris, test_token_file_errors])
+    run([test_rate_limits, test_chosen_neighbours, test_idle_connections, test_connections_per_64,
+         test_pool_held, test_slowloris, test_token_file_errors])
