@@ -159,7 +159,7 @@
 
 #define H 2       /* hosts */
 #ifndef C
-#define C 2       /* clients per host (check.sh runs C=1 in CI; see README) */
+#define C 2       /* clients per host (check.sh runs C=1 in CI; see docs/model.md) */
 #endif
 #ifndef N
 #define N 1       /* worker numbers */
