@@ -183,13 +183,23 @@ void holder_check_alarms(struct holder *h);
 /* The acquisition an answer is for, if it is still at that step; NULL for an
  * answer that arrives for an earlier holding or step (ignored). */
 struct holding *holder_acquiring(struct holder *h, const struct store_reply *r, enum hstate want);
-int holder_read_back(const struct holding *g, const json_t *root, bool *ret_ours,
+int holder_read_back(const struct holding *g, const json_t *root, bool *ret_ours, bool *ret_other,
                      uint64_t *ret_mark, int64_t *ret_modrev);
 /* Whether hwm/<worker>, read at mod revision modrev (0: absent), shows that
  * the store forgot this daemon's write of it acknowledged at acked_rev (0:
  * none known): then halted as restored. */
 bool holder_forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64_t modrev,
                       const char *where);
+/* Whether the number g holds, read back with its lease gone or not this
+ * daemon's, shows the store forgot this daemon's writes (then halted as
+ * restored): another holder's claim (other) sits on it while the lease
+ * this daemon was given still has time, which only a restore can make (a
+ * claim needs the number free, and only the lease's end frees it); or its
+ * mark (present, stored) reads below the value the store acknowledged, a
+ * mark never going down under its holder.  lease_live: the lease's TTL
+ * cannot have run out (holder_boot_ms() < g->lease_until_ms). */
+bool holder_taken_back(struct holder *h, const struct holding *g, bool other, bool lease_live,
+                       bool present, uint64_t stored, const char *where);
 /* The lease's TTL as the store gave it, asked at g->lease_asked_ms: lease_until_ms. */
 void holder_lease_lives(struct holding *g, int64_t ttl_s);
 /* next becomes cur: published in the segment. */

@@ -75,11 +75,12 @@ char *holder_i64(int64_t v, char buf[static 24])
 
 /* Reads back the two ranges [workers/n, hwm/n] of a txn answer: whether
  * workers/n holds this holding (value and lease) and the stored mark. */
-int holder_read_back(const struct holding *g, const json_t *root, bool *ret_ours,
+int holder_read_back(const struct holding *g, const json_t *root, bool *ret_ours, bool *ret_other,
                      uint64_t *ret_mark, int64_t *ret_modrev)
 {
         struct kv kv;
         *ret_ours = false;
+        *ret_other = false;
         *ret_mark = 0;
         *ret_modrev = 0;
         json_t *w = txn_kvs(root, 0), *m = txn_kvs(root, 1);
@@ -87,6 +88,7 @@ int holder_read_back(const struct holding *g, const json_t *root, bool *ret_ours
                 if (kv_parse(json_array_get(w, 0), &kv) < 0)
                         return -EBADMSG;
                 *ret_ours = kv.lease == g->lease && !strcmp(kv.value, g->value);
+                *ret_other = !*ret_ours;
                 kv_clear(&kv);
         }
         if (m && json_array_size(m) > 0) {
@@ -121,6 +123,29 @@ bool holder_forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64
                   "daemon at revision %" PRId64 " and now reads as of revision %" PRId64
                   " (%s). It was restored from a snapshot or backup",
                   store_name(h->store), worker, acked_rev, modrev, where);
+        cluster_halt(h, HALT_RESTORED);
+        cluster_read_in(h, 1000);
+        return true;
+}
+
+bool holder_taken_back(struct holder *h, const struct holding *g, bool other, bool lease_live,
+                       bool present, uint64_t stored, const char *where)
+{
+        bool claimed = other && lease_live, lower = present && stored < g->mark;
+        if (!claimed && !lower)
+                return false;
+        if (h->halted == HALT_RESTORED)
+                return true; /* said already */
+        if (claimed)
+                log_error("%s shows another holder's claim on worker %" PRId32 ", whose lease "
+                          "this daemon was given and still has time on (%s): it forgot this "
+                          "daemon's claim. It was restored from a snapshot or backup",
+                          store_name(h->store), g->worker, where);
+        else
+                log_error("%s forgot a write it acknowledged: hwm/%" PRId32 " reads %" PRIu64
+                          ", below the %" PRIu64 " it acknowledged to this daemon, with the "
+                          "lease gone (%s). It was restored from a snapshot or backup",
+                          store_name(h->store), g->worker, stored, g->mark, where);
         cluster_halt(h, HALT_RESTORED);
         cluster_read_in(h, 1000);
         return true;

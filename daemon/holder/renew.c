@@ -54,18 +54,28 @@ static void on_lease_check(void *userdata, const struct store_reply *r)
         holder_note_answer(h, r);
         if (!g || g != &h->cur || !g->lease_checking)
                 return;
-        /* [hwm/n, fence, layout] */
+        /* [hwm/n, fence, layout, workers/n] */
         if (!cluster_ok(h, r, 1))
                 return;
-        if (!store_ok(r) || txn_kv(r->json, 0, &kv) < 0) {
+        struct kv w = {0};
+        if (!store_ok(r) || txn_kv(r->json, 0, &kv) < 0 || txn_kv(r->json, 3, &w) < 0) {
+                kv_clear(&kv);
                 lease_check(h, g); /* again, at the next answer */
                 return;
         }
         int64_t modrev = kv.key ? kv.mod_revision : 0;
+        uint64_t stored = 0;
+        bool present = kv.key && parse_mark(kv.value, kv.value_len, &stored) == 0;
+        /* workers/n there, under another lease: somebody claimed it */
+        bool other = w.key && w.lease != g->lease;
         kv_clear(&kv);
+        kv_clear(&w);
         g->lease_checking = false;
+        /* the lease's TTL had not run out when the store said it did not know
+         * it: that is why its mark was read */
         if (g->state != H_HELD ||
-            holder_forgotten(h, g->worker, g->own_rev, modrev, "its lease unknown"))
+            holder_forgotten(h, g->worker, g->own_rev, modrev, "its lease unknown") ||
+            holder_taken_back(h, g, other, true, present, stored, "its lease unknown"))
                 return;
         /* the write that came after the grant is there: so would the lease
          * be, after a restore */
@@ -81,7 +91,10 @@ static void lease_check(struct holder *h, struct holding *g)
         g->own_rev = g->mark_rev;
         json_t *body = json_pack("{s:[o]}", "success",
                                  txn_range(txn_key(h->prefix, "hwm/", g->worker), NULL, false));
-        txn_cluster_reads(json_object_get(body, "success"), h->prefix);
+        json_t *ops = json_object_get(body, "success");
+        txn_cluster_reads(ops, h->prefix);
+        json_array_append_new(ops,
+                              txn_range(txn_key(h->prefix, "workers/", g->worker), NULL, false));
         if (store_call(h->store, "/v3/kv/txn", body, on_lease_check, h, g->id) < 0)
                 holder_lost(h, "its lease is unknown and its mark could not be read");
 }
@@ -144,11 +157,11 @@ static void on_extend(void *userdata, const struct store_reply *r)
                 log_debug("Extending the mark failed: %s", r->error);
                 return;
         }
-        bool ours = true;
+        bool ours = true, other = false;
         uint64_t stored = v;
         int64_t modrev = 0;
         if (!json_is_true(json_object_get(r->json, "succeeded"))) {
-                if (holder_read_back(g, r->json, &ours, &stored, &modrev) < 0) {
+                if (holder_read_back(g, r->json, &ours, &other, &stored, &modrev) < 0) {
                         h->stats.renewal_failures++;
                         log_warning("%s's answer to a mark extension is malformed",
                                     store_title(h->store));
@@ -157,6 +170,10 @@ static void on_extend(void *userdata, const struct store_reply *r)
                 if (holder_forgotten(h, g->worker, g->mark_rev, modrev, "extending the mark"))
                         return;
                 if (!ours) {
+                        bool present = txn_kvs(r->json, 1) && json_array_size(txn_kvs(r->json, 1));
+                        if (holder_taken_back(h, g, other, holder_boot_ms() < g->lease_until_ms,
+                                              present, stored, "extending the mark"))
+                                return;
                         holder_lost(h, "another holder has it, or its lease is gone");
                         return;
                 }

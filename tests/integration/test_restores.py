@@ -215,6 +215,49 @@ def test_stop_with_lowered_mark(h):
     b.stop()
 
 
+def test_forgotten_write_rewritten(h):
+    """A restore that kept its cluster ID forgot B's claim (its lease and
+    its mark writes came after the snapshot); another daemon's claim then
+    rewrote B's number at a higher revision, so the mark's revision alone
+    no longer shows the forgotten write.  B, whose lease had time left, must
+    name a restore and halt, not take the lease for one revoked early and
+    claim again."""
+    etcd = Store(h)
+    make_cluster(h, etcd, "fw")
+    hold_by_third_party(etcd, "fw", 1)   # number 0 the only one to claim
+    snap, restored_ok = snapshot(h, etcd)
+    # B's lease lives long: its stall below is within its TTL, so that its
+    # keepalive finds the lease unknown, not expired
+    args = ["--cluster", "fw", "--lease-ttl", "30", "--window", "3", "--renew-interval", "500",
+            "--etcd-timeout", "1000"] + TINY
+    b = Daemon(h, etcd, instance=h.instance + "-b", name="b", args=args).start()
+    assert tw(take(b.instance)[0]) == 0
+    after = hwm(etcd, "fw", 0)
+    wait_for(lambda: deadline_of(b.instance) > after, 10,
+             "B to publish a mark written after the snapshot")
+    seen = etcd.revision()
+    b.signal(signal.SIGSTOP)   # B stalls across the restore and C's claim
+    h.cleanup(lambda: b.signal(signal.SIGCONT))
+    etcd.restore(snap, refill_to=seen + 10)
+    restored_ok()
+    c = Daemon(h, etcd, instance=h.instance + "-c", name="c", args=args).start()
+    assert tw(take(c.instance)[0]) == 0, "C did not claim B's number"
+    _, kv = etcd.get("/snowid/fw/hwm/0")
+    assert int(kv["mod_revision"]) > seen, "C's claim did not rewrite the mark past B's write"
+    b.signal(signal.SIGCONT)
+    wait_for(lambda: state(b.instance) == "store-restored" or
+             "Lost worker number" in b.log_text(), 15, "B to halt, or to give its number up")
+    assert state(b.instance) == "store-restored", \
+        (cli_status(b.instance), b.log_text()[-2500:])
+    assert "revoked before its TTL ran out" not in b.log_text(), b.log_text()[-2500:]
+    assert "restored" in b.log_text(), b.log_text()[-2500:]
+    held = etcd.get("/snowid/fw/workers/0")[0]
+    assert held is not None and b.instance not in held, f"B claimed again: {held}"
+    log("a forgotten write rewritten by another daemon's claim: B halted as restored")
+    c.stop()
+    b.stop()
+
+
 def test_lease_revoked_by_hand(h):
     """A lease revoked before its TTL ran out, with the holder's own writes
     all there: not a restore (etcd's own leaders have revoked leases early),
@@ -268,8 +311,9 @@ def test_dump_to_another_server(h):
 if __name__ == "__main__":
     import sys
     tests = [test_restore_refilled, test_move_after_restore, test_new_token_before_fence,
-             test_stop_with_lowered_mark, test_lease_revoked_by_hand]
+             test_stop_with_lowered_mark, test_lease_revoked_by_hand,
+             test_forgotten_write_rewritten]
     if STORE == "postgres":
         tests = [test_restore_refilled, test_stop_with_lowered_mark, test_lease_revoked_by_hand,
-                 test_dump_to_another_server]
+                 test_dump_to_another_server, test_forgotten_write_rewritten]
     run([t for t in tests if len(sys.argv) < 2 or t.__name__ in sys.argv[1:]])
