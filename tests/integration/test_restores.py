@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Restores that daemons reach before their fence, and a stop that confirms
-its mark (docs/fences.md, "What a daemon detects").
+its mark (docs/fences.md, "Which restores a daemon detects, and which only
+the procedure covers").
 
 etcd restored with the same cluster token and its revisions refilled by other
 clients' writes before any daemon reaches it; a fresh-number move onto a
