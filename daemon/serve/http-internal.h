@@ -77,6 +77,10 @@ struct http_server {
         struct conn_view *views;
         struct conn **viewed;
         size_t n_views;
+        /* under conns_lock: until then (CLOCK_MONOTONIC ns), no connection
+         * may make way, as the last walk found: newcomers to a full pool
+         * are refused without walking again */
+        int64_t no_way_until;
         pthread_t sweeper;
         pthread_cond_t stop_cond;
         bool stopping, sweeper_started;

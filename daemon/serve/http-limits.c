@@ -100,13 +100,23 @@ struct conn *http_conn(struct MHD_Connection *c)
         return ci ? ci->socket_context : NULL;
 }
 
+/* How long a walk that found none that may make way is trusted: newcomers
+ * meanwhile are refused at the cost of a lookup, not a walk. */
+#define NO_WAY_NS 100000000
+
 /* The pool is full and a connection from an address holding mine comes: the
  * connection that conn_victim() picks among those waiting for a request is
  * shut (MHD then sees the end of it and closes it) and no longer counted.
- * 0, or -1 if none may go.  Under conns_lock. */
+ * A request sent at that very moment, or whose first line MHD has read only
+ * in part, sees the connection closed before any answer (no ID issued), as
+ * with any server that closes idle keep-alive connections; its client
+ * opens another.  0, or -1 if none may go.  Under conns_lock. */
 static int make_way(struct http_server *srv, unsigned mine)
 {
         size_t n = 0;
+        int64_t now = shm_monotonic_ns();
+        if (now < srv->no_way_until)
+                return -1;
         for (struct conn *k = srv->conns.next; k != &srv->conns && n < srv->n_views; k = k->next) {
                 int64_t idle = READ_ONCE(k->idle_since);
                 if (!k->counted || k->cut || k->fd < 0 || idle <= 0)
@@ -120,8 +130,10 @@ static int make_way(struct http_server *srv, unsigned mine)
          * once has as many picked in turn) */
         for (;;) {
                 long i = conn_victim(srv->views, n, mine);
-                if (i < 0)
+                if (i < 0) {
+                        srv->no_way_until = now + NO_WAY_NS;
                         return -1;
+                }
                 struct conn *v = srv->viewed[i];
                 int64_t idle = srv->views[i].idle_since;
                 char b;
@@ -212,6 +224,9 @@ enum MHD_Result http_accept_policy(void *cls, const struct sockaddr *sa, socklen
         pthread_mutex_lock(&srv->conns_lock);
         enum conn_admit a = conn_admit(&srv->conn_counts, addr_key(sa), srv->cfg->http_connections,
                                        srv->cfg->http_connections_per_address);
+        /* a full pool where none may make way, as found just now */
+        if (a == CONN_MAKE_WAY && shm_monotonic_ns() < srv->no_way_until)
+                a = CONN_REFUSE;
         pthread_mutex_unlock(&srv->conns_lock);
         return a != CONN_REFUSE ? MHD_YES : MHD_NO;
 }
