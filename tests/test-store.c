@@ -13,6 +13,7 @@
 #include "config.h"
 #include "helpers.h"
 #include "holder.h"
+#include "holder-int.h"
 #include "log.h"
 #include "publish.h"
 #include "store.h"
@@ -335,13 +336,30 @@ static void test_two_holders(void **state)
         shm_pub_close(p2);
 }
 
+/* What is left of the pause after a fence (rule 6): the whole pause for a
+ * fence made now, what remains of it later, nothing once it has passed, for
+ * a cluster's first fence (claims_above 0) or a fence from a clock ahead of
+ * this one's by less than the pause (its age counts as 0). */
+static void test_fence_settle_left(void **state)
+{
+        (void)state;
+        const uint64_t era = 1800000000000, settle = 13000;
+        assert_int_equal(fence_settle_left_ms(era, 5, era, settle), settle);
+        assert_int_equal(fence_settle_left_ms(era, 5, era + 4000, settle), 9000);
+        assert_int_equal(fence_settle_left_ms(era, 5, era + settle - 1, settle), 1);
+        assert_int_equal(fence_settle_left_ms(era, 5, era + settle, settle), 0);
+        assert_int_equal(fence_settle_left_ms(era, 5, era + 3600000, settle), 0);
+        assert_int_equal(fence_settle_left_ms(era, 0, era, settle), 0);
+        assert_int_equal(fence_settle_left_ms(0, 5, era, settle), 0);
+        assert_int_equal(fence_settle_left_ms(era, 5, era - 2000, settle), settle);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_dispatch),
-                cmocka_unit_test(test_new_fails),
-                cmocka_unit_test(test_backends_complete),
-                cmocka_unit_test(test_two_holders),
+                cmocka_unit_test(test_dispatch),          cmocka_unit_test(test_new_fails),
+                cmocka_unit_test(test_backends_complete), cmocka_unit_test(test_two_holders),
+                cmocka_unit_test(test_fence_settle_left),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -538,3 +538,34 @@ bool cluster_ok(struct holder *h, const struct store_reply *r, int fence_op)
         }
         return false;
 }
+
+/* ---- the pause after a fence (rule 6) ---- */
+
+#define FENCE_SETTLE_MS 1000
+
+/* How long after a fence a live daemon may take to see it and have its
+ * raise confirmed (rule 6): its transactions compare the fence, and at
+ * rest the next one (a mark extension) goes out up to a mark step and a
+ * renewal later; seeing and raising then take three answers (the refused
+ * extension, the cluster read, the raise), each within store-timeout; and
+ * a second for the clocks of the fencing host and this one.  No claim under
+ * a new fence starts sooner. */
+uint64_t fence_settle_ms(const struct settings *cfg)
+{
+        return (uint64_t)cfg->mark_step_s * 1000 + cfg->renew_ms +
+               3 * (uint64_t)cfg->store_timeout_ms + FENCE_SETTLE_MS;
+}
+
+/* What of the settle pause is left, for a daemon that first reads a fence
+ * made at era (unix ms) when its wall clock reads wall_ms: a daemon that
+ * starts or restarts just after a fence waits as one that saw it made.  A
+ * cluster's first fence (claims_above 0, made with the cluster) has no
+ * live daemon to wait for. */
+uint64_t fence_settle_left_ms(uint64_t era, uint64_t claims_above, uint64_t wall_ms,
+                              uint64_t settle_ms)
+{
+        if (!claims_above || !era)
+                return 0;
+        uint64_t age = wall_ms > era ? wall_ms - era : 0;
+        return age < settle_ms ? settle_ms - age : 0;
+}

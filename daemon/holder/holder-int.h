@@ -59,7 +59,12 @@ struct holding {
         int32_t own_worker;
         int64_t own_rev;
         bool lease_checking; /* its lease unknown early: reading its mark to tell why */
-        bool fresh;          /* a clock reset: ID time back to the wall clock */
+        /* an extension found workers/<n> another's while the lease has time:
+         * the lease is asked for at once, and its answer tells a number
+         * written over by hand (the lease lives: lost) from a restore (the
+         * lease unknown: lease_check) */
+        bool taken_seen;
+        bool fresh; /* a clock reset: ID time back to the wall clock */
         bool keepalive_busy, extend_busy;
         uint64_t keepalive_next_ms; /* CLOCK_MONOTONIC ms of the next keepalive */
         bool raising;               /* its mark read back low: raised before anything else */
@@ -190,16 +195,14 @@ int holder_read_back(const struct holding *g, const json_t *root, bool *ret_ours
  * none known): then halted as restored. */
 bool holder_forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64_t modrev,
                       const char *where);
-/* Whether the number g holds, read back with its lease gone or not this
- * daemon's, shows the store forgot this daemon's writes (then halted as
- * restored): another holder's claim (other) sits on it while the lease
- * this daemon was given still has time, which only a restore can make (a
- * claim needs the number free, and only the lease's end frees it); or its
- * mark (present, stored) reads below the value the store acknowledged, a
- * mark never going down under its holder.  lease_live: the lease's TTL
- * cannot have run out (holder_boot_ms() < g->lease_until_ms). */
-bool holder_taken_back(struct holder *h, const struct holding *g, bool other, bool lease_live,
-                       bool present, uint64_t stored, const char *where);
+/* What is left of the pause after a fence (made at era, unix ms, with
+ * claims_above) for a daemon whose wall clock reads wall_ms: 0, or the ms
+ * before it may claim. */
+uint64_t fence_settle_left_ms(uint64_t era, uint64_t claims_above, uint64_t wall_ms,
+                              uint64_t settle_ms);
+/* How long after a fence no claim starts: a live daemon's longest time to see
+ * it and have its raise confirmed (cluster.c). */
+uint64_t fence_settle_ms(const struct settings *cfg);
 /* The lease's TTL as the store gave it, asked at g->lease_asked_ms: lease_until_ms. */
 void holder_lease_lives(struct holding *g, int64_t ttl_s);
 /* next becomes cur: published in the segment. */

@@ -21,7 +21,6 @@
 #include "steps.h"
 
 #define RETRY_MAX_MS 1000
-#define FENCE_SETTLE_MS 1000
 
 /* ---- time ---- */
 
@@ -123,29 +122,6 @@ bool holder_forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64
                   "daemon at revision %" PRId64 " and now reads as of revision %" PRId64
                   " (%s). It was restored from a snapshot or backup",
                   store_name(h->store), worker, acked_rev, modrev, where);
-        cluster_halt(h, HALT_RESTORED);
-        cluster_read_in(h, 1000);
-        return true;
-}
-
-bool holder_taken_back(struct holder *h, const struct holding *g, bool other, bool lease_live,
-                       bool present, uint64_t stored, const char *where)
-{
-        bool claimed = other && lease_live, lower = present && stored < g->mark;
-        if (!claimed && !lower)
-                return false;
-        if (h->halted == HALT_RESTORED)
-                return true; /* said already */
-        if (claimed)
-                log_error("%s shows another holder's claim on worker %" PRId32 ", whose lease "
-                          "this daemon was given and still has time on (%s): it forgot this "
-                          "daemon's claim. It was restored from a snapshot or backup",
-                          store_name(h->store), g->worker, where);
-        else
-                log_error("%s forgot a write it acknowledged: hwm/%" PRId32 " reads %" PRIu64
-                          ", below the %" PRIu64 " it acknowledged to this daemon, with the "
-                          "lease gone (%s). It was restored from a snapshot or backup",
-                          store_name(h->store), g->worker, stored, g->mark, where);
         cluster_halt(h, HALT_RESTORED);
         cluster_read_in(h, 1000);
         return true;
@@ -330,8 +306,7 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                         marks_fence_adopted(h);
                         /* other live daemons see the fence within a renewal
                          * and raise their marks: no claim before they can */
-                        h->claims_not_before_ms = holder_mono_ms() + h->cfg->renew_ms +
-                                                  h->cfg->store_timeout_ms + FENCE_SETTLE_MS;
+                        h->claims_not_before_ms = holder_mono_ms() + fence_settle_ms(h->cfg);
                 } else if (was_halted)
                         log_notice("The cluster is as it was; going on");
                 if (h->cur.state == H_HELD)
@@ -360,6 +335,17 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                 clock_raise(&h->clock, &now, shm_pub_offset_ns(h->pub));
         if (shm_pub_remembered(h->pub, l->epoch_ms, &remembered))
                 clock_raise(&h->clock, &now, remembered);
+        /* a fence younger than the settle pause: live daemons may not have
+         * raised their marks yet */
+        uint64_t left = fence_settle_left_ms(c->era, c->claims_above,
+                                             (uint64_t)(shm_realtime_ns() / 1000000),
+                                             fence_settle_ms(h->cfg));
+        if (left) {
+                log_notice("The cluster's fence was made %" PRIu64 " ms ago: claiming in %" PRIu64
+                           " ms, once live daemons can have raised their marks past it",
+                           fence_settle_ms(h->cfg) - left, left);
+                h->claims_not_before_ms = holder_mono_ms() + left;
+        }
         claim_start(h, false);
 }
 

@@ -45,6 +45,36 @@ void holder_lost(struct holder *h, const char *why)
 /* ---- renewing: keepalive, and the guarded extension of the mark ---- */
 
 static void lease_check(struct holder *h, struct holding *g);
+static void keepalive_send(struct holder *h, struct holding *g, bool now);
+
+/* Whether the number g holds, read back with its lease unknown, shows the
+ * store forgot this daemon's writes (then halted as restored): another
+ * holder's claim (other) sits on it while the lease this daemon was given
+ * still had time (a claim needs the number free, and only the lease's end
+ * frees it); or its mark (present, stored) reads below the value the store
+ * acknowledged, a mark never going down under its holder. */
+static bool taken_back(struct holder *h, const struct holding *g, bool other, bool lease_live,
+                       bool present, uint64_t stored, const char *where)
+{
+        bool claimed = other && lease_live, lower = present && stored < g->mark;
+        if (!claimed && !lower)
+                return false;
+        if (h->halted == HALT_RESTORED)
+                return true; /* said already */
+        if (claimed)
+                log_error("%s shows another holder's claim on worker %" PRId32 ", whose lease "
+                          "this daemon was given and still has time on (%s): it forgot this "
+                          "daemon's claim. It was restored from a snapshot or backup",
+                          store_name(h->store), g->worker, where);
+        else
+                log_error("%s forgot a write it acknowledged: hwm/%" PRId32 " reads %" PRIu64
+                          ", below the %" PRIu64 " it acknowledged to this daemon, with the "
+                          "lease gone (%s). It was restored from a snapshot or backup",
+                          store_name(h->store), g->worker, stored, g->mark, where);
+        cluster_halt(h, HALT_RESTORED);
+        cluster_read_in(h, 1000);
+        return true;
+}
 
 static void on_lease_check(void *userdata, const struct store_reply *r)
 {
@@ -75,7 +105,7 @@ static void on_lease_check(void *userdata, const struct store_reply *r)
          * it: that is why its mark was read */
         if (g->state != H_HELD ||
             holder_forgotten(h, g->worker, g->own_rev, modrev, "its lease unknown") ||
-            holder_taken_back(h, g, other, true, present, stored, "its lease unknown"))
+            taken_back(h, g, other, true, present, stored, "its lease unknown"))
                 return;
         /* the write that came after the grant is there: so would the lease
          * be, after a restore */
@@ -119,6 +149,11 @@ static void on_keepalive(void *userdata, const struct store_reply *r)
         }
         if (ttl > 0) {
                 holder_lease_lives(g, ttl);
+                if (g->taken_seen) {
+                        g->taken_seen = false;
+                        holder_lost(h, "another holder's key is on it, under this daemon's live "
+                                       "lease (written over by hand)");
+                }
                 return;
         }
         uint64_t now = holder_boot_ms();
@@ -170,10 +205,17 @@ static void on_extend(void *userdata, const struct store_reply *r)
                 if (holder_forgotten(h, g->worker, g->mark_rev, modrev, "extending the mark"))
                         return;
                 if (!ours) {
-                        bool present = txn_kvs(r->json, 1) && json_array_size(txn_kvs(r->json, 1));
-                        if (holder_taken_back(h, g, other, holder_boot_ms() < g->lease_until_ms,
-                                              present, stored, "extending the mark"))
+                        /* its lease may live (the key written over by
+                         * hand), or a restore may have lost it and another
+                         * daemon claimed the number: the lease's answer
+                         * tells, and then lease_check reads the rest */
+                        if (holder_boot_ms() < g->lease_until_ms) {
+                                if (!g->taken_seen) {
+                                        g->taken_seen = true;
+                                        keepalive_send(h, g, true);
+                                }
                                 return;
+                        }
                         holder_lost(h, "another holder has it, or its lease is gone");
                         return;
                 }
@@ -196,24 +238,31 @@ static void on_extend(void *userdata, const struct store_reply *r)
         shm_pub_set_state(h->pub, SHM_STATE_LEASED);
 }
 
+/* The lease kept alive, a third of its TTL apart (now: at once), one
+ * keepalive in flight at a time. */
+static void keepalive_send(struct holder *h, struct holding *g, bool now)
+{
+        char l[24];
+        uint64_t mono = holder_mono_ms();
+        if (g->keepalive_busy || g->lease_checking || (!now && mono < g->keepalive_next_ms))
+                return;
+        g->keepalive_next_ms = mono + (uint64_t)h->cfg->lease_ttl_s * 1000 / 3;
+        g->lease_asked_ms = holder_boot_ms();
+        g->keepalive_busy = store_call(h->store, "/v3/lease/keepalive",
+                                       json_pack("{s:s}", "ID", holder_i64(g->lease, l)),
+                                       on_keepalive, h, g->id) == 0;
+}
+
 void renew_send(struct holder *h)
 {
         struct holding *g = &h->cur;
-        char l[24];
         if (g->state != H_HELD)
                 return;
         /* the lease is kept while halted: it writes no mark, and keeps the
          * number from a daemon that reaches the cluster before it is fenced */
         /* keepalives store nothing: a third of the TTL apart is enough for
          * the lease (a failed one is retried at the next renewal) */
-        uint64_t mono = holder_mono_ms();
-        if (!g->keepalive_busy && !g->lease_checking && mono >= g->keepalive_next_ms) {
-                g->keepalive_next_ms = mono + (uint64_t)h->cfg->lease_ttl_s * 1000 / 3;
-                g->lease_asked_ms = holder_boot_ms();
-                g->keepalive_busy = store_call(h->store, "/v3/lease/keepalive",
-                                               json_pack("{s:s}", "ID", holder_i64(g->lease, l)),
-                                               on_keepalive, h, g->id) == 0;
-        }
+        keepalive_send(h, g, false);
         /* The mark is written only once the headroom falls below the window,
          * and then mark-step further: at rest one revision per mark-step,
          * while an outage that starts at any moment still finds at least

@@ -16,7 +16,7 @@ import signal
 from harness import (BUILD, EPOCH_MS, STORE, Daemon, PgStore, Taker, Store, check_unique_and_increasing, cli, cli_status,
                      decode, fence, id_time_now, log, mark, run, store_args, take, wait_for)
 from test_clock import faketime_lib
-from test_fences import (FAST, RATE, TINY, deadline_of, deadline_passed, hold_by_third_party, hwm,
+from test_fences import (FAST, RATE, TINY, deadline_of, deadline_passed, hold_by_third_party, hwm, tt,
                          make_cluster, snapshot, tw)
 
 
@@ -259,6 +259,53 @@ def test_forgotten_write_rewritten(h):
     b.stop()
 
 
+def test_start_just_after_fence(h):
+    """A daemon that starts just after a fence, beside a live host that runs
+    past the fence's clock bound and has not yet seen the fence: it claims
+    only once a live host can have seen the fence and raised its mark, so
+    its first ID is above every deadline that host published."""
+    etcd = Store(h)
+    make_cluster(h, etcd, "sf")
+    hold_by_third_party(etcd, "sf", 1)   # number 0 the only one to claim
+    snap, restored_ok = snapshot(h, etcd)
+    # A's clock 90 s ahead: past what a fence with the default --ahead
+    # (60 s + window + mark-step) covers; its claim comes after the snapshot
+    ft = h.path("faketime")
+    with open(ft, "w") as f:
+        f.write("+90\n")
+    shim = os.path.join(BUILD, "tests", "libtimerfd-shim.so")
+    env = {"LD_PRELOAD": f"{shim} {faketime_lib()}", "FAKETIME_TIMESTAMP_FILE": ft,
+           "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+           "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
+    args = ["--cluster", "sf"] + FAST + TINY
+    a = Daemon(h, etcd, instance=h.instance + "-a", name="a", env=env, args=args).start()
+    assert tw(take(a.instance)[0]) == 0
+    published = deadline_of(a.instance)   # at least: it may extend before the stop
+    a.signal(signal.SIGSTOP)   # A sees neither the restore nor the fence yet
+    h.cleanup(lambda: a.signal(signal.SIGCONT))
+    etcd.restore(snap, new_token=True)
+    restored_ok()
+    fence(etcd, "sf")
+    above = stored_fence(etcd, "sf")["claims_above"]
+    assert above < published, f"the fence covers A ({above} >= {published}): no gap to test"
+    b = Daemon(h, etcd, instance=h.instance + "-b", name="b", args=args).start(wait_ready=False)
+    a.signal(signal.SIGCONT)   # A, live, sees the fence and raises its mark
+    wait_for(lambda: (hwm(etcd, "sf", 0) or 0) >= published, 10,
+             f"A to raise hwm/0 to its deadline {published}")
+    published = deadline_of(a.instance)   # halted: no more extensions
+    wait_for(lambda: hwm(etcd, "sf", 0) >= published, 10,
+             f"A to raise hwm/0 to its last deadline {published}")
+    a.signal(signal.SIGSTOP)   # and claims nothing more
+    b.wait_message("READY=1", 30)
+    first = tt(take(b.instance)[0])
+    log(f"a daemon started just after a fence: first ID at {first}, the live host's "
+        f"deadline {published}, claims_above {above}")
+    assert first > published, (first, published, b.log_text()[-2000:])
+    b.stop()
+    a.signal(signal.SIGCONT)
+    a.stop()
+
+
 def test_lease_revoked_by_hand(h):
     """A lease revoked before its TTL ran out, with the holder's own writes
     all there: not a restore (etcd's own leaders have revoked leases early),
@@ -313,7 +360,7 @@ if __name__ == "__main__":
     import sys
     tests = [test_restore_refilled, test_move_after_restore, test_new_token_before_fence,
              test_stop_with_lowered_mark, test_lease_revoked_by_hand,
-             test_forgotten_write_rewritten]
+             test_forgotten_write_rewritten, test_start_just_after_fence]
     if STORE == "postgres":
         tests = [test_restore_refilled, test_stop_with_lowered_mark, test_lease_revoked_by_hand,
                  test_dump_to_another_server, test_forgotten_write_rewritten]
