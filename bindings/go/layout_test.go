@@ -124,6 +124,24 @@ func TestErrorText(t *testing.T) {
 	}
 }
 
+// The names are those `snowid status` prints; StateEtcdFull is the old
+// name of StateStoreFull.
+func TestStateNames(t *testing.T) {
+	want := []string{"starting", "leased", "no-lease", "store-restored", "layout-lost",
+		"retired", "store-full", "unknown"}
+	for i, w := range want {
+		if s := State(i).String(); s != w {
+			t.Errorf("State(%d) = %q, want %q", i, s, w)
+		}
+	}
+	if State(-1).String() != "unknown" {
+		t.Error(State(-1).String())
+	}
+	if StateEtcdFull != StateStoreFull || StateStoreFull != 6 || StateRestored != 3 {
+		t.Fatal(StateEtcdFull, StateStoreFull, StateRestored)
+	}
+}
+
 func TestSocketPath(t *testing.T) {
 	t.Setenv("SNOWID_RUNTIME_DIR", "")
 	t.Setenv("SNOWID_INSTANCE", "")

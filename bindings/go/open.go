@@ -661,14 +661,20 @@ const (
 	StateStarting   State = 0
 	StateLeased     State = 1
 	StateNoLease    State = 2
-	StateRestored   State = 3 // etcd was restored: nothing extended until fenced
+	StateRestored   State = 3 // the store was restored: nothing extended until fenced
 	StateLayoutLost State = 4 // the cluster's layout or fence is gone
 	StateRetired    State = 5 // replaced by a newer segment (clients follow)
-	StateEtcdFull   State = 6 // etcd's store is full: nothing extended
+	StateStoreFull  State = 6 // the store is full: nothing extended
+
+	// StateEtcdFull is StateStoreFull by its name from when etcd was the
+	// only store.
+	//
+	// Deprecated: use StateStoreFull; StateEtcdFull goes in the next release.
+	StateEtcdFull = StateStoreFull
 )
 
-var stateNames = [...]string{"starting", "leased", "no-lease", "etcd-restored", "layout-lost",
-	"retired", "etcd-full"}
+var stateNames = [...]string{"starting", "leased", "no-lease", "store-restored", "layout-lost",
+	"retired", "store-full"}
 
 // String is the name `snowid status` prints.
 func (s State) String() string {

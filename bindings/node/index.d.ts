@@ -19,8 +19,10 @@ export interface Parts {
     sequence: number;
 }
 
+/** 'restored': the store was restored (nothing extended until fenced);
+ * 'store_full': the store is full (nothing extended; 'etcd_full' before). */
 export type State =
-    'starting' | 'leased' | 'no_lease' | 'restored' | 'layout_lost' | 'retired' | 'etcd_full' | 'unknown';
+    'starting' | 'leased' | 'no_lease' | 'restored' | 'layout_lost' | 'retired' | 'store_full' | 'unknown';
 
 export interface Status {
     worker: number;

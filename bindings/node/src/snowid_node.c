@@ -428,8 +428,8 @@ static napi_value m_layout(napi_env env, napi_callback_info info)
 
 static const char *state_name(int state)
 {
-        static const char *names[] = {"starting",    "leased",  "no_lease", "restored",
-                                      "layout_lost", "retired", "etcd_full"};
+        static const char *names[] = {"starting",    "leased",  "no_lease",  "restored",
+                                      "layout_lost", "retired", "store_full"};
         return state >= 0 && state < 7 ? names[state] : "unknown";
 }
 

@@ -179,6 +179,15 @@ def test_status(s):
     assert isinstance(st.tsc_clock, bool)
 
 
+def test_state_names():
+    assert snowid.State(3) is snowid.State.RESTORED
+    assert snowid.State(6) is snowid.State.STORE_FULL
+    assert snowid.State.STORE_FULL.name == "STORE_FULL"
+    # the old name, kept as an alias until the next release
+    assert snowid.State.ETCD_FULL is snowid.State.STORE_FULL
+    assert [m.value for m in snowid.State] == list(range(7))
+
+
 def test_host_stats(s):
     a = s.host_stats()
     s.next_batch(1000)

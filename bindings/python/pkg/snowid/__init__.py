@@ -42,10 +42,13 @@ class State(_enum.IntEnum):
     STARTING = 0
     LEASED = 1
     NO_LEASE = 2
-    RESTORED = 3      # etcd was restored: nothing extended until fenced
+    RESTORED = 3      # the store was restored: nothing extended until fenced
     LAYOUT_LOST = 4   # the cluster's layout or fence is gone
     RETIRED = 5       # replaced by a newer segment (clients follow)
-    ETCD_FULL = 6     # etcd's store is full: nothing extended
+    STORE_FULL = 6    # the store is full: nothing extended
+    # STORE_FULL by its name from when etcd was the only store (an alias:
+    # State(6) is State.STORE_FULL); deprecated, it goes in the next release
+    ETCD_FULL = 6
 
 
 def open(instance=None, *, max_wait=MAX_WAIT_DEFAULT):  # noqa: A001

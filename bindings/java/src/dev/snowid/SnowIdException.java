@@ -9,7 +9,7 @@ import java.io.IOException;
  * names too: "snowid: next: EAGAIN (Resource temporarily unavailable)".
  *
  * <p>An IOException, checked: every failure comes from outside the process
- * (no snowidd, a lease lost, etcd unreachable), as a socket's do, and EAGAIN
+ * (no snowidd, a lease lost, the store unreachable), as a socket's do, and EAGAIN
  * is the one a caller must plan for.  A closed handle gives EINVAL, as
  * libsnowid does for the NULL handle snowid_close() returns, and as the other
  * bindings do.  Bad arguments that Java can tell

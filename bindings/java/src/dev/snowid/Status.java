@@ -12,9 +12,22 @@ package dev.snowid;
  */
 public record Status(int worker, State state, int stateCode, long generation, long deadlineMs,
         long deadlineUnixMs, long headroomMs, long offsetNs, int daemonPid, boolean tscClock) {
-    /** enum snowid_state. */
+    /**
+     * enum snowid_state: RESTORED, the store was restored (nothing extended
+     * until fenced); STORE_FULL, the store is full (nothing extended).
+     */
     public enum State {
-        STARTING, LEASED, NO_LEASE, RESTORED, LAYOUT_LOST, RETIRED, ETCD_FULL, UNKNOWN;
+        STARTING, LEASED, NO_LEASE, RESTORED, LAYOUT_LOST, RETIRED, STORE_FULL, UNKNOWN;
+
+        /**
+         * STORE_FULL by its name from when etcd was the only store: the same
+         * constant (a field, not an enum constant, so a switch needs
+         * {@code case STORE_FULL}).
+         *
+         * @deprecated use {@link #STORE_FULL}; ETCD_FULL goes in the next release.
+         */
+        @Deprecated
+        public static final State ETCD_FULL = STORE_FULL;
 
         static State of(int code) {
             State[] all = values();

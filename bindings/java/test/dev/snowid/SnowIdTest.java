@@ -229,6 +229,19 @@ class SnowIdTest {
     }
 
     @Test
+    @Order(5)
+    @SuppressWarnings("deprecation")
+    void stateNames() {
+        assertEquals(Status.State.RESTORED, Status.State.of(3));
+        assertEquals(Status.State.STORE_FULL, Status.State.of(6));
+        assertEquals(Status.State.UNKNOWN, Status.State.of(7));
+        assertEquals(Status.State.UNKNOWN, Status.State.of(-1));
+        /* the old name, kept until the next release */
+        assertEquals(Status.State.STORE_FULL, Status.State.ETCD_FULL);
+        assertEquals("STORE_FULL", Status.State.of(6).name());
+    }
+
+    @Test
     @Order(6)
     void statsAndWaitBudget() throws Exception {
         try (SnowId s = SnowId.open()) {
