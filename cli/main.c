@@ -15,6 +15,7 @@
 
 #include "fence.h"
 #include "handshake.h"
+#include "publish.h"
 #include "snowid.h"
 #include "uuid-text.h"
 
@@ -493,20 +494,6 @@ static int cmd_decode(int argc, char **argv)
         return status;
 }
 
-/* The segment's state by name; old: as the JSON's "state" says it until the
- * next release, with the names from when etcd was the only store
- * ("segment_state" has the new ones). */
-static const char *state_name(int state, int old)
-{
-        static const char *const names[] = {"starting",    "leased",  "no-lease",  "store-restored",
-                                            "layout-lost", "retired", "store-full"};
-        if (old && state == SNOWID_STATE_RESTORED)
-                return "etcd-restored";
-        if (old && state == SNOWID_STATE_STORE_FULL)
-                return "etcd-full";
-        return state >= 0 && state < 7 ? names[state] : "unknown";
-}
-
 /* How the store refuses the daemon, if it does: snowidd keeps
  * "class<TAB>message" in <runtime-dir>/<instance>.store-error while it lasts
  * (daemon/holder/refused.c). */
@@ -623,9 +610,10 @@ static int cmd_status(int argc, char **argv)
                        ",\"daemon_pid\":%" PRId32 ",\"layout\":{\"epoch_ms\":%" PRIu64
                        ",\"time_bits\":%u,\"worker_bits\":%u,\"seq_bits\":%u},"
                        "\"worker_range\":%s,\"tsc_clock\":%s",
-                       st.worker, st.generation, state_name(st.state, 1), state_name(st.state, 0),
-                       deadline, st.headroom_ms, st.daemon_pid, l.epoch_ms, l.time_bits,
-                       l.worker_bits, l.seq_bits, range, st.tsc_clock ? "true" : "false");
+                       st.worker, st.generation, shm_state_name(st.state, true),
+                       shm_state_name(st.state, false), deadline, st.headroom_ms, st.daemon_pid,
+                       l.epoch_ms, l.time_bits, l.worker_bits, l.seq_bits, range,
+                       st.tsc_clock ? "true" : "false");
                 /* store_error*, and until the next release the same as
                  * etcd_error* */
                 static const char *const keys[] = {"store_error", "etcd_error"};
@@ -649,7 +637,7 @@ static int cmd_status(int argc, char **argv)
                "layout:      epoch %" PRIu64 " ms, %u/%u/%u bits\n"
                "range:       %s\nclock:       %s\n",
                st.worker, st.generation, st.generation & 1 ? " (switching)" : "",
-               state_name(st.state, 0), deadline, st.headroom_ms, st.daemon_pid, l.epoch_ms,
+               shm_state_name(st.state, false), deadline, st.headroom_ms, st.daemon_pid, l.epoch_ms,
                l.time_bits, l.worker_bits, l.seq_bits, range,
                st.tsc_clock ? "TSC (published by snowidd)" : "vDSO");
         if (refused) {

@@ -518,3 +518,14 @@ void shm_pub_set_tsc(struct shm_pub *p, const struct tsc_line *l)
          * reads this even seq reads the fields above */
         store_release(t->seq, seq + 1);
 }
+
+const char *shm_state_name(int state, bool old_names)
+{
+        static const char *const names[] = {"starting",    "leased",  "no-lease",  "store-restored",
+                                            "layout-lost", "retired", "store-full"};
+        if (old_names && state == SNOWID_STATE_RESTORED)
+                return "etcd-restored";
+        if (old_names && state == SNOWID_STATE_STORE_FULL)
+                return "etcd-full";
+        return state >= 0 && state < 7 ? names[state] : "unknown";
+}

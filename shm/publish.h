@@ -5,6 +5,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -64,6 +65,11 @@ int shm_pub_switch(struct shm_pub *p, const struct shm_publication *pub);
 int shm_pub_extend(struct shm_pub *p, uint64_t deadline);
 void shm_pub_set_offset(struct shm_pub *p, int64_t offset_ns);
 void shm_pub_set_state(struct shm_pub *p, enum shm_state state);
+/* A segment's state (SNOWID_STATE_*) by the name `snowid status`, /healthz
+ * and /metrics give it; old_names: as the deprecated JSON fields ("state")
+ * say it until the next release, with the names from when etcd was the
+ * only store ("etcd-restored", "etcd-full"). */
+const char *shm_state_name(int state, bool old_names);
 /* The worker numbers the daemon claims in, from..to, for snowid status. */
 void shm_pub_set_range(struct shm_pub *p, uint32_t from, uint32_t to);
 /* Publishes the TSC clock's line (tsc.h); NULL turns it off. */

@@ -10,19 +10,6 @@
 #include "http-internal.h"
 #include "monotonic.h"
 
-/* The segment's state by name (segment_state); old: as "state" says it until
- * the next release, with the names from when etcd was the only store. */
-static const char *state_name(int state, bool old)
-{
-        static const char *const names[] = {"starting",    "leased",  "no-lease",  "store-restored",
-                                            "layout-lost", "retired", "store-full"};
-        if (old && state == SNOWID_STATE_RESTORED)
-                return "etcd-restored";
-        if (old && state == SNOWID_STATE_STORE_FULL)
-                return "etcd-full";
-        return state >= 0 && state < 7 ? names[state] : "unknown";
-}
-
 enum MHD_Result http_status(struct http_server *srv, struct MHD_Connection *c)
 {
         snowid_status st = SNOWID_STATUS_INIT;
@@ -46,9 +33,9 @@ enum MHD_Result http_status(struct http_server *srv, struct MHD_Connection *c)
                 (json_int_t)s->layout.epoch_ms, "time_bits", (json_int_t)s->layout.time_bits,
                 "worker_bits", (json_int_t)s->layout.worker_bits, "seq_bits",
                 (json_int_t)s->layout.seq_bits, "worker", (json_int_t)s->worker, "generation",
-                (json_int_t)st.generation, "state", state_name(st.state, true), "lease", s->lease,
-                "deadline", deadline, "headroom_ms", (json_int_t)st.headroom_ms, "etcd_reachable",
-                s->store_reachable, "halted",
+                (json_int_t)st.generation, "state", shm_state_name(st.state, true), "lease",
+                s->lease, "deadline", deadline, "headroom_ms", (json_int_t)st.headroom_ms,
+                "etcd_reachable", s->store_reachable, "halted",
                 !s->halted                             ? "no"
                 : !strcmp(s->halted, "store-restored") ? "etcd-restored"
                                                        : s->halted,
@@ -58,7 +45,7 @@ enum MHD_Result http_status(struct http_server *srv, struct MHD_Connection *c)
         json_object_set_new(j, "store", json_string(s->store_name));
         /* state and halted under the store-neutral names; those two say
          * etcd-restored and etcd-full until the next release (docs/http.md) */
-        json_object_set_new(j, "segment_state", json_string(state_name(st.state, false)));
+        json_object_set_new(j, "segment_state", json_string(shm_state_name(st.state, false)));
         json_object_set_new(j, "halt_reason", s->halted ? json_string(s->halted) : json_null());
         /* the clock clients read (docs/clocks.md, "The TSC clock") */
         json_object_set_new(

@@ -28,6 +28,19 @@ def stored_fence(etcd, cluster):
     return json.loads(etcd.get(f"/snowid/{cluster}/fence")[0])
 
 
+def faked_wall_clock(h, offset):
+    """A daemon's environment with its wall clock moved by offset ("+90",
+    "-2": seconds), from a file the test may rewrite; (that file, the
+    environment).  CLOCK_MONOTONIC stays true."""
+    ft = h.path("faketime")
+    with open(ft, "w") as f:
+        f.write(offset + "\n")
+    shim = os.path.join(BUILD, "tests", "libtimerfd-shim.so")
+    return ft, {"LD_PRELOAD": f"{shim} {faketime_lib()}", "FAKETIME_TIMESTAMP_FILE": ft,
+                "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+                "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
+
+
 def test_restore_refilled(h):
     """Revisions taken back by the restore and refilled before any daemon's
     answer: only the daemons' own acknowledged writes show the restore."""
@@ -80,13 +93,7 @@ def test_move_after_restore(h):
     holder's clients still take IDs on it."""
     etcd = Store(h)
     make_cluster(h, etcd, "mv")
-    ft = h.path("faketime")
-    with open(ft, "w") as f:
-        f.write("+0\n")
-    shim = os.path.join(BUILD, "tests", "libtimerfd-shim.so")
-    env = {"LD_PRELOAD": f"{shim} {faketime_lib()}", "FAKETIME_TIMESTAMP_FILE": ft,
-           "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1",
-           "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
+    ft, env = faked_wall_clock(h, "+0")
     args = ["--cluster", "mv"] + FAST + TINY
     a = Daemon(h, etcd, instance=h.instance + "-a", name="a", env=env, args=args).start()
     na = tw(take(a.instance)[0])
@@ -270,13 +277,7 @@ def test_start_just_after_fence(h):
     snap, restored_ok = snapshot(h, etcd)
     # A's clock 90 s ahead: past what a fence with the default --ahead
     # (60 s + window + mark-step) covers; its claim comes after the snapshot
-    ft = h.path("faketime")
-    with open(ft, "w") as f:
-        f.write("+90\n")
-    shim = os.path.join(BUILD, "tests", "libtimerfd-shim.so")
-    env = {"LD_PRELOAD": f"{shim} {faketime_lib()}", "FAKETIME_TIMESTAMP_FILE": ft,
-           "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1",
-           "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
+    _, env = faked_wall_clock(h, "+90")
     args = ["--cluster", "sf"] + FAST + TINY
     a = Daemon(h, etcd, instance=h.instance + "-a", name="a", env=env, args=args).start()
     assert tw(take(a.instance)[0]) == 0
