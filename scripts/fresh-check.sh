@@ -4,11 +4,13 @@
 # the quick start and the tests need, and nothing is taken from this
 # machine's own packages.  Run it before changing deps.sh.
 #
-#   scripts/fresh-check.sh [--rev REV] [--run-only] [--keep] [--dir DIR]
+#   scripts/fresh-check.sh [--rev REV] [--run-only] [--keep] [--dir DIR] [--mirror M]...
 #
 # - mmdebstrap makes a minbase root of bookworm (Essential packages and apt:
 #   no compiler, no python, no git) under DIR (default a new directory in
-#   /var/tmp);
+#   $TMPDIR, else /var/tmp: a root and its packages take a few GB), from
+#   mmdebstrap's default mirror (Debian's, with updates and security) or
+#   each --mirror given (a URL or a sources.list line, as mmdebstrap takes);
 # - a clean clone of REV (default HEAD) of this repository goes into the
 #   root's /root/snowid, a 0700 directory, without the work tree's changes;
 # - inside the root (made the root of a mount and PID namespace of its own
@@ -20,19 +22,20 @@
 #
 # Prints each step's time and the last lines of each command's output; exit
 # 0 if both commands passed.  The root is removed at the end unless --keep.
-# Needs root and a reachable Debian mirror (the host's apt sources).
+# Needs root and a reachable Debian mirror.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
 
-rev=HEAD run_only=0 keep=0 dir=
+rev=HEAD run_only=0 keep=0 dir= mirrors=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --rev) rev=$2; shift ;;
         --run-only) run_only=1 ;;
         --keep) keep=1 ;;
         --dir) dir=$2; shift ;;
-        *) echo "usage: scripts/fresh-check.sh [--rev REV] [--run-only] [--keep] [--dir DIR]" >&2; exit 2 ;;
+        --mirror) mirrors+=("$2"); shift ;;
+        *) echo "usage: scripts/fresh-check.sh [--rev REV] [--run-only] [--keep] [--dir DIR] [--mirror M]..." >&2; exit 2 ;;
     esac
     shift
 done
@@ -43,7 +46,7 @@ done
 commit=$(git rev-parse --verify "$rev^{commit}")
 
 if [ -z "$dir" ]; then
-    dir=$(mktemp -d /var/tmp/snowid-fresh.XXXXXX)
+    dir=$(mktemp -d "${TMPDIR:-/var/tmp}/snowid-fresh.XXXXXX")
 else
     [ ! -e "$dir" ] || [ -z "$(ls -A "$dir")" ] || { echo "fresh-check: $dir is not empty" >&2; exit 1; }
     mkdir -p "$dir"
@@ -62,11 +65,6 @@ cleanup() {
 trap cleanup EXIT
 
 step "mmdebstrap: a minbase Debian 12 root in $root"
-mirrors=(
-    "deb http://deb.debian.org/debian bookworm main"
-    "deb http://deb.debian.org/debian bookworm-updates main"
-    "deb http://deb.debian.org/debian-security bookworm-security main"
-)
 mmdebstrap --quiet --variant=minbase --mode=root bookworm "$root" "${mirrors[@]}"
 # the resolver, as a machine's installer leaves it
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
