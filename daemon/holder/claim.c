@@ -471,7 +471,7 @@ static void on_settle(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
         struct holding *g = holder_acquiring(h, r, H_SETTLE);
-        bool ours, other;
+        bool ours;
         uint64_t stored;
         int64_t modrev;
         if (!g || !cluster_ok(h, r, -1))
@@ -483,8 +483,7 @@ static void on_settle(void *userdata, const struct store_reply *r)
                 cluster_read(h);
                 return;
         }
-        if (!store_ok(r) || same < 0 ||
-            holder_read_back(g, r->json, &ours, &other, &stored, &modrev) < 0) {
+        if (!store_ok(r) || same < 0 || holder_read_back(g, r->json, &ours, &stored, &modrev) < 0) {
                 /* keep asking: the lease may expire meanwhile, which settles it too */
                 on_settle_retry_timer(h);
                 return;

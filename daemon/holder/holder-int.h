@@ -116,8 +116,8 @@ struct holder {
         struct store *store;
         struct shm_pub *pub;
         unsigned pub_replaced; /* pub->replaced when last seen */
-        bool store_full; /* the store refuses writes: full (etcd's NOSPACE alarm, PostgreSQL's disk)
-                          */
+        /* the store refuses writes: full (etcd's NOSPACE alarm, PostgreSQL's disk) */
+        bool store_full;
         enum store_err store_err; /* the store refuses us: a setting is wrong (refused.c) */
         char store_err_message[256];
         bool alarm_busy; /* an alarm list request is in flight */
@@ -188,7 +188,7 @@ void holder_check_alarms(struct holder *h);
 /* The acquisition an answer is for, if it is still at that step; NULL for an
  * answer that arrives for an earlier holding or step (ignored). */
 struct holding *holder_acquiring(struct holder *h, const struct store_reply *r, enum hstate want);
-int holder_read_back(const struct holding *g, const json_t *root, bool *ret_ours, bool *ret_other,
+int holder_read_back(const struct holding *g, const json_t *root, bool *ret_ours,
                      uint64_t *ret_mark, int64_t *ret_modrev);
 /* Whether hwm/<worker>, read at mod revision modrev (0: absent), shows that
  * the store forgot this daemon's write of it acknowledged at acked_rev (0:

@@ -74,12 +74,11 @@ char *holder_i64(int64_t v, char buf[static 24])
 
 /* Reads back the two ranges [workers/n, hwm/n] of a txn answer: whether
  * workers/n holds this holding (value and lease) and the stored mark. */
-int holder_read_back(const struct holding *g, const json_t *root, bool *ret_ours, bool *ret_other,
+int holder_read_back(const struct holding *g, const json_t *root, bool *ret_ours,
                      uint64_t *ret_mark, int64_t *ret_modrev)
 {
         struct kv kv;
         *ret_ours = false;
-        *ret_other = false;
         *ret_mark = 0;
         *ret_modrev = 0;
         json_t *w = txn_kvs(root, 0), *m = txn_kvs(root, 1);
@@ -87,7 +86,6 @@ int holder_read_back(const struct holding *g, const json_t *root, bool *ret_ours
                 if (kv_parse(json_array_get(w, 0), &kv) < 0)
                         return -EBADMSG;
                 *ret_ours = kv.lease == g->lease && !strcmp(kv.value, g->value);
-                *ret_other = !*ret_ours;
                 kv_clear(&kv);
         }
         if (m && json_array_size(m) > 0) {

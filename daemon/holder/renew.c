@@ -47,30 +47,30 @@ void holder_lost(struct holder *h, const char *why)
 static void lease_check(struct holder *h, struct holding *g);
 static void keepalive_send(struct holder *h, struct holding *g, bool now);
 
-/* Whether the number g holds, read back with its lease unknown, shows the
- * store forgot this daemon's writes (then halted as restored): another
- * holder's claim (other) sits on it while the lease this daemon was given
- * still had time (a claim needs the number free, and only the lease's end
- * frees it); or its mark (present, stored) reads below the value the store
+/* Whether the number g holds, read back once the store said it did not know
+ * the lease before its TTL could run out, shows the store forgot this
+ * daemon's writes (then halted as restored): another holder's claim (other)
+ * sits on it (a claim needs the number free, and only the lease's end frees
+ * it); or its mark (present, stored) reads below the value the store
  * acknowledged, a mark never going down under its holder. */
-static bool taken_back(struct holder *h, const struct holding *g, bool other, bool lease_live,
-                       bool present, uint64_t stored, const char *where)
+static bool taken_back(struct holder *h, const struct holding *g, bool other, bool present,
+                       uint64_t stored)
 {
-        bool claimed = other && lease_live, lower = present && stored < g->mark;
-        if (!claimed && !lower)
+        bool lower = present && stored < g->mark;
+        if (!other && !lower)
                 return false;
         if (h->halted == HALT_RESTORED)
                 return true; /* said already */
-        if (claimed)
+        if (other)
                 log_error("%s shows another holder's claim on worker %" PRId32 ", whose lease "
-                          "this daemon was given and still has time on (%s): it forgot this "
-                          "daemon's claim. It was restored from a snapshot or backup",
-                          store_name(h->store), g->worker, where);
+                          "it forgot before its TTL could run out: it forgot this daemon's "
+                          "claim. It was restored from a snapshot or backup",
+                          store_name(h->store), g->worker);
         else
                 log_error("%s forgot a write it acknowledged: hwm/%" PRId32 " reads %" PRIu64
-                          ", below the %" PRIu64 " it acknowledged to this daemon, with the "
-                          "lease gone (%s). It was restored from a snapshot or backup",
-                          store_name(h->store), g->worker, stored, g->mark, where);
+                          ", below the %" PRIu64 " it acknowledged to this daemon, and its "
+                          "lease is unknown. It was restored from a snapshot or backup",
+                          store_name(h->store), g->worker, stored, g->mark);
         cluster_halt(h, HALT_RESTORED);
         cluster_read_in(h, 1000);
         return true;
@@ -101,11 +101,9 @@ static void on_lease_check(void *userdata, const struct store_reply *r)
         kv_clear(&kv);
         kv_clear(&w);
         g->lease_checking = false;
-        /* the lease's TTL had not run out when the store said it did not know
-         * it: that is why its mark was read */
         if (g->state != H_HELD ||
             holder_forgotten(h, g->worker, g->own_rev, modrev, "its lease unknown") ||
-            taken_back(h, g, other, true, present, stored, "its lease unknown"))
+            taken_back(h, g, other, present, stored))
                 return;
         /* the write that came after the grant is there: so would the lease
          * be, after a restore */
@@ -192,11 +190,11 @@ static void on_extend(void *userdata, const struct store_reply *r)
                 log_debug("Extending the mark failed: %s", r->error);
                 return;
         }
-        bool ours = true, other = false;
+        bool ours = true;
         uint64_t stored = v;
         int64_t modrev = 0;
         if (!json_is_true(json_object_get(r->json, "succeeded"))) {
-                if (holder_read_back(g, r->json, &ours, &other, &stored, &modrev) < 0) {
+                if (holder_read_back(g, r->json, &ours, &stored, &modrev) < 0) {
                         h->stats.renewal_failures++;
                         log_warning("%s's answer to a mark extension is malformed",
                                     store_title(h->store));
