@@ -19,14 +19,13 @@
 #include "log.h"
 #include "txn.h"
 
-#define AHEAD_DEFAULT_MS 60000
-
 struct fence_run {
         const struct settings *cfg;
         sd_event *event;
         struct store *store;
         char prefix[96];
         uint64_t ahead_ms;
+        int64_t lost_lead_ms; /* --lost-lead; -1: not given */
         unsigned tries, races;
         int result;
         char said[512];     /* printed once etcd took the fence */
@@ -81,12 +80,55 @@ static void on_write(void *userdata, const struct store_reply *r)
         done(f, 0);
 }
 
-static uint64_t wall_id_ms(const snowid_layout *l)
+static uint64_t wall_unix_ms(void)
 {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t unix_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t wall_id_ms(const snowid_layout *l)
+{
+        uint64_t unix_ms = wall_unix_ms();
         return unix_ms > l->epoch_ms ? unix_ms - l->epoch_ms : 0;
+}
+
+/* The lead a fence made with this host's settings gives (what
+ * `snowid fence` prints as "from this host's clock", with no earlier lead). */
+static uint64_t own_lead_ms(const struct fence_run *f)
+{
+        return f->ahead_ms + ((uint64_t)f->cfg->window_s + f->cfg->mark_step_s) * 1000;
+}
+
+/* Why no fence is written without --lost-lead, and what to pass. */
+static void refuse(const struct fence_run *f, const struct cluster_ident *old, int rf,
+                   uint64_t cluster_id)
+{
+        char when[64] = "";
+        time_t t = (time_t)(old->era / 1000);
+        struct tm tm;
+        if (old->era && gmtime_r(&t, &tm))
+                strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+        if (rf == 0 || !old->era)
+                fprintf(stderr,
+                        "snowid fence: %s holds no valid fence for cluster %s (deleted, damaged, "
+                        "or restored from a snapshot without it): the leads of the fences made "
+                        "before cannot be read from it.\n",
+                        store_title(f->store), f->cfg->cluster);
+        else
+                fprintf(stderr,
+                        "snowid fence: %s answers as cluster %" PRIu64 ", but its fence (token "
+                        "%s, made %s) was written on cluster %" PRIu64 ": it was restored or "
+                        "replaced, and that fence may not be the last one. Hosts that claimed "
+                        "after a fence the snapshot does not hold run that fence's lead ahead of "
+                        "their clocks, and nothing in the store shows it.\n",
+                        store_title(f->store), cluster_id, old->token, when, old->cluster_id);
+        fprintf(stderr,
+                "snowid fence: not fenced. Run it again with --lost-lead MS: 0 if no `snowid "
+                "fence` ran after %s; otherwise the sum of the leads (\"s from this host's "
+                "clock\") that the fences made since printed, %" PRIu64 " for each made with "
+                "these settings and no earlier lead.\n",
+                rf == 0 || !old->era ? "the cluster was made" : "that one", own_lead_ms(f));
 }
 
 /* The lead the fence `old` gave the hosts that claimed after it (its
@@ -102,6 +144,48 @@ static uint64_t previous_lead(const struct fence_run *f, const struct cluster_id
         uint64_t since_s = now > era_id ? (now - era_id) / 1000 : 0;
         uint64_t back = since_s * f->cfg->slew_us_per_s / 1000;
         return back >= lead ? 0 : lead - back;
+}
+
+/* What the witnesses say: how many, the highest deadline any published,
+ * and the most that may be left of the lead of a fence any knew. */
+struct witnesses {
+        unsigned n;
+        uint64_t deadline, lead_left;
+};
+
+static void witnesses_read(const struct fence_run *f, json_t *kvs, struct witnesses *w)
+{
+        json_t *j;
+        size_t i;
+        struct kv kv;
+        json_array_foreach(kvs, i, j)
+        {
+                json_t *v = NULL;
+                json_int_t era = -1, above = -1, deadline = -1;
+                if (kv_parse(j, &kv) < 0)
+                        continue;
+                v = json_loadb(kv.value, kv.value_len, 0, NULL);
+                if (!v ||
+                    json_unpack(v, "{s:I, s:I, s:I}", "era", &era, "claims_above", &above,
+                                "deadline", &deadline) < 0 ||
+                    era < 0 || above < 0 || deadline < 0 ||
+                    (uint64_t)deadline >> f->cfg->layout.time_bits) {
+                        /* one that cannot be read still says a daemon knew the
+                         * cluster: the fence is then refused without --lost-lead */
+                        fprintf(stderr, "snowid fence: the witness %s is not valid; not counted\n",
+                                kv.key);
+                } else {
+                        struct cluster_ident c = {.era = (uint64_t)era,
+                                                  .claims_above = (uint64_t)above};
+                        uint64_t left = previous_lead(f, &c);
+                        w->n++;
+                        w->deadline =
+                                (uint64_t)deadline > w->deadline ? (uint64_t)deadline : w->deadline;
+                        w->lead_left = left > w->lead_left ? left : w->lead_left;
+                }
+                json_decref(v);
+                kv_clear(&kv);
+        }
 }
 
 static void on_read(void *userdata, const struct store_reply *r)
@@ -124,7 +208,7 @@ static void on_read(void *userdata, const struct store_reply *r)
                 done(f, 1);
                 return;
         }
-        /* [layout, fence, floor, hwm/...] */
+        /* [layout, fence, floor, hwm/..., witness/...] */
         int rl = txn_kv(r->json, 0, &lk), rf = txn_kv(r->json, 1, &fk),
             rfl = txn_kv(r->json, 2, &flk);
         if (rl < 0 || rf < 0 || rfl < 0) {
@@ -153,16 +237,34 @@ static void on_read(void *userdata, const struct store_reply *r)
                 kv_clear(&kv);
         }
         const snowid_layout *l = &f->cfg->layout;
+        /* what halted daemons wrote down: the fence each knew, and its
+         * highest deadline */
+        struct witnesses w = {0};
+        witnesses_read(f, txn_kvs(r->json, 4), &w);
+        /* a fence is safe only over every fence made before it: the store
+         * holds the last one unless it was restored (it answers as another
+         * cluster than its fence names) or lost its fence.  Fences made
+         * after the snapshot left hosts running their leads ahead, and only
+         * a witness, or the operator, can say what they were */
+        bool replaced = old.cluster_id && r->cluster_id && old.cluster_id != r->cluster_id;
+        if ((replaced || rf == 0 || !old.era) && !w.n && f->lost_lead_ms < 0) {
+                refuse(f, &old, rf, r->cluster_id);
+                goto out;
+        }
         /* a daemon's mark runs up to window + mark-step ahead of its clock */
-        uint64_t bound = wall_id_ms(l) + f->ahead_ms +
-                         (uint64_t)(f->cfg->window_s + f->cfg->mark_step_s) * 1000;
+        uint64_t bound = fence_clock_bound(l->epoch_ms, wall_unix_ms(), f->ahead_ms,
+                                           f->cfg->window_s, f->cfg->mark_step_s);
         /* hosts that claimed after the last fence started its lead (its
          * claims_above less its era) ahead of the clock, and slew it back
-         * at slew-rate: what may be left of it counts on top of --ahead */
+         * at slew-rate: what may be left of it counts on top of --ahead,
+         * and so does the lead of fences the store lost (--lost-lead) */
         uint64_t left = f->ahead_ms ? previous_lead(f, &old) : 0;
-        bound += left;
-        uint64_t above = bound;
+        left = w.lead_left > left ? w.lead_left : left;
+        uint64_t lost = f->lost_lead_ms > 0 ? (uint64_t)f->lost_lead_ms : 0;
+        bound += left + lost;
+        uint64_t above = bound > w.deadline ? bound : w.deadline;
         uint64_t stored = floor > highest ? floor : highest;
+        stored = w.deadline > stored ? w.deadline : stored;
         f->far_ahead_s = stored > bound ? (double)(stored - bound) / 1000 : 0;
         above = old.claims_above > above ? old.claims_above : above;
         above = floor > above ? floor : above;
@@ -183,7 +285,7 @@ static void on_read(void *userdata, const struct store_reply *r)
                         "could not all tell. Fence a restored database before daemons reach it "
                         "(docs/postgres.md)\n",
                         r->cluster_id);
-        if (fence_make(above, old.era, r->cluster_id, &c) < 0) {
+        if (fence_make(above, old.era, r->cluster_id, false, &c) < 0) {
                 fprintf(stderr, "snowid fence: no random token\n");
                 goto out;
         }
@@ -196,6 +298,14 @@ static void on_read(void *userdata, const struct store_reply *r)
                 txn_cmp(txn_key(p, "fence", -1), "MOD", "EQUAL", NULL, rf ? fk.mod_revision : 0),
                 rfl ? txn_cmp(txn_key(p, "floor", -1), "VALUE", "LESS", txn_mark(above + 1), 0)
                     : txn_cmp(txn_key(p, "floor", -1), "CREATE", "EQUAL", NULL, 0));
+        {
+                /* no witness written since the read: every one is covered,
+                 * and deleted */
+                json_t *c =
+                        txn_cmp(txn_key(p, "witness/", -1), "MOD", "LESS", NULL, r->revision + 1);
+                json_object_set_new(c, "range_end", txn_key(p, "witness0", -1));
+                json_array_append_new(cmp, c);
+        }
         if (rfl == 0) {
                 /* no floor: mark writes raise none, so no mark may have
                  * moved since it was read */
@@ -208,6 +318,9 @@ static void on_read(void *userdata, const struct store_reply *r)
                           txn_put(txn_key(p, "floor", -1), txn_mark(above), 0));
         if (rl == 0)
                 json_array_append_new(ops, txn_put(txn_key(p, "layout", -1), layout_value(l), 0));
+        json_array_append_new(ops, json_pack("{s:{s:o, s:o}}", "request_delete_range", "key",
+                                             txn_key(p, "witness/", -1), "range_end",
+                                             txn_key(p, "witness0", -1)));
         if (store_call(f->store, "/v3/kv/txn",
                        json_pack("{s:o, s:o}", "compare", cmp, "success", ops), on_write, f,
                        0) < 0) {
@@ -218,10 +331,12 @@ static void on_read(void *userdata, const struct store_reply *r)
                          "snowid fence: cluster %s fenced on store cluster ID %" PRIu64
                          ": token %s, claims above %" PRIu64
                          " (%+.1f s from this host's clock, %.1f s of it the last fence's "
-                         "lead; %zu marks, the highest %" PRIu64 ", floor was %" PRIu64 ")%s\n",
+                         "lead, %.1f s lost fences' lead; %zu marks, the highest %" PRIu64
+                         ", floor was %" PRIu64 "; %u witnesses, the highest deadline %" PRIu64
+                         ")%s\n",
                          f->cfg->cluster, r->cluster_id, c.token, above,
-                         ((double)above - (double)wall_id_ms(l)) / 1000, (double)left / 1000, marks,
-                         highest, floor,
+                         ((double)above - (double)wall_id_ms(l)) / 1000, (double)left / 1000,
+                         (double)lost / 1000, marks, highest, floor, w.n, w.deadline,
                          rl == 0 ? "; layout re-created from the configuration" : "");
         if (rl == 0 && n > 0 && (size_t)n < sizeof(f->said))
                 snprintf(f->said + n, sizeof(f->said) - (size_t)n,
@@ -242,11 +357,12 @@ out:
 static void send_read(struct fence_run *f)
 {
         const char *p = f->prefix;
-        json_t *body = json_pack("{s:[o, o, o, o]}", "success",
-                                 txn_range(txn_key(p, "layout", -1), NULL, false),
-                                 txn_range(txn_key(p, "fence", -1), NULL, false),
-                                 txn_range(txn_key(p, "floor", -1), NULL, false),
-                                 txn_range(txn_key(p, "hwm/", -1), txn_key(p, "hwm0", -1), false));
+        json_t *body = json_pack(
+                "{s:[o, o, o, o, o]}", "success", txn_range(txn_key(p, "layout", -1), NULL, false),
+                txn_range(txn_key(p, "fence", -1), NULL, false),
+                txn_range(txn_key(p, "floor", -1), NULL, false),
+                txn_range(txn_key(p, "hwm/", -1), txn_key(p, "hwm0", -1), false),
+                txn_range(txn_key(p, "witness/", -1), txn_key(p, "witness0", -1), false));
         if (store_call(f->store, "/v3/kv/txn", body, on_read, f, 0) < 0) {
                 fprintf(stderr, "snowid fence: cannot send to %s\n", store_title(f->store));
                 done(f, 1);
@@ -255,7 +371,7 @@ static void send_read(struct fence_run *f)
 
 int cmd_fence(int argc, char **argv)
 {
-        struct fence_run f = {.ahead_ms = AHEAD_DEFAULT_MS, .result = 1};
+        struct fence_run f = {.ahead_ms = FENCE_AHEAD_MS, .lost_lead_ms = -1, .result = 1};
         struct settings cfg;
         /* --ahead is ours; everything else is snowidd's settings */
         char **args = calloc((size_t)argc + 1, sizeof(char *));
@@ -263,13 +379,24 @@ int cmd_fence(int argc, char **argv)
         if (!args)
                 return 1;
         for (int i = 0; i < argc; i++) {
-                const char *v = NULL;
-                if (!strcmp(argv[i], "--ahead") && i + 1 < argc)
+                const char *v = NULL, *name = NULL;
+                uint64_t *to = NULL;
+                uint64_t lost;
+                if (!strcmp(argv[i], "--ahead") || !strncmp(argv[i], "--ahead=", 8))
+                        name = "--ahead", to = &f.ahead_ms;
+                else if (!strcmp(argv[i], "--lost-lead") || !strncmp(argv[i], "--lost-lead=", 12))
+                        name = "--lost-lead", to = &lost;
+                if (name && argv[i][strlen(name)] == '=')
+                        v = argv[i] + strlen(name) + 1;
+                else if (name && i + 1 < argc)
                         v = argv[++i];
-                else if (!strncmp(argv[i], "--ahead=", 8))
-                        v = argv[i] + 8;
-                else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-                        printf("Usage: snowid fence [--ahead MS] [snowidd's settings: --config "
+                else if (name) {
+                        fprintf(stderr, "snowid fence: %s needs a value (ms)\n", name);
+                        free(args);
+                        return 2;
+                } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+                        printf("Usage: snowid fence [--ahead MS] [--lost-lead MS] [snowidd's "
+                               "settings: --config "
                                "FILE, --etcd URLS\nor --store postgres --postgres CONNINFO, "
                                "--cluster NAME, --window S, TLS, user, layout]\n\n"
                                "After the store was restored (etcd from a snapshot, PostgreSQL "
@@ -278,7 +405,10 @@ int cmd_fence(int argc, char **argv)
                                "floor, this host's clock + ahead + window); a lost layout\n"
                                "re-created from the settings.\n"
                                "--ahead MS: how far any host's ID time may be ahead of this "
-                               "host's clock (60000)\n");
+                               "host's clock (60000)\n"
+                               "--lost-lead MS: after a restore, the leads of the fences made "
+                               "after the snapshot\n(0: none was); required when the store was "
+                               "restored or replaced, or holds no fence\n");
                         free(args);
                         return 0;
                 }
@@ -287,12 +417,14 @@ int cmd_fence(int argc, char **argv)
                         errno = 0;
                         unsigned long long a = strtoull(v, &end, 10);
                         if (errno || end == v || *end || *v == '-' || a > 86400000ULL * 365) {
-                                fprintf(stderr,
-                                        "snowid fence: bad --ahead '%s' (ms, at most a year)\n", v);
+                                fprintf(stderr, "snowid fence: bad %s '%s' (ms, at most a year)\n",
+                                        name, v);
                                 free(args);
                                 return 2;
                         }
-                        f.ahead_ms = a;
+                        *to = a;
+                        if (to == &lost)
+                                f.lost_lead_ms = (int64_t)lost;
                 } else
                         args[n++] = argv[i];
         }

@@ -231,14 +231,26 @@ static void test_fence_cluster_id(void **state)
 {
         (void)state;
         struct cluster_ident c = {0}, d = {0};
-        assert_int_equal(fence_make(100, 0, 9808234760971256761ULL, &c), 0);
+        assert_int_equal(fence_make(100, 0, 9808234760971256761ULL, false, &c), 0);
         assert_int_equal(c.cluster_id, 9808234760971256761ULL);
         assert_int_equal(c.claims_above, 100);
+        assert_false(c.made);
         assert_int_equal(fence_parse(c.fence, c.fence_len, &d), 0);
         assert_int_equal(d.cluster_id, 9808234760971256761ULL);
-        assert_int_equal(fence_make(100, c.era, 0, &c), 0);
+        assert_false(d.made);
+        assert_int_equal(fence_make(100, c.era, 0, true, &c), 0);
         assert_int_equal(c.cluster_id, 0);
+        assert_true(c.made);
         assert_null(strstr(c.fence, "cluster_id"));
+        assert_int_equal(fence_parse(c.fence, c.fence_len, &d), 0);
+        assert_true(d.made);
+        /* "made" is a boolean or absent */
+        static const char *const made_bad = "{\"token\":\"0123456789abcdef0123456789abcdef\","
+                                            "\"era\":5,\"claims_above\":7,\"made\":1}";
+        assert_int_equal(fence_parse(made_bad, strlen(made_bad), &d), -EBADMSG);
+        /* the bound every fence and creation claims above */
+        assert_int_equal(fence_clock_bound(1000, 61000, 60000, 3, 5), 60000 + 60000 + 8000);
+        assert_int_equal(fence_clock_bound(1000, 500, 60000, 3, 5), 60000 + 8000);
         static const char *const bad[] = {
                 "\"\"", "\"12x\"", "\"-1\"", "\"0\"", "12", "\"99999999999999999999999\"",
         };

@@ -99,15 +99,17 @@ static int layout_parse(const struct kv *kv, snowid_layout *ret)
         return snowid_layout_check(ret) < 0 ? -EBADMSG : 0;
 }
 
-/* A cluster never used: no layout, fence, floor or holder, every mark 0
- * (the read gives at most one holder, and the highest mark). */
+/* A cluster never used: no layout, fence, floor, holder or witness, every
+ * mark 0 (the read gives at most one holder, one witness, and the highest
+ * mark). */
 static bool never_used(const json_t *root, int rf, int rfl)
 {
         json_t *kvs = txn_kvs(root, 4), *j;
         size_t i;
         struct kv kv;
         uint64_t m;
-        if (rf != 0 || rfl != 0 || json_array_size(txn_kvs(root, 3)) > 0)
+        if (rf != 0 || rfl != 0 || json_array_size(txn_kvs(root, 3)) > 0 ||
+            json_array_size(txn_kvs(root, 6)) > 0)
                 return false;
         json_array_foreach(kvs, i, j)
         {
@@ -283,29 +285,82 @@ static void create_cluster(struct holder *h)
         const char *p = h->prefix;
         bool marked = (UINT64_C(1) << h->cfg->layout.worker_bits) <= INIT_MAX;
         struct cluster_ident c;
-        /* the fence names the cluster it is made on (the last answer's) */
-        if (fence_make(0, 0, h->cluster_id, &c) < 0) {
+        /* A store that holds no cluster may have forgotten one (restored
+         * from a snapshot taken before it was made, or its prefix wiped)
+         * whose hosts' clients still take IDs up to their deadlines: the
+         * new cluster claims above the clock bound a fence would, and its
+         * floor is there too.  The fence names the cluster it is made on
+         * (the last answer's) */
+        uint64_t above =
+                fence_clock_bound(h->cfg->layout.epoch_ms, (uint64_t)(shm_realtime_ns() / 1000000),
+                                  FENCE_AHEAD_MS, h->cfg->window_s, h->cfg->mark_step_s);
+        if (fence_make(above, 0, h->cluster_id, true, &c) < 0) {
                 reread_in(h, REREAD_MS);
                 return;
         }
         json_t *body = json_pack(
-                "{s:[o, o, o, o, o], s:[o, o, o, {s:{s:o}}]}", "compare",
+                "{s:[o, o, o, o, o, o], s:[o, o, o, {s:{s:o}}]}", "compare",
                 txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0),
                 txn_cmp(txn_key(p, "fence", -1), "CREATE", "EQUAL", NULL, 0),
                 txn_cmp(txn_key(p, "floor", -1), "CREATE", "EQUAL", NULL, 0),
                 txn_cmp(txn_key(p, "workers/", -1), "CREATE", "EQUAL", NULL, 0),
+                txn_cmp(txn_key(p, "witness/", -1), "CREATE", "EQUAL", NULL, 0),
                 marked ? txn_cmp(txn_key(p, "hwm/", -1), "VALUE", "EQUAL", txn_mark(0), 0)
                        : txn_cmp(txn_key(p, "hwm/", -1), "CREATE", "EQUAL", NULL, 0),
                 "success", txn_put(txn_key(p, "layout", -1), layout_value(&h->cfg->layout), 0),
                 txn_put(txn_key(p, "fence", -1), store_b64("%s", c.fence), 0),
-                txn_put(txn_key(p, "floor", -1), txn_mark(0), 0), "request_delete_range", "key",
+                txn_put(txn_key(p, "floor", -1), txn_mark(above), 0), "request_delete_range", "key",
                 txn_key(p, "creating", -1));
-        /* range compares: no holder at all; every mark 0 */
+        /* range compares: no holder and no witness at all; every mark 0 */
         json_t *cmp = json_object_get(body, "compare");
         json_object_set_new(json_array_get(cmp, 3), "range_end", txn_key(p, "workers0", -1));
-        json_object_set_new(json_array_get(cmp, 4), "range_end", txn_key(p, "hwm0", -1));
+        json_object_set_new(json_array_get(cmp, 4), "range_end", txn_key(p, "witness0", -1));
+        json_object_set_new(json_array_get(cmp, 5), "range_end", txn_key(p, "hwm0", -1));
         if (store_call(h->store, "/v3/kv/txn", body, on_create, h, 0) < 0)
                 reread_in(h, REREAD_MS);
+}
+
+/* ---- a witness: what a halted daemon knew, for the fence to cover ---- */
+
+static void on_witness(void *userdata, const struct store_reply *r)
+{
+        struct holder *h = userdata;
+        if (!store_ok(r) || h->halted == HALT_NONE || h->witnessed)
+                return; /* sent again at the next read of the cluster */
+        h->witnessed = true;
+        log_notice("Left a witness at %switness/%s: the fence this daemon knew and its "
+                   "highest deadline, for `snowid fence` to claim above",
+                   h->prefix, h->token);
+}
+
+/* A daemon halted on a cluster it knew (the store restored or replaced,
+ * its layout or fence gone) writes down what the store may have forgotten
+ * and a fence must cover: the fence it knew (a lead that hosts which
+ * claimed under it may still run, where the fence is lost) and the
+ * highest deadline it published.  No lease and no compare: a restored
+ * store keeps it whatever it holds, until `snowid fence` reads and deletes
+ * it, and a daemon that finds it on a store without the cluster does not
+ * make the cluster anew (never_used). */
+static void witness_send(struct holder *h)
+{
+        if (h->witnessed || !h->layout_ready || h->halted == HALT_NONE ||
+            h->halted == HALT_CHECKING)
+                return;
+        char what[40];
+        snprintf(what, sizeof(what), "witness/%s", h->token);
+        json_t *v =
+                json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "host", h->host, "instance",
+                          h->cfg->instance, "era", (json_int_t)h->cl.era, "claims_above",
+                          (json_int_t)h->cl.claims_above, "deadline", (json_int_t)marks_highest(h),
+                          "wall_ms", (json_int_t)(shm_realtime_ns() / 1000000));
+        char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+        json_decref(v);
+        if (!text)
+                return;
+        json_t *body = json_pack("{s:[o]}", "success",
+                                 txn_put(txn_key(h->prefix, what, -1), store_b64("%s", text), 0));
+        free(text);
+        store_call(h->store, "/v3/kv/txn", body, on_witness, h, 0);
 }
 
 static void on_cluster(void *userdata, const struct store_reply *r)
@@ -323,7 +378,7 @@ static void on_cluster(void *userdata, const struct store_reply *r)
                 reread_in(h, claim_failure_backoff(h, r));
                 return;
         }
-        /* [layout, fence, floor, workers/, hwm/, ranges/] */
+        /* [layout, fence, floor, workers/, hwm/, ranges/, witness/] */
         int rl = txn_kv(r->json, 0, &lk), rf = txn_kv(r->json, 1, &fk),
             rfl = txn_kv(r->json, 2, &flk);
         if (rl < 0 || rf < 0 || rfl < 0) {
@@ -345,11 +400,14 @@ static void on_cluster(void *userdata, const struct store_reply *r)
         }
         if (rl == 0) {
                 if (h->halted != HALT_LAYOUT_LOST)
-                        log_error(
-                                "The cluster's layout key is gone (%slayout), but the cluster has "
-                                "been used: not re-creating it, and extending nothing. Run "
-                                "`snowid fence` with this cluster's layout to restore it",
-                                h->prefix);
+                        log_error("The cluster's layout key is gone (%slayout), but the cluster "
+                                  "has been used%s: not re-creating it, and extending nothing. "
+                                  "Run `snowid fence` with this cluster's layout to restore it",
+                                  h->prefix,
+                                  json_array_size(txn_kvs(r->json, 6)) > 0
+                                          ? " (a daemon that knew it left a witness: the store "
+                                            "forgot it)"
+                                          : "");
                 cluster_halt(h, HALT_LAYOUT_LOST);
                 goto retry;
         }
@@ -390,7 +448,7 @@ static void on_cluster(void *userdata, const struct store_reply *r)
         /* the mark of the number held when the read was sent, whose last
          * write by this daemon the store had acknowledged at revision r->tag */
         struct kv own = {0};
-        if (h->halted == HALT_NONE && r->tag && txn_kv(r->json, 6, &own) == 1) {
+        if (h->halted == HALT_NONE && r->tag && txn_kv(r->json, 7, &own) == 1) {
                 const char *n = strrchr(own.key, '/');
                 int64_t modrev = own.mod_revision;
                 int32_t worker = n ? (int32_t)strtol(n + 1, NULL, 10) : -1;
@@ -403,9 +461,11 @@ static void on_cluster(void *userdata, const struct store_reply *r)
          * another token) is adopted; the one known with revisions gone back,
          * or an older one, is a restore not yet fenced */
         bool newer = c.era > h->cl.era || (c.era == h->cl.era && strcmp(c.token, h->cl.token));
-        /* claims_above 0 is a cluster made anew: the prefix was wiped, which
-         * to a daemon that knew it is an unfenced restore */
-        bool made_anew = !same && c.claims_above == 0;
+        /* a fence made with its cluster (claims_above 0: by an earlier
+         * snowid) is a cluster made anew: the prefix was wiped, or the store
+         * restored to a snapshot without it, which to a daemon that knew it
+         * is an unfenced restore */
+        bool made_anew = !same && (c.made || c.claims_above == 0);
         /* a restore once seen (however) lasts until a new fence */
         bool restored = r->went_back || h->halted == HALT_RESTORED;
         if (h->layout_ready && ((same && restored) || (!same && !newer) || made_anew)) {
@@ -429,6 +489,7 @@ static void on_cluster(void *userdata, const struct store_reply *r)
         holder_layout_read(h, &l, &c);
         goto out;
 retry:
+        witness_send(h);
         reread_in(h, REREAD_MS);
 out:
         kv_clear(&lk);
@@ -439,20 +500,22 @@ out:
 void cluster_read(struct holder *h)
 {
         const char *p = h->prefix;
-        /* [layout, fence, floor, workers/, hwm/, ranges/]: while there is
-         * no layout, workers/ and hwm/ are what never_used() needs: whether
-         * any number is held, and the highest mark (marks are 20 digits:
-         * their order is their value's), one key of each.  Once there is a
-         * layout they are not needed, and reading the highest mark would
-         * cost the store every number's key on every read of every host:
-         * the failure branch reads two keys that never exist instead, so
+        /* [layout, fence, floor, workers/, hwm/, ranges/, witness/]: while
+         * there is no layout, workers/, hwm/ and witness/ are what
+         * never_used() needs: whether any number is held, the highest mark,
+         * and whether a daemon that knew the cluster said the store forgot
+         * it (one key each; marks are 20 digits: their order is their
+         * value's).  Once there is a layout they are not needed, and
+         * reading the highest mark would cost the store every number's key
+         * on every read of every host: the failure branch reads three keys
+         * that never exist instead, so
          * that the answer has the same shape.  The highest mark is read
          * only by the host that holds `creating` (check_marks): a fleet
          * starting on a cluster not made yet would otherwise read every
          * mark once per host, which a store that serves one call at a
          * time cannot carry */
         json_t *body =
-                json_pack("{s:[o], s:[o, o, o, o, o, o], s:[o, o, o, o, o, o]}", "compare",
+                json_pack("{s:[o], s:[o, o, o, o, o, o, o], s:[o, o, o, o, o, o, o]}", "compare",
                           txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0), "success",
                           txn_range(txn_key(p, "layout", -1), NULL, false),
                           txn_range(txn_key(p, "fence", -1), NULL, false),
@@ -460,14 +523,18 @@ void cluster_read(struct holder *h)
                           txn_range(txn_key(p, "workers/", -1), txn_key(p, "workers0", -1), true),
                           txn_range(txn_key(p, "hwm/", -1), txn_key(p, "hwm0", -1), false),
                           txn_range(txn_key(p, "ranges/", -1), txn_key(p, "ranges0", -1), false),
+                          txn_range(txn_key(p, "witness/", -1), txn_key(p, "witness0", -1), true),
                           "failure", txn_range(txn_key(p, "layout", -1), NULL, false),
                           txn_range(txn_key(p, "fence", -1), NULL, false),
                           txn_range(txn_key(p, "floor", -1), NULL, false),
                           txn_range(txn_key(p, "workers/", -1), NULL, true),
                           txn_range(txn_key(p, "hwm/", -1), NULL, false),
-                          txn_range(txn_key(p, "ranges/", -1), txn_key(p, "ranges0", -1), false));
+                          txn_range(txn_key(p, "ranges/", -1), txn_key(p, "ranges0", -1), false),
+                          txn_range(txn_key(p, "witness/", -1), NULL, true));
         json_t *ops = json_object_get(body, "success");
         json_t *held = json_object_get(json_array_get(ops, 3), "request_range");
+        json_object_set_new(json_object_get(json_array_get(ops, 6), "request_range"), "limit",
+                            json_integer(1));
         json_t *top = json_object_get(json_array_get(ops, 4), "request_range");
         json_object_set_new(held, "limit", json_integer(1));
         if (h->check_marks) {
@@ -556,15 +623,17 @@ uint64_t fence_settle_ms(const struct settings *cfg)
                3 * (uint64_t)cfg->store_timeout_ms + FENCE_SETTLE_MS;
 }
 
-/* What of the settle pause is left, for a daemon that first reads a fence
- * made at era (unix ms) when its wall clock reads wall_ms: a daemon that
- * starts or restarts just after a fence waits as one that saw it made.  A
- * cluster's first fence (claims_above 0, made with the cluster) has no
- * live daemon to wait for. */
-uint64_t fence_settle_left_ms(uint64_t era, uint64_t claims_above, uint64_t wall_ms,
-                              uint64_t settle_ms)
+/* What of the settle pause is left, for a daemon that first reads the
+ * fence c when its wall clock reads wall_ms (unix ms): a daemon that starts
+ * or restarts just after a fence waits as one that saw it made.  A
+ * cluster's first fence (made with the cluster, or by an earlier snowid
+ * with claims_above 0) has no live daemon of this cluster to wait for:
+ * hosts of a cluster the store forgot halt on it (made_anew), and its
+ * claims_above is above their clock bound. */
+uint64_t fence_settle_left_ms(const struct cluster_ident *c, uint64_t wall_ms, uint64_t settle_ms)
 {
-        if (!claims_above || !era)
+        uint64_t era = c->era;
+        if (c->made || !c->claims_above || !era)
                 return 0;
         uint64_t age = wall_ms > era ? wall_ms - era : 0;
         return age < settle_ms ? settle_ms - age : 0;

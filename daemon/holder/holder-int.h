@@ -128,6 +128,7 @@ struct holder {
         int32_t prefer;
         bool create_waiting;     /* another host creates the cluster: ask whether it ended */
         bool check_marks;        /* holding `creating`: the cluster read reads the highest mark */
+        bool witnessed;          /* halted: the store acknowledged this daemon's witness */
         uint64_t create_sent_ms; /* monotonic: when the last question about `creating` went */
         unsigned init_pending;   /* creating it: batches of marks not answered yet */
         uint64_t init_next;      /* the first number of the next batch to send */
@@ -195,14 +196,14 @@ int holder_read_back(const struct holding *g, const json_t *root, bool *ret_ours
  * none known): then halted as restored. */
 bool holder_forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64_t modrev,
                       const char *where);
-/* What is left of the pause after a fence (made at era, unix ms, with
- * claims_above) for a daemon whose wall clock reads wall_ms: 0, or the ms
- * before it may claim. */
-uint64_t fence_settle_left_ms(uint64_t era, uint64_t claims_above, uint64_t wall_ms,
-                              uint64_t settle_ms);
+/* What is left of the pause after the fence c for a daemon whose wall clock
+ * reads wall_ms (unix ms): 0, or the ms before it may claim. */
+uint64_t fence_settle_left_ms(const struct cluster_ident *c, uint64_t wall_ms, uint64_t settle_ms);
 /* How long after a fence no claim starts: a live daemon's longest time to see
  * it and have its raise confirmed (cluster.c). */
 uint64_t fence_settle_ms(const struct settings *cfg);
+/* The highest deadline this daemon published in the last hour (marks.c). */
+uint64_t marks_highest(const struct holder *h);
 /* The lease's TTL as the store gave it, asked at g->lease_asked_ms: lease_until_ms. */
 void holder_lease_lives(struct holding *g, int64_t ttl_s);
 /* next becomes cur: published in the segment. */

@@ -275,6 +275,7 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
         bool was_halted = h->halted != HALT_NONE;
         h->cl = *c;
         h->halted = HALT_NONE;
+        h->witnessed = false;
         h->backoff_ms = 0;
         if (h->layout_ready) {
                 if (new_fence) {
@@ -335,8 +336,7 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                 clock_raise(&h->clock, &now, remembered);
         /* a fence younger than the settle pause: live daemons may not have
          * raised their marks yet */
-        uint64_t left = fence_settle_left_ms(c->era, c->claims_above,
-                                             (uint64_t)(shm_realtime_ns() / 1000000),
+        uint64_t left = fence_settle_left_ms(c, (uint64_t)(shm_realtime_ns() / 1000000),
                                              fence_settle_ms(h->cfg));
         if (left) {
                 log_notice("The cluster's fence was made %" PRIu64 " ms ago: claiming in %" PRIu64

@@ -48,6 +48,16 @@ uint64_t marks_own(const struct holder *h, int32_t worker)
         return m;
 }
 
+uint64_t marks_highest(const struct holder *h)
+{
+        unsigned n = h->n_published < PUBLISHED_MAX ? h->n_published : PUBLISHED_MAX;
+        uint64_t now = holder_mono_ms(), m = h->cur.state != H_NONE ? h->cur.mark : 0;
+        for (unsigned i = 0; i < n; i++)
+                if (now - h->published[i].mono_ms < PUBLISHED_KEEP_MS && h->published[i].mark > m)
+                        m = h->published[i].mark;
+        return m;
+}
+
 /* A new fence: every mark this daemon published above claims_above is
  * raised again (claims start above claims_above anyway). */
 void marks_fence_adopted(struct holder *h)

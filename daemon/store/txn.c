@@ -153,13 +153,14 @@ int fence_parse(const char *v, size_t len, struct cluster_ident *c)
         json_error_t err;
         const char *token = NULL, *cid = NULL;
         json_int_t above = -1, era = -1;
+        int made = 0;
         uint64_t cluster_id = 0;
         if (len >= FENCE_MAX)
                 return -EBADMSG;
         json_t *j = json_loadb(v, len, 0, &err);
         int bad = !j ||
-                  json_unpack(j, "{s:s, s:I, s:I, s?s}", "token", &token, "era", &era,
-                              "claims_above", &above, "cluster_id", &cid) < 0 ||
+                  json_unpack(j, "{s:s, s:I, s:I, s?b, s?s}", "token", &token, "era", &era,
+                              "claims_above", &above, "made", &made, "cluster_id", &cid) < 0 ||
                   above < 0 || era < 0 || strlen(token) != 32 ||
                   strspn(token, "0123456789abcdef") != 32;
         if (!bad && cid) {
@@ -171,6 +172,7 @@ int fence_parse(const char *v, size_t len, struct cluster_ident *c)
         }
         if (!bad) {
                 c->cluster_id = cluster_id;
+                c->made = made;
                 memcpy(c->fence, v, len);
                 c->fence_len = len;
                 memcpy(c->token, token, 33);
@@ -181,7 +183,15 @@ int fence_parse(const char *v, size_t len, struct cluster_ident *c)
         return bad ? -EBADMSG : 0;
 }
 
-int fence_make(uint64_t claims_above, uint64_t after, uint64_t cluster_id, struct cluster_ident *c)
+uint64_t fence_clock_bound(uint64_t epoch_ms, uint64_t wall_unix_ms, uint64_t ahead_ms,
+                           unsigned window_s, unsigned mark_step_s)
+{
+        uint64_t id_ms = wall_unix_ms > epoch_ms ? wall_unix_ms - epoch_ms : 0;
+        return id_ms + ahead_ms + ((uint64_t)window_s + mark_step_s) * 1000;
+}
+
+int fence_make(uint64_t claims_above, uint64_t after, uint64_t cluster_id, bool made,
+               struct cluster_ident *c)
 {
         uint64_t t[2];
         struct timespec ts;
@@ -195,8 +205,9 @@ int fence_make(uint64_t claims_above, uint64_t after, uint64_t cluster_id, struc
                 era = after + 1;
         int n = snprintf(c->fence, sizeof(c->fence),
                          "{\"token\":\"%016" PRIx64 "%016" PRIx64 "\",\"era\":%" PRIu64
-                         ",\"claims_above\":%" PRIu64 "%s",
-                         t[0], t[1], era, claims_above, cluster_id ? ",\"cluster_id\":\"" : "}");
+                         ",\"claims_above\":%" PRIu64 "%s%s",
+                         t[0], t[1], era, claims_above, made ? ",\"made\":true" : "",
+                         cluster_id ? ",\"cluster_id\":\"" : "}");
         if (cluster_id)
                 n += snprintf(c->fence + n, sizeof(c->fence) - (size_t)n, "%" PRIu64 "\"}",
                               cluster_id);

@@ -25,8 +25,23 @@ struct cluster_ident {
         /* etcd's cluster ID (header.cluster_id) where the fence was written;
          * 0: the fence names none (made by an earlier snowid) */
         uint64_t cluster_id;
+        /* made with the cluster by the daemon that created it, not by
+         * `snowid fence`: to a daemon that knew the cluster before, a
+         * cluster made anew (a wiped prefix, a snapshot without it) */
+        bool made;
         int64_t layout_rev;
 };
+
+/* How far ahead of the clock of the host that makes a fence (or creates a
+ * cluster) any host's ID time may run, by default: `snowid fence --ahead` */
+#define FENCE_AHEAD_MS 60000
+
+/* The lowest claims_above a fence made at wall_unix_ms (the making host's
+ * clock) may have: every deadline a host may have published, if no host's
+ * ID time runs more than ahead_ms past that clock and a mark runs up to
+ * window + mark-step past a host's ID time (docs/fences.md, rule 6). */
+uint64_t fence_clock_bound(uint64_t epoch_ms, uint64_t wall_unix_ms, uint64_t ahead_ms,
+                           unsigned window_s, unsigned mark_step_s);
 
 struct kv {
         char *key;
@@ -61,11 +76,13 @@ void kv_clear(struct kv *kv);
 /* A stored mark: exactly 20 decimal digits. */
 int parse_mark(const char *v, size_t len, uint64_t *ret);
 /* A fence value: {"token": 32 hex digits, "era": unix ms, "claims_above": ms,
- * "cluster_id": decimal digits in a string (optional)}. */
+ * "made": true (optional), "cluster_id": decimal digits in a string
+ * (optional)}. */
 int fence_parse(const char *v, size_t len, struct cluster_ident *c);
 /* A new fence value with a random token, after the era `after` (0: none),
- * naming cluster_id (0: none). */
-int fence_make(uint64_t claims_above, uint64_t after, uint64_t cluster_id, struct cluster_ident *c);
+ * naming cluster_id (0: none); made: by the cluster's creation. */
+int fence_make(uint64_t claims_above, uint64_t after, uint64_t cluster_id, bool made,
+               struct cluster_ident *c);
 /* Whether the fence and layout read at ops i (fence) and i + 1 (layout) of
  * an answer are the ones in c: 1 same, 0 changed or absent, -EBADMSG. */
 int txn_cluster_same(const json_t *root, size_t i, const struct cluster_ident *c);

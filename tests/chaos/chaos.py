@@ -23,6 +23,7 @@ import json
 import os
 import pwd
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -472,6 +473,7 @@ class Chaos:
         self.eras = []
         self.base = 0
         self.restores = []  # (seconds kill to healthy, seconds kill to fenced)
+        self.fence_leads = []  # (when, the lead it printed, ms): every fence that succeeded
         self.fences = []  # snowid fence's output lines
         # snapshots: a second generator, so that taking them draws nothing from rng
         self.snap_rng = random.Random(seed ^ 0x5eed)
@@ -680,20 +682,24 @@ class Chaos:
                   f"was {prev[0] if prev else 'already gone'}; revision {r['header']['revision']})")
         return True
 
-    def fence(self, why, tries=5):
+    def fence(self, why, tries=5, since=None):
         """snowid fence, in the namespace of the etcd members, run again (as
-        an operator would) while it fails.  True if it succeeded."""
+        an operator would) while it fails.  True if it succeeded.  since:
+        when the snapshot restored was taken (monotonic): the fences made
+        after it are lost, and their leads (as each printed it) are passed
+        as --lost-lead, as the procedure tells an operator to."""
+        lost = sum(lead for t, lead in self.fence_leads if since is not None and t > since)
         for _ in range(tries):
-            if self.fence_once(why):
+            if self.fence_once(why, lost):
                 return True
             time.sleep(1)  # not wait_healing(): a fence may run from heal_due()
         self.note(f"snowid fence ({why}): failed {tries} times; the daemons wait for a fence")
         return False
 
-    def fence_once(self, why):
+    def fence_once(self, why, lost_ms=0):
         cmd = self.net.wrap(self.net.core) + [
             harness.CLI, "fence", "--config", "/dev/null", *harness.store_args(self.etcd),
-            "--cluster", CLUSTER, "--window", str(WINDOW_S)]
+            "--cluster", CLUSTER, "--window", str(WINDOW_S), "--lost-lead", str(lost_ms)]
         t = time.monotonic()
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
@@ -707,6 +713,10 @@ class Chaos:
         self.fences.append(f"{why}: exit {r.returncode}: {out}")
         if r.returncode != 0:
             self.failed["fence"] = self.failed.get("fence", 0) + 1
+        else:
+            m = re.search(r"\(([-+][0-9.]+) s from this host's clock", r.stdout)
+            self.fence_leads.append((time.monotonic(), int(float(m.group(1)) * 1000) + 1000
+                                     if m else 0))
         return r.returncode == 0
 
     def layout_delete(self, kind, after):
@@ -822,6 +832,7 @@ class Chaos:
         PostgreSQL's schema from a backup, over the live one in one
         transaction, then fenced."""
         taken, path, rev = self.snapshot()
+        self.restore_taken = taken
         age = time.monotonic() - taken
         delay = self.rng.uniform(0, 3)
         if self.pg:
@@ -914,7 +925,8 @@ class Chaos:
         self.snaps = []  # the next restore: from a snapshot of this era
         self.next_snap = time.monotonic() + self.snap_rng.uniform(*self.SNAPSHOT_EVERY)
         self.wait_healing(delay)
-        self.fence("PostgreSQL restored" if self.pg else "etcd restored")
+        self.fence("PostgreSQL restored" if self.pg else "etcd restored",
+                   since=self.restore_taken)
         self.restores.append((healthy, time.monotonic() - t0))
         self.holding_starts = False
         self.all_hosts_healed(kind)

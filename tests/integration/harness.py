@@ -92,6 +92,26 @@ class KV:
     def grant(self, ttl):
         return self.call("/v3/lease/grant", {"TTL": ttl})["ID"]
 
+    def made_long_ago(self, cluster="default", time_bits=41, worker_bits=10, seq_bits=12):
+        """Makes the cluster, before any daemon starts, as it is long after a
+        daemon made it: a daemon makes a cluster above the clock bound a
+        fence claims above (docs/fences.md), a lead the slew takes a day to
+        bring back, and tests of the clock and of a host's own counters
+        start on the clock instead.  Every mark 0, the floor 0, a fence
+        that claims above 0 on the cluster ID the store answers as."""
+        p = f"/snowid/{cluster}/"
+        cid = self.header()["cluster_id"]
+        layout = {"epoch_ms": EPOCH_MS, "time_bits": time_bits, "worker_bits": worker_bits,
+                  "seq_bits": seq_bits}
+        fence = {"token": os.urandom(16).hex(), "era": int(time.time() * 1000),
+                 "claims_above": 0, "cluster_id": str(cid)}
+        puts = [(p + "hwm/" + str(n), "0" * 20) for n in range(1 << worker_bits)]
+        puts += [(p + "floor", "0" * 20), (p + "fence", json.dumps(fence, separators=(",", ":"))),
+                 (p + "layout", json.dumps(layout, separators=(",", ":")))]
+        for i in range(0, len(puts), 100):
+            self.call("/v3/kv/txn", {"success": [
+                {"request_put": {"key": b64(k), "value": b64(v)}} for k, v in puts[i:i + 100]]})
+
 
 class Etcd(KV):
     """1 or 3 etcd members on loopback."""
@@ -554,7 +574,11 @@ def cli(*args, timeout=30):
 
 
 def fence(etcd, cluster, *args):
-    """snowid fence on the cluster; asserts success; its one line."""
+    """snowid fence on the cluster; asserts success; its one line.  Unless
+    args say otherwise, --lost-lead 0: the test made no fence that the
+    store lost."""
+    if not any(a.startswith("--lost-lead") for a in args):
+        args = args + ("--lost-lead", "0")
     r = cli("fence", *store_args(etcd), "--cluster", cluster, *args)
     assert r.returncode == 0, f"snowid fence: exit {r.returncode}: {r.stdout} {r.stderr}"
     line = r.stdout.strip()

@@ -24,6 +24,7 @@ def id_unix_ms(i):
 
 def test_clock_steps(h):
     etcd = Etcd(h)
+    etcd.made_long_ago()   # ID time starts on the wall clock
     ft = h.path("faketime")
 
     def set_offset(spec):
@@ -111,6 +112,7 @@ def test_tsc_clock(h):
         log("tsc clock: not on this architecture")
         return
     etcd = Etcd(h)
+    etcd.made_long_ago()   # ID time on the wall clock
     port = free_port()
     d = Daemon(h, etcd, args=["--tsc-clock", "on", "--http", f"127.0.0.1:{port}"]).start()
     wait_for(lambda: (tsc_status(port) or {}).get("on"), 10, "the TSC clock to go on")

@@ -62,6 +62,23 @@ def make_cluster(h, etcd, cluster):
                      "--renew-interval", "500", "--etcd-timeout", "1000"] + TINY).start()
     assert s.stop() == 0
     assert etcd.get(key(cluster, "layout"))[0] is not None
+    made_long_ago(etcd, cluster)
+
+
+def made_long_ago(etcd, cluster):
+    """The cluster as it is long after it was made: the lead its creation
+    gave (claims above the clock bound, docs/fences.md) slewed away.  Its
+    fence claims above 0, as an earlier snowid's did, and its marks and
+    floor are a second behind the clock: the tests that use it measure
+    leads of their own making."""
+    f = json.loads(etcd.get(key(cluster, "fence"))[0])
+    assert f.pop("made") is True, f
+    f["claims_above"] = 0
+    etcd.put(key(cluster, "fence"), json.dumps(f, separators=(",", ":")))
+    past = id_time_now() - 1000
+    for k in etcd.prefix(key(cluster, "hwm/")):
+        etcd.put(k, mark(past))
+    etcd.put(key(cluster, "floor"), mark(past))
 
 
 def hold_by_third_party(etcd, cluster, n):

@@ -274,6 +274,7 @@ def uuid7_fields(text):
 
 def test_uuid7(h):
     etcd = Etcd(h)
+    etcd.made_long_ago()   # ID time on the wall clock, which the UUIDs' time is checked against
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     d = Daemon(h, etcd, args=["--http", f"127.0.0.1:{port}"]).start()

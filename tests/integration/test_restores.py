@@ -11,13 +11,14 @@ lowered by hand.  Real etcd, real daemons and clients; every ID is checked
 for duplicates."""
 import json
 import os
+import re
 import signal
 
-from harness import (BUILD, EPOCH_MS, STORE, Daemon, PgStore, Taker, Store, check_unique_and_increasing, cli, cli_status,
-                     decode, fence, id_time_now, log, mark, run, store_args, take, wait_for)
+from harness import (BUILD, EPOCH_MS, STORE, Daemon, PgStore, Taker, Store, check_unique_and_increasing, cli,
+                     cli_status, decode, fence, id_time_now, log, mark, run, store_args, take, wait_for)
 from test_clock import faketime_lib
-from test_fences import (FAST, RATE, TINY, deadline_of, deadline_passed, hold_by_third_party, hwm, tt,
-                         make_cluster, snapshot, tw)
+from test_fences import (FAST, NO_STEP, RATE, TINY, deadline_of, deadline_passed, hold_by_third_party,
+                         hwm, tt, make_cluster, snapshot, tw)
 
 
 def state(instance):
@@ -307,6 +308,187 @@ def test_start_just_after_fence(h):
     a.stop()
 
 
+def test_restore_to_snapshot_without_cluster(h):
+    """etcd restored, with a new token as the procedure says, from a snapshot
+    taken before the cluster was made.  A, which knew the cluster, halts and
+    leaves a witness; B and C, started before `snowid fence`, find it and do
+    not make the cluster anew; the fence covers A's deadline and its
+    fence's lead, so the number B or C claims of A's starts above every ID
+    A's clients take until A's deadline."""
+    etcd = Store(h)
+    snap, restored_ok = snapshot(h, etcd)   # no cluster in it
+    args = ["--cluster", "nc"] + FAST + TINY
+    a = Daemon(h, etcd, instance=h.instance + "-a", name="a", args=args).start()
+    na = tw(take(a.instance)[0])
+    ta = Taker(h, instance=a.instance, name="a", extra=RATE)
+    wait_for(lambda: ta.last_id() is not None, 5, "A's clients to take IDs")
+    etcd.restore(snap, new_token=True)
+    restored_ok()
+    assert etcd.get("/snowid/nc/layout")[0] is None, "the snapshot holds the cluster"
+    wait_for(lambda: etcd.prefix("/snowid/nc/witness/"), 10, "A's witness")
+    wait_for(lambda: "Left a witness" in a.log_text(), 5, "A to say so")
+    published = deadline_of(a.instance)   # halted: extends no more
+    b = Daemon(h, etcd, instance=h.instance + "-b", name="b", args=args).start(wait_ready=False)
+    c = Daemon(h, etcd, instance=h.instance + "-c", name="c", args=args).start(wait_ready=False)
+    for d in (b, c):
+        wait_for(lambda d=d: "left a witness" in d.log_text(), 10, f"{d.name} to refuse")
+    assert etcd.get("/snowid/nc/layout")[0] is None, "the cluster was made anew"
+    line = fence(etcd, "nc", *TINY)
+    assert "1 witnesses" in line, line
+    assert not etcd.prefix("/snowid/nc/witness/"), "the fence left the witness"
+    above = stored_fence(etcd, "nc")["claims_above"]
+    assert above >= published, (above, published)
+    b.wait_message("READY=1", 30)
+    c.wait_message("READY=1", 30)
+    firsts = {d.name: take(d.instance)[0] for d in (b, c)}
+    on_a = [d for d in (b, c) if tw(firsts[d.name]) == na]
+    assert len(on_a) == 1, f"neither B nor C claimed A's number {na}: {firsts}"
+    tb = Taker(h, instance=on_a[0].instance, name=on_a[0].name, extra=RATE)
+    wait_for(lambda: tb.last_id() is not None, 5, "the new holder's clients to take IDs")
+    wait_for(lambda: deadline_passed(a.instance), 15, "A's clients past A's deadline")
+    ra, rb = ta.stop(), tb.stop()
+    first = min(tt(i) for i in firsts.values())
+    log(f"a snapshot without the cluster, A live: B and C waited for the fence; "
+        f"claims_above {above}, first ID {first}, A's deadline {published}; "
+        f"{ra['ids']} IDs on A, {rb['ids']} on {on_a[0].name}")
+    assert first > published, (first, published)
+    total = check_unique_and_increasing(ta.ids() + tb.ids())
+    log(f"{total} IDs unique")
+    for d in (a, b, c):
+        d.stop()
+
+
+def test_snapshot_without_cluster_stalled(h):
+    """The same restore, with A stalled across it, so that it leaves no
+    witness: B makes the cluster anew, and a cluster is made above the clock
+    bound a fence claims above, so B's first ID is above A's deadline."""
+    etcd = Store(h)
+    snap, restored_ok = snapshot(h, etcd)   # no cluster in it
+    make_cluster(h, etcd, "ns")   # made long ago: no lead left
+    args = ["--cluster", "ns"] + FAST + TINY
+    a = Daemon(h, etcd, instance=h.instance + "-a", name="a", args=args).start()
+    na = tw(take(a.instance)[0])
+    ta = Taker(h, instance=a.instance, name="a", extra=RATE)
+    wait_for(lambda: ta.last_id() is not None, 5, "A's clients to take IDs")
+    a.signal(signal.SIGSTOP)
+    h.cleanup(lambda: a.signal(signal.SIGCONT))
+    published = hwm(etcd, "ns", na)   # at or above every deadline A published
+    etcd.restore(snap, new_token=True)
+    restored_ok()
+    b = Daemon(h, etcd, instance=h.instance + "-b", name="b", args=args).start()
+    c = Daemon(h, etcd, instance=h.instance + "-c", name="c", args=args).start()
+    made = stored_fence(etcd, "ns")
+    assert made.get("made") is True, made
+    firsts = {d.name: take(d.instance)[0] for d in (b, c)}
+    on_a = [d for d in (b, c) if tw(firsts[d.name]) == na]
+    assert len(on_a) == 1, f"neither B nor C claimed A's number {na}: {firsts}"
+    tb = Taker(h, instance=on_a[0].instance, name=on_a[0].name, extra=RATE)
+    a.signal(signal.SIGCONT)
+    wait_for(lambda: tb.last_id() is not None, 5, "the new holder's clients to take IDs")
+    wait_for(lambda: deadline_passed(a.instance), 15, "A's clients past A's deadline")
+    ra, rb = ta.stop(), tb.stop()
+    log(f"a snapshot without the cluster, A stalled: made anew with claims_above "
+        f"{made['claims_above']} ({made['claims_above'] - id_time_now()} ms from the clock), "
+        f"A's deadline {published}; {ra['ids']} IDs on A, {rb['ids']} on {on_a[0].name}")
+    assert made["claims_above"] > published, (made, published)
+    total = check_unique_and_increasing(ta.ids() + tb.ids())
+    log(f"{total} IDs unique")
+    for d in (a, b, c):
+        d.stop()
+
+
+def fence_lead_ms(line):
+    """The lead a fence printed ("(+75.0 s from this host's clock"), in ms."""
+    m = re.search(r"\(([-+][0-9.]+) s from this host's clock", line)
+    assert m, line
+    return int(float(m.group(1)) * 1000)
+
+
+def test_fence_after_lost_fence(h):
+    """etcd restored from a snapshot taken before the last fence: X claimed
+    under the lost fence, so its clock runs that fence's lead ahead, and it
+    is stalled across the new fence.  The store cannot show the lost lead:
+    `snowid fence` refuses without --lost-lead, and with the lead the lost
+    fence printed it claims above X's deadline, where the fence the snapshot
+    holds alone would not."""
+    etcd = Store(h)
+    make_cluster(h, etcd, "lf")
+    hold_by_third_party(etcd, "lf", 1)   # number 0 the only one to claim
+    # a window long enough that X's deadline is still ahead when it is fenced
+    win = ["--window", "30"]
+    fence(etcd, "lf", *win)
+    snap, restored_ok = snapshot(h, etcd)   # holds that fence, not the next
+    lost = fence_lead_ms(fence(etcd, "lf", *win))
+    args = ["--cluster", "lf"] + FAST + TINY + NO_STEP + win
+    x = Daemon(h, etcd, instance=h.instance + "-x", name="x", args=args).start()
+    assert tw(take(x.instance)[0]) == 0
+    tx = Taker(h, instance=x.instance, name="x", extra=RATE)
+    wait_for(lambda: tx.last_id() is not None, 5, "X's clients to take IDs")
+    wait_for(lambda: (hwm(etcd, "lf", 0) or 0) >= deadline_of(x.instance), 5,
+             "X's deadline to be marked")
+    x.signal(signal.SIGSTOP)   # X sees neither the restore nor the fence
+    h.cleanup(lambda: x.signal(signal.SIGCONT))
+    published = hwm(etcd, "lf", 0)   # at or above every deadline X published
+    etcd.restore(snap, new_token=True)
+    restored_ok()
+    before = stored_fence(etcd, "lf")
+    r = cli("fence", *store_args(etcd), "--cluster", "lf", *win)
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    assert "--lost-lead" in r.stderr and "not fenced" in r.stderr, r.stderr
+    assert stored_fence(etcd, "lf") == before, "a refused fence wrote a fence"
+    line = fence(etcd, "lf", *win, "--lost-lead", str(lost))
+    above = stored_fence(etcd, "lf")["claims_above"]
+    log(f"lost fence's lead {lost} ms; X's deadline {published}; claims_above {above} "
+        f"(without the lost lead {above - lost}): {line.strip()}")
+    assert above - lost < published, "the snapshot's fence alone covers X: no gap to test"
+    assert above > published, (above, published)
+    b = Daemon(h, etcd, instance=h.instance + "-b", name="b", args=args).start()
+    assert tw(take(b.instance)[0]) == 0
+    tb = Taker(h, instance=b.instance, name="b", extra=RATE)
+    x.signal(signal.SIGCONT)   # X's clients go on to its deadline
+    wait_for(lambda: tb.last_id() is not None, 5, "B's clients to take IDs")
+    wait_for(lambda: deadline_passed(x.instance), 45, "X's clients past X's deadline")
+    rx, rb = tx.stop(), tb.stop()
+    total = check_unique_and_increasing(tx.ids() + tb.ids())
+    log(f"a fence over a lost fence: {total} IDs unique ({rx['ids']} on X, {rb['ids']} on B)")
+    b.stop()
+    x.stop()
+
+
+def test_lost_fence_witnessed(h):
+    """The restore of test_fence_after_lost_fence, with W running beside X:
+    W, live, halts on the restore and leaves a witness of the fence it knew,
+    the lost one, so `snowid fence` needs no --lost-lead, and covers X."""
+    etcd = Store(h)
+    make_cluster(h, etcd, "lw")
+    fence(etcd, "lw")
+    snap, restored_ok = snapshot(h, etcd)
+    fence(etcd, "lw")   # lost with the restore
+    args = ["--cluster", "lw"] + FAST + TINY + NO_STEP
+    x = Daemon(h, etcd, instance=h.instance + "-x", name="x", args=args).start()
+    w = Daemon(h, etcd, instance=h.instance + "-w", name="w", args=args).start()
+    nx = tw(take(x.instance)[0])
+    tx = Taker(h, instance=x.instance, name="x", extra=RATE)
+    wait_for(lambda: tx.last_id() is not None, 5, "X's clients to take IDs")
+    wait_for(lambda: (hwm(etcd, "lw", nx) or 0) >= deadline_of(x.instance), 5,
+             "X's deadline to be marked")
+    x.signal(signal.SIGSTOP)
+    h.cleanup(lambda: x.signal(signal.SIGCONT))
+    published = hwm(etcd, "lw", nx)   # at or above every deadline X published
+    etcd.restore(snap, new_token=True)
+    restored_ok()
+    wait_for(lambda: etcd.prefix("/snowid/lw/witness/"), 10, "W's witness")
+    r = cli("fence", *store_args(etcd), "--cluster", "lw")
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    above = stored_fence(etcd, "lw")["claims_above"]
+    log(f"X's deadline {published}; claims_above {above}: {r.stdout.strip()}")
+    assert "1 witnesses" in r.stdout, r.stdout
+    assert above > published, (above, published)
+    x.signal(signal.SIGCONT)
+    x.stop()
+    w.stop()
+
+
 def test_lease_revoked_by_hand(h):
     """A lease revoked before its TTL ran out, with the holder's own writes
     all there: not a restore (etcd's own leaders have revoked leases early),
@@ -361,7 +543,9 @@ if __name__ == "__main__":
     import sys
     tests = [test_restore_refilled, test_move_after_restore, test_new_token_before_fence,
              test_stop_with_lowered_mark, test_lease_revoked_by_hand,
-             test_forgotten_write_rewritten, test_start_just_after_fence]
+             test_forgotten_write_rewritten, test_start_just_after_fence,
+             test_restore_to_snapshot_without_cluster, test_snapshot_without_cluster_stalled,
+             test_fence_after_lost_fence, test_lost_fence_witnessed]
     if STORE == "postgres":
         tests = [test_restore_refilled, test_stop_with_lowered_mark, test_lease_revoked_by_hand,
                  test_dump_to_another_server, test_forgotten_write_rewritten]

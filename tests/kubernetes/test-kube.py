@@ -480,10 +480,12 @@ def scenario(pm, etcd, tmp):
     log("stopping the snowidd pod (SIGTERM, as a rolling update does)")
     t_stop = time.monotonic()
     # the old segment cannot outlive this: its mark was last written before
-    # now, at most window + mark-step ahead
+    # now, at most window + mark-step past its ID time, which the last ID
+    # taken shows (ahead of the clock on a new cluster: docs/fences.md)
     window_ms = 1000 * (int(conf_value(cm["data"]["snowidd.conf"], "window")) +
                         mark_step_s(pm))
-    old_deadline_max = time.time() * 1000 + window_ms
+    taken = ids_in(pm.logs(tctr)[0])
+    old_deadline_max = max(time.time() * 1000, ms_of(taken[-1]) + EPOCH_MS + 1000) + window_ms
     pm("pod", "stop", "--time", "10", name, timeout=60)
     stopped = time.monotonic() - t_stop
     pm("pod", "rm", "--force", name)

@@ -190,9 +190,11 @@ decoded=$(ct snowid decode "$id" 2>&1)
 decoded_ms=$(sed -n 's/.*unix_ms=\([0-9]*\).*/\1/p' <<<"$decoded")
 decoded_worker=$(sed -n 's/.*worker=\([0-9]*\).*/\1/p' <<<"$decoded")
 now_ms=$(python3 -c 'import time; print(int(time.time() * 1000))')
+# a new cluster claims above the clock bound a fence does (docs/fences.md):
+# its first IDs are up to 60 s + window + mark-step (75 s) ahead of the clock
 check "snowid decode $id: worker $decoded_worker (snowid status: ${worker:-?}), $((now_ms - ${decoded_ms:-0})) ms ago: $decoded" \
-    eval '[ -n "$worker" ] && [ "$decoded_worker" = "$worker" ] &&
-          [ -n "$decoded_ms" ] && [ $((now_ms - decoded_ms)) -ge 0 ] && [ $((now_ms - decoded_ms)) -lt 60000 ]'
+    eval '[ -n "$worker" ] && [ "$decoded_worker" = "$worker" ] && [ -n "$decoded_ms" ] &&
+          [ $((decoded_ms - now_ms)) -le 76000 ] && [ $((now_ms - decoded_ms)) -lt 60000 ]'
 # a C program built against the installed libsnowid-dev, as its users build theirs
 # (a directory of its own inside the container, whatever the image holds)
 udir=$(ct mktemp -d)
