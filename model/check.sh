@@ -41,9 +41,13 @@ declare -A cfg=(
     [lowerexpiry]="$small -DT=4 -DW=1 -DRENEWALS=1 -DCRASHES=0 -DLMAX=3 -DDELS=1 -DLOWERS=1 -DLOSS=0 -DSTALL0=0 -DSTOPS=1"
     [token]="$small -DT=4 -DW=1 -DRENEWALS=0 -DCRASHES=0 -DLMAX=2 -DRESTORE=1 -DLOSS=0 -DSTALL0=0 -DNEWID=0"
     [tokenrenew]="$small -DT=4 -DW=1 -DRENEWALS=1 -DCRASHES=0 -DLMAX=2 -DRESTORE=1 -DLOSS=0 -DSTALL0=0 -DNEWID=0"
+    [empty]="$small -DT=4 -DW=1 -DRENEWALS=0 -DCRASHES=0 -DLMAX=2 -DRESTORE=1 -DGAP=1 -DLOSS=0 -DEMPTYSNAP=1 -DSTALL0=0"
+    [emptywit]="$small -DT=5 -DW=1 -DRENEWALS=0 -DCRASHES=0 -DLMAX=2 -DRESTORE=1 -DGAP=1 -DLOSS=0 -DEMPTYSNAP=1 -DSTALL0=0 -DLEADPREV=1 -DWITFIRST=1 -DSTALLS=0"
+    [lostfence]="$small -DT=5 -DW=1 -DRENEWALS=0 -DCRASHES=0 -DLMAX=2 -DRESTORE=1 -DLOSS=0 -DLEADPREV=1 -DSTALL0=0 -DLOSTFENCE=1"
+    [lostlead]="$small -DT=5 -DW=1 -DRENEWALS=0 -DCRASHES=0 -DLMAX=2 -DRESTORE=1 -DLOSS=0 -DLEADPREV=1 -DSTALL0=0 -DLOSTFENCE=1 -DLOSTLEAD=1"
 )
-order=(renew move fence restore crash lower del token)
-[ "$full" = 1 ] && order=(ahead gap lead tokenrenew leadclaim lowerexpiry "${order[@]}")
+order=(lostfence renew move fence restore crash lower del token empty emptywit)
+[ "$full" = 1 ] && order=(ahead gap lead tokenrenew leadclaim lowerexpiry lostlead "${order[@]}")
 declare -A about=(
     [fence]="three claims of one number in turn (A, B, A), takeover, late and lost claims"
     [renew]="renewals applied late, after later ones; a lease expiring under a stalled holder"
@@ -59,6 +63,10 @@ declare -A about=(
     [lowerexpiry]="as 'lower', host 1 may stall and its lease expire"
     [token]="etcd restored keeping its cluster ID, fenced before daemons reach it (the procedure without a new token); no renewals"
     [tokenrenew]="as 'token', with a renewal per holding"
+    [empty]="etcd restored to a snapshot taken before the cluster was made, a daemon starting on it before the fence and making the cluster anew"
+    [emptywit]="as 'empty', hosts ahead by a previous fence's lead (past the creation's clock bound), the cluster made only once every holder left its witness; no stalls"
+    [lostfence]="restored to a snapshot older than the fence whose lead hosts run (as 'leadclaim'): the fence refuses until a witness shows that lead"
+    [lostlead]="as 'lostfence', the operator passing the lost fence's lead (--lost-lead)"
 )
 # expected failures: what the rules cannot cover (docs/fences.md)
 declare -A known=(
@@ -66,19 +74,21 @@ declare -A known=(
     [aheadstall]="$small -DT=5 -DW=1 -DRENEWALS=1 -DCRASHES=0 -DLMAX=3 -DRESTORE=1 -DLOSS=0 -DHOSTAHEAD=1"
     [lowstall]="$small -DT=4 -DW=1 -DRENEWALS=1 -DCRASHES=0 -DLMAX=3 -DDELS=1 -DLOWERS=1 -DLOSS=0 -DSTOPS=1"
     [inflight]="$small -DT=4 -DW=1 -DRENEWALS=1 -DCRASHES=0 -DLMAX=2 -DRESTORE=1 -DGAP=1 -DLOSS=0 -DSTALL0=0 -DNEWID=0 -DREFILL=0"
+    [emptylead]="$small -DT=5 -DW=1 -DRENEWALS=0 -DCRASHES=0 -DLMAX=2 -DRESTORE=1 -DGAP=1 -DLOSS=0 -DEMPTYSNAP=1 -DSTALL0=0 -DLEADPREV=1"
 )
 declare -A kabout=(
     [sameid]="restored without a new cluster ID, daemons reaching it before the fence (the procedure's step: a new --initial-cluster-token)"
     [aheadstall]="a host's deadline past the fence's clock bound, and that host stalled across the fence (the assumption of --ahead)"
     [lowstall]="as 'lower', host 0 may stall: a mark lowered under a holder that stalls before it raised it again"
     [inflight]="restored without a new cluster ID and not refilled by other writes, reached before the fence: a claim sent before the restore, applied after it"
+    [emptylead]="as 'empty', hosts ahead by a fence's lead, past the creation's clock bound: a daemon makes the cluster before they leave their witnesses (or they are stalled)"
 )
 # mutants: number:configuration:rule.  Each fails, with a counterexample,
 # in a configuration where the model passes (those of 'ahead', 'gap' and
 # 'leadclaim' are checked to pass by --full only: they take long)
 mutants=(1:token:1 2:del:2 3:fence:3 4:del:3 5:restore:3 7:lower:4 8:lower:4 10:ahead:6
     11:ahead:6 12:gap:R-A 15:lower:R-E 16:restore:R-F 17:leadclaim:R-F 18:renew:10 19:fence:12
-    20:renew:11 21:fence:9 22:move:-)
+    20:renew:11 21:fence:9 22:move:- 23:empty:R-H 24:emptywit:7 25:lostfence:7 26:lostfence:R-G)
 # mutants of rules that no configuration here shows needed: searched
 # exhaustively by --full, and reported (docs/fences.md says what covers them)
 unneeded=(1:restore:1 6:ahead:3 6:lowerexpiry:3 6:tokenrenew:3 9:restore:R-B 9:tokenrenew:R-B
@@ -107,6 +117,10 @@ declare -A mname=(
     [20]="the renewal guarded only on the lease, not on the stored mark being lower"
     [21]="several claim attempts under one lease, the read-back adopting the last"
     [22]="experiment: the within-client check expects a decrease (the check fires)"
+    [23]="a cluster made anew claims above 0, not above the clock bound"
+    [24]="a daemon makes the cluster on a store that holds a witness"
+    [25]="the fence ignores what the witnesses say (deadline, the lost fence's lead)"
+    [26]="the fence does not refuse on a restored store without a witness or --lost-lead"
 )
 
 # verify NAME FLAGS -> runs pan in $work/NAME, prints nothing

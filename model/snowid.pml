@@ -62,7 +62,21 @@
  *             max(claims_above, floor, every mark, wall + AHEAD + W +
  *             LEADPREV) (R-F), at once (GAP=0) or at any later moment
  *             (GAP=1: requests and daemon starts reach the restored cluster
- *             before the fence).
+ *             before the fence).  EMPTYSNAP: the snapshot is taken before
+ *             the cluster's first write, so the restore leaves no cluster;
+ *             a daemon that starts on it makes the cluster anew above the
+ *             clock bound, claims_above = floor = wall + AHEAD + W (R-H),
+ *             unless a witness is there (rule 7: it halts until a fence),
+ *             and a daemon that knew the cluster halts on the one made
+ *             anew.  LOSTFENCE: the snapshot predates the fence whose lead
+ *             (LEADPREV) hosts run, so the fence cannot read that lead from
+ *             the store: it adds it only from a witness or the operator
+ *             (LOSTLEAD, --lost-lead), and without either it refuses: it
+ *             waits (R-G).  A daemon halted on a cluster it knew (rule 5)
+ *             first writes a witness (rule 7): its highest deadline and the
+ *             fence it knew, which the fence claims above.  WITFIRST: the
+ *             cluster is made anew only once every holder left its
+ *             witness.
  *   clocks    every `now` (daemon or client) is chosen freely in 0..T-1 at
  *             each use: clocks stepping back and forward, and hosts that
  *             disagree, are all covered.  `wall` is the fencing host's wall
@@ -149,6 +163,11 @@
  *  20 rule 11: the renewal is guarded only on the lease (not "mark < V")
  *  21 rule 9: several claim attempts under one lease, the read-back
  *     adopting the last
+ *  23 R-H: a cluster made anew claims above 0, not above the clock bound
+ *  24 rule 7: a daemon makes the cluster on a store that holds a witness
+ *  25 rule 7: the fence ignores what witnesses say (deadline, lost lead)
+ *  26 R-G: the fence does not refuse a restored store without a witness
+ *     or --lost-lead
  *  22 an experiment, not a code mutant: the within-client check expects a
  *     decrease; its failure shows the check is evaluated on pairs of IDs of
  *     one client.
@@ -212,6 +231,18 @@
 #ifndef HOSTAHEAD
 #define HOSTAHEAD 0 /* 1: host 0's deadlines may run past the clock bound */
 #endif
+#ifndef EMPTYSNAP
+#define EMPTYSNAP 0 /* 1: the snapshot holds no cluster (taken before it was made) */
+#endif
+#ifndef LOSTFENCE
+#define LOSTFENCE 0 /* 1: the snapshot predates the fence whose lead is LEADPREV */
+#endif
+#ifndef LOSTLEAD
+#define LOSTLEAD 0 /* 1: the operator passes that lead (snowid fence --lost-lead) */
+#endif
+#ifndef WITFIRST
+#define WITFIRST 0 /* 1: a daemon makes the cluster only after every holder left its witness */
+#endif
 #ifndef STALLS
 #define STALLS 1  /* stalls of a daemon past its lease TTL */
 #endif
@@ -266,6 +297,11 @@ byte curL[H];       /* the lease each daemon keeps alive; 0: none */
 byte stalls[H];
 byte adopted[H];    /* the fence token each daemon adopted and re-raised for */
 byte wall;          /* ghost: the fencing host's wall clock, in ID time */
+#if EMPTYSNAP || LOSTFENCE
+byte wit;           /* rule 7: the highest deadline + 1 any witness gives */
+bool witd;          /* a witness was written */
+bool fmade;         /* the fence is one a daemon made the cluster with */
+#endif
 
 #if RESTORE
 byte phase;         /* 0, 1 snapshot taken, 2 restored, 3 fenced */
@@ -598,9 +634,33 @@ inline restore() {
 #if NEWID
         ecid = 2;   /* the procedure: a new --initial-cluster-token */
 #endif
+#if EMPTYSNAP
+        ftok = 0; fcid = 0; cabove = 0; /* no cluster: no fence either */
+#endif
         faults++;
         phase = 2
 }
+
+/* What the fence knows of the previous fence's lead: the store holds that
+ * fence, unless the restore lost it (LOSTFENCE) or the cluster with it
+ * (EMPTYSNAP); then only a witness of it (rule 7) or the operator
+ * (--lost-lead) says it.  Without either, on a restored store, the fence
+ * refuses: it waits (R-G) */
+#if EMPTYSNAP || LOSTFENCE
+#if MUTANT == 25
+#define FENCE_LEAD (LOSTLEAD * LEADPREV)
+#else
+#define FENCE_LEAD ((LOSTLEAD || witd) * LEADPREV)
+#endif
+#if MUTANT == 26
+#define FENCE_MAY (1)
+#else
+#define FENCE_MAY (LOSTLEAD || witd || (EMPTYSNAP && ftok != 0))
+#endif
+#else
+#define FENCE_LEAD LEADPREV
+#define FENCE_MAY (1)
+#endif
 
 /* snowid fence (R-F): a new token, the cluster ID it writes on, and
  * claims_above = max(claims_above, floor, every mark, wall + ahead + window
@@ -608,6 +668,13 @@ inline restore() {
 inline fence() {
         ftok = 2;
         fcid = ecid;
+#if EMPTYSNAP || LOSTFENCE
+        fmade = 0;
+        /* rule 7: above every witness's deadline */
+#if MUTANT != 25
+        if :: cabove < wit -> cabove = wit :: else -> skip fi;
+#endif
+#endif
         if :: cabove < floor -> cabove = floor :: else -> skip fi;
         if :: cabove < hwm[0] -> cabove = hwm[0] :: else -> skip fi;
 #if N > 1
@@ -618,7 +685,7 @@ inline fence() {
         if :: cabove < wall + AHEAD + W -> cabove = wall + AHEAD + W :: else -> skip fi;
 #else
         if
-        :: cabove < wall + AHEAD + W + LEADPREV -> cabove = wall + AHEAD + W + LEADPREV
+        :: cabove < wall + AHEAD + W + FENCE_LEAD -> cabove = wall + AHEAD + W + FENCE_LEAD
         :: else -> skip
         fi;
 #endif
@@ -626,6 +693,37 @@ inline fence() {
         bump();
         phase = 3
 }
+#endif
+
+#if EMPTYSNAP
+/* a daemon makes the cluster on a store that holds none (rule 7: only
+ * without a witness), above the clock bound a fence claims above (R-F) */
+inline make_cluster() {
+        ftok = 3; fcid = ecid; fmade = 1;
+#if MUTANT != 23
+        if :: cabove < wall + AHEAD + W -> cabove = wall + AHEAD + W :: else -> skip fi;
+        if :: floor < cabove -> floor = cabove :: else -> skip fi;
+#endif
+        bump()
+}
+#endif
+#if EMPTYSNAP || LOSTFENCE
+/* rule 7: a daemon halted on a cluster it knew writes down its highest
+ * deadline and the fence it knew (the lead of a fence the store lost) */
+inline witness() {
+        if
+        :: myft != 0 ->
+                witd = 1;
+                if :: wit < pubd[0] -> wit = pubd[0] :: else -> skip fi;
+#if N > 1
+                if :: wit < pubd[1] -> wit = pubd[1] :: else -> skip fi
+#endif
+        :: else -> skip
+        fi
+}
+#define FMADE fmade
+#else
+#define FMADE 0
 #endif
 
 proctype Etcd() {
@@ -664,12 +762,18 @@ end:    do
 #endif
 #endif
 #if RESTORE
+#if EMPTYSNAP
+        /* before the cluster's first write: a snapshot that holds none of it */
+        :: atomic { phase == 0 && erev == 1 -> snapshot() }
+#else
         :: atomic { phase == 0 -> snapshot() }
+#endif
 #if GAP
         :: atomic { phase == 1 -> restore() }
-        :: atomic { phase == 2 -> fence() }
+        :: atomic { phase == 2 && FENCE_MAY -> fence() }
 #else
-        :: atomic { phase == 1 -> restore(); fence() }
+        :: atomic { phase == 1 -> restore(); if :: FENCE_MAY -> fence() :: else -> skip fi }
+        :: atomic { phase == 2 && FENCE_MAY -> fence() }
 #endif
 #if REFILL
         /* other clients' writes: the revision back at the highest it was */
@@ -782,6 +886,25 @@ inline published(num, d) {
 #define published(num, d) skip
 #endif
 
+/* a daemon that starts on a store without the cluster makes it, unless a
+ * witness shows the store forgot it (rule 7: then it halts until a
+ * fence); WITFIRST: only once every holder has left its witness */
+#if EMPTYSNAP
+#if MUTANT == 24
+#define WIT_BLOCKS (0)
+#else
+#define WIT_BLOCKS (witd)
+#endif
+#define START_CREATE \
+        if \
+        :: ftok == 0 && WIT_BLOCKS -> goto restored \
+        :: ftok == 0 && !WIT_BLOCKS && (!WITFIRST || witd || curL[1 - h] == 0) -> make_cluster() \
+        :: ftok != 0 -> skip \
+        fi
+#else
+#define START_CREATE skip
+#endif
+
 /* R-C: the renewal read back its own mark with a mod revision below the one
  * etcd acknowledged for its last write of it: that write was forgotten */
 #if RESTORE && MUTANT != 13
@@ -809,6 +932,7 @@ proctype Daemon(byte h) {
          * and the cluster ID of the answer: another one is a restore not
          * yet fenced (R-A) */
         atomic {
+                START_CREATE;
                 myft = ftok; mycid = fcid; SEEN_START;
                 if :: CID_BAD(ecid) -> goto restored :: else -> skip fi
         }
@@ -1154,8 +1278,12 @@ refenced:
 
 restored:
         /* rule 5: says `restored`, stops extending, waits for a fence that
-         * names the cluster etcd answers from */
-        atomic { ftok != myft && fcid == ecid -> skip };
+         * names the cluster etcd answers from (not one a daemon made the
+         * cluster anew with: rule 7) */
+#if EMPTYSNAP || LOSTFENCE
+        atomic { witness() };
+#endif
+        atomic { ftok != myft && fcid == ecid && !FMADE -> skip };
         goto refence;
 
 crashed:
@@ -1173,6 +1301,7 @@ crashed:
                 pubd[1] = 0;
 #endif
                 moves = 0; ackrev = 0; pause = 0; quit = 0;
+                myft = 0; START_CREATE;
                 myft = ftok; mycid = fcid; SEEN_START;
                 if :: CID_BAD(ecid) -> goto restored :: else -> skip fi
         };
