@@ -125,9 +125,9 @@ static void refuse(const struct fence_run *f, const struct cluster_ident *old, i
                         store_title(f->store), cluster_id, old->token, when, old->cluster_id);
         fprintf(stderr,
                 "snowid fence: not fenced. Run it again with --lost-lead MS: 0 if no `snowid "
-                "fence` ran after %s; otherwise the sum of the leads (\"s from this host's "
-                "clock\") that the fences made since printed, %" PRIu64 " for each made with "
-                "these settings and no earlier lead.\n",
+                "fence` ran after %s; otherwise the lead (\"s from this host's clock\") that "
+                "the last fence made since printed, which carries those before it (%" PRIu64
+                " for one made with these settings and no earlier lead).\n",
                 rf == 0 || !old->era ? "the cluster was made" : "that one", own_lead_ms(f));
 }
 
@@ -256,12 +256,15 @@ static void on_read(void *userdata, const struct store_reply *r)
                                            f->cfg->window_s, f->cfg->mark_step_s);
         /* hosts that claimed after the last fence started its lead (its
          * claims_above less its era) ahead of the clock, and slew it back
-         * at slew-rate: what may be left of it counts on top of --ahead,
-         * and so does the lead of fences the store lost (--lost-lead) */
+         * at slew-rate: what may be left of it counts on top of --ahead.
+         * A fence the store lost (a witness knew it, or --lost-lead says
+         * what it printed) came after the one the store holds, and its
+         * lead carries what was left of the earlier ones: the largest of
+         * them all counts, not their sum */
         uint64_t left = f->ahead_ms ? previous_lead(f, &old) : 0;
         left = w.lead_left > left ? w.lead_left : left;
         uint64_t lost = f->lost_lead_ms > 0 ? (uint64_t)f->lost_lead_ms : 0;
-        bound += left + lost;
+        bound += lost > left ? lost : left;
         uint64_t above = bound > w.deadline ? bound : w.deadline;
         uint64_t stored = floor > highest ? floor : highest;
         stored = w.deadline > stored ? w.deadline : stored;
@@ -330,8 +333,8 @@ static void on_read(void *userdata, const struct store_reply *r)
         int n = snprintf(f->said, sizeof(f->said),
                          "snowid fence: cluster %s fenced on store cluster ID %" PRIu64
                          ": token %s, claims above %" PRIu64
-                         " (%+.1f s from this host's clock, %.1f s of it the last fence's "
-                         "lead, %.1f s lost fences' lead; %zu marks, the highest %" PRIu64
+                         " (%+.1f s from this host's clock, %.1f s the last fence's lead, "
+                         "%.1f s a lost fence's; %zu marks, the highest %" PRIu64
                          ", floor was %" PRIu64 "; %u witnesses, the highest deadline %" PRIu64
                          ")%s\n",
                          f->cfg->cluster, r->cluster_id, c.token, above,

@@ -686,9 +686,11 @@ class Chaos:
         """snowid fence, in the namespace of the etcd members, run again (as
         an operator would) while it fails.  True if it succeeded.  since:
         when the snapshot restored was taken (monotonic): the fences made
-        after it are lost, and their leads (as each printed it) are passed
-        as --lost-lead, as the procedure tells an operator to."""
-        lost = sum(lead for t, lead in self.fence_leads if since is not None and t > since)
+        after it are lost, and the lead the last of them printed (which
+        carries those before it) is passed as --lost-lead, as the
+        procedure tells an operator to."""
+        lost = max((lead for t, lead in self.fence_leads if since is not None and t > since),
+                   default=0)
         for _ in range(tries):
             if self.fence_once(why, lost):
                 return True
