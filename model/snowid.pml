@@ -886,6 +886,17 @@ inline published(num, d) {
 #define published(num, d) skip
 #endif
 
+/* rule 6: a daemon that starts (or restarts) under a fence other than the
+ * one its cluster was made with waits the settle pause as one that saw it
+ * made (fence_settle_left_ms() in the code, where an old fence leaves no
+ * pause; here the pause ends as soon as the other daemon adopted the fence
+ * or holds no lease) */
+#if RESTORE && MUTANT != 11
+#define START_PAUSE if :: ftok != 1 && !FMADE -> pause = 1 :: else -> skip fi
+#else
+#define START_PAUSE skip
+#endif
+
 /* a daemon that starts on a store without the cluster makes it, unless a
  * witness shows the store forgot it (rule 7: then it halts until a
  * fence); WITFIRST: only once every holder has left its witness */
@@ -933,7 +944,7 @@ proctype Daemon(byte h) {
          * yet fenced (R-A) */
         atomic {
                 START_CREATE;
-                myft = ftok; mycid = fcid; SEEN_START;
+                myft = ftok; mycid = fcid; SEEN_START; START_PAUSE;
                 if :: CID_BAD(ecid) -> goto restored :: else -> skip fi
         }
 new_lease:
@@ -1302,7 +1313,7 @@ crashed:
 #endif
                 moves = 0; ackrev = 0; pause = 0; quit = 0;
                 myft = 0; START_CREATE;
-                myft = ftok; mycid = fcid; SEEN_START;
+                myft = ftok; mycid = fcid; SEEN_START; START_PAUSE;
                 if :: CID_BAD(ecid) -> goto restored :: else -> skip fi
         };
         goto new_lease;
