@@ -146,14 +146,17 @@ static uint64_t previous_lead(const struct fence_run *f, const struct cluster_id
         return back >= lead ? 0 : lead - back;
 }
 
-/* What the witnesses say: how many, the highest deadline any published,
- * and the most that may be left of the lead of a fence any knew. */
+/* What the witnesses say: how many, how many knew a fence at least as
+ * new as the stored one (only those show what came after it), the
+ * highest deadline any published, the most that may be left of the lead
+ * of a fence any knew, and the latest era any knew. */
 struct witnesses {
-        unsigned n;
-        uint64_t deadline, lead_left;
+        unsigned n, current;
+        uint64_t deadline, lead_left, era;
 };
 
-static void witnesses_read(const struct fence_run *f, json_t *kvs, struct witnesses *w)
+static void witnesses_read(const struct fence_run *f, json_t *kvs, uint64_t stored_era,
+                           struct witnesses *w)
 {
         json_t *j;
         size_t i;
@@ -169,7 +172,9 @@ static void witnesses_read(const struct fence_run *f, json_t *kvs, struct witnes
                     json_unpack(v, "{s:I, s:I, s:I}", "era", &era, "claims_above", &above,
                                 "deadline", &deadline) < 0 ||
                     era < 0 || above < 0 || deadline < 0 ||
-                    (uint64_t)deadline >> f->cfg->layout.time_bits) {
+                    (uint64_t)deadline >> f->cfg->layout.time_bits ||
+                    (uint64_t)above >> f->cfg->layout.time_bits ||
+                    (uint64_t)era > wall_unix_ms() + 86400000) {
                         /* one that cannot be read still says a daemon knew the
                          * cluster: the fence is then refused without --lost-lead */
                         fprintf(stderr, "snowid fence: the witness %s is not valid; not counted\n",
@@ -179,6 +184,8 @@ static void witnesses_read(const struct fence_run *f, json_t *kvs, struct witnes
                                                   .claims_above = (uint64_t)above};
                         uint64_t left = previous_lead(f, &c);
                         w->n++;
+                        w->current += (uint64_t)era >= stored_era;
+                        w->era = (uint64_t)era > w->era ? (uint64_t)era : w->era;
                         w->deadline =
                                 (uint64_t)deadline > w->deadline ? (uint64_t)deadline : w->deadline;
                         w->lead_left = left > w->lead_left ? left : w->lead_left;
@@ -240,14 +247,14 @@ static void on_read(void *userdata, const struct store_reply *r)
         /* what halted daemons wrote down: the fence each knew, and its
          * highest deadline */
         struct witnesses w = {0};
-        witnesses_read(f, txn_kvs(r->json, 4), &w);
+        witnesses_read(f, txn_kvs(r->json, 4), old.era, &w);
         /* a fence is safe only over every fence made before it: the store
          * holds the last one unless it was restored (it answers as another
          * cluster than its fence names) or lost its fence.  Fences made
          * after the snapshot left hosts running their leads ahead, and only
          * a witness, or the operator, can say what they were */
         bool replaced = old.cluster_id && r->cluster_id && old.cluster_id != r->cluster_id;
-        if ((replaced || rf == 0 || !old.era) && !w.n && f->lost_lead_ms < 0) {
+        if ((replaced || rf == 0 || !old.era) && !w.current && f->lost_lead_ms < 0) {
                 refuse(f, &old, rf, r->cluster_id);
                 goto out;
         }
@@ -288,7 +295,9 @@ static void on_read(void *userdata, const struct store_reply *r)
                         "could not all tell. Fence a restored database before daemons reach it "
                         "(docs/postgres.md)\n",
                         r->cluster_id);
-        if (fence_make(above, old.era, r->cluster_id, false, &c) < 0) {
+        /* after every era a daemon may know: one that knew a lost fence
+         * halts on an older one */
+        if (fence_make(above, w.era > old.era ? w.era : old.era, r->cluster_id, false, &c) < 0) {
                 fprintf(stderr, "snowid fence: no random token\n");
                 goto out;
         }

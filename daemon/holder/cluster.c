@@ -325,8 +325,11 @@ static void create_cluster(struct holder *h)
 static void on_witness(void *userdata, const struct store_reply *r)
 {
         struct holder *h = userdata;
-        if (!store_ok(r) || h->halted == HALT_NONE || h->witnessed)
-                return; /* sent again at the next read of the cluster */
+        h->witness_sending = false;
+        /* an answer for an earlier halt, or none: sent again at the next
+         * read of the cluster while halted */
+        if (!store_ok(r) || r->tag != h->witness_gen || h->halted == HALT_NONE || h->witnessed)
+                return;
         h->witnessed = true;
         log_notice("Left a witness at %switness/%s: the fence this daemon knew and its "
                    "highest deadline, for `snowid fence` to claim above",
@@ -343,7 +346,7 @@ static void on_witness(void *userdata, const struct store_reply *r)
  * make the cluster anew (never_used). */
 static void witness_send(struct holder *h)
 {
-        if (h->witnessed || !h->layout_ready || h->halted == HALT_NONE ||
+        if (h->witnessed || h->witness_sending || !h->layout_ready || h->halted == HALT_NONE ||
             h->halted == HALT_CHECKING)
                 return;
         char what[40];
@@ -360,7 +363,34 @@ static void witness_send(struct holder *h)
         json_t *body = json_pack("{s:[o]}", "success",
                                  txn_put(txn_key(h->prefix, what, -1), store_b64("%s", text), 0));
         free(text);
-        store_call(h->store, "/v3/kv/txn", body, on_witness, h, 0);
+        h->witness_sending =
+                store_call(h->store, "/v3/kv/txn", body, on_witness, h, h->witness_gen) >= 0;
+}
+
+static void on_witness_deleted(void *userdata, const struct store_reply *r)
+{
+        struct holder *h = userdata;
+        (void)r; /* a witness left behind only asks more of the next fence */
+        h->witness_sending = false;
+}
+
+/* A halt ends (a fence adopted, or the cluster as it was): the witness is
+ * gone with the fence that covered it, or, where the halt ended without
+ * one (a key put back by hand), is deleted here, so that no witness of a
+ * halt long over outlives it in the store and its snapshots. */
+void cluster_witness_done(struct holder *h)
+{
+        bool left = h->witnessed || h->witness_sending;
+        h->witnessed = false;
+        h->witness_gen++;
+        if (!left)
+                return;
+        char what[40];
+        snprintf(what, sizeof(what), "witness/%s", h->token);
+        json_t *body = json_pack("{s:[{s:{s:o}}]}", "success", "request_delete_range", "key",
+                                 txn_key(h->prefix, what, -1));
+        h->witness_sending =
+                store_call(h->store, "/v3/kv/txn", body, on_witness_deleted, h, 0) >= 0;
 }
 
 static void on_cluster(void *userdata, const struct store_reply *r)

@@ -129,6 +129,8 @@ struct holder {
         bool create_waiting;     /* another host creates the cluster: ask whether it ended */
         bool check_marks;        /* holding `creating`: the cluster read reads the highest mark */
         bool witnessed;          /* halted: the store acknowledged this daemon's witness */
+        bool witness_sending;    /* a witness's put (or its deletion) in flight */
+        uint32_t witness_gen;    /* the halt a witness's answer is for */
         uint64_t create_sent_ms; /* monotonic: when the last question about `creating` went */
         unsigned init_pending;   /* creating it: batches of marks not answered yet */
         uint64_t init_next;      /* the first number of the next batch to send */
@@ -204,6 +206,8 @@ uint64_t fence_settle_left_ms(const struct cluster_ident *c, uint64_t wall_ms, u
 uint64_t fence_settle_ms(const struct settings *cfg);
 /* The highest deadline this daemon published in the last hour (marks.c). */
 uint64_t marks_highest(const struct holder *h);
+/* A halt ended: the witness this daemon left for it is deleted (cluster.c). */
+void cluster_witness_done(struct holder *h);
 /* The lease's TTL as the store gave it, asked at g->lease_asked_ms: lease_until_ms. */
 void holder_lease_lives(struct holding *g, int64_t ttl_s);
 /* next becomes cur: published in the segment. */

@@ -275,7 +275,7 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
         bool was_halted = h->halted != HALT_NONE;
         h->cl = *c;
         h->halted = HALT_NONE;
-        h->witnessed = false;
+        cluster_witness_done(h);
         h->backoff_ms = 0;
         if (h->layout_ready) {
                 if (new_fence) {
