@@ -7,12 +7,13 @@
 #   scripts/fresh-check.sh [--rev REV] [--run-only] [--keep] [--dir DIR] [--mirror M]...
 #
 # - mmdebstrap makes a minbase root of bookworm (Essential packages and apt:
-#   no compiler, no python, no git) under DIR (default a new directory in
-#   $TMPDIR, else /var/tmp: a root and its packages take a few GB), from
+#   no compiler, no python, no git) under DIR (default a new directory
+#   that mktemp makes in $TMPDIR: a root and its packages take a few GB), from
 #   mmdebstrap's default mirror (Debian's, with updates and security) or
 #   each --mirror given (a URL or a sources.list line, as mmdebstrap takes);
 # - a clean clone of REV (default HEAD) of this repository goes into the
-#   root's /root/snowid, a 0700 directory, without the work tree's changes;
+#   snowid/ in the new root's home of root (a 0700 directory, as Debian
+#   makes it), without the work tree's changes;
 # - inside the root (made the root of a mount and PID namespace of its own
 #   with pivot_root, with /proc, /sys, /dev, an empty /run and the host's
 #   network: what root has on a machine),
@@ -26,6 +27,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
+# root's home inside the bootstrapped root, as Debian makes it (not this
+# machine's): the clone, and the logs of the two commands, go there
+home=/root
 
 rev=HEAD run_only=0 keep=0 dir= mirrors=()
 while [ $# -gt 0 ]; do
@@ -46,7 +50,7 @@ done
 commit=$(git rev-parse --verify "$rev^{commit}")
 
 if [ -z "$dir" ]; then
-    dir=$(mktemp -d "${TMPDIR:-/var/tmp}/snowid-fresh.XXXXXX")
+    dir=$(mktemp -d -t snowid-fresh.XXXXXX)
 else
     [ ! -e "$dir" ] || [ -z "$(ls -A "$dir")" ] || { echo "fresh-check: $dir is not empty" >&2; exit 1; }
     mkdir -p "$dir"
@@ -69,44 +73,44 @@ mmdebstrap --quiet --variant=minbase --mode=root bookworm "$root" "${mirrors[@]}
 # the resolver, as a machine's installer leaves it
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 
-step "a clean clone of $commit in /root/snowid (0700)"
-git clone --quiet --no-checkout "$src" "$root/root/snowid"
-git -C "$root/root/snowid" checkout --quiet "$commit"
-chmod 700 "$root/root" "$root/root/snowid"
+step "a clean clone of $commit in $home/snowid (0700)"
+git clone --quiet --no-checkout "$src" "$root$home/snowid"
+git -C "$root$home/snowid" checkout --quiet "$commit"
+chmod 700 "$root$home" "$root$home/snowid"
 
 # what runs inside: the first command until its IDs are printed, then
 # SIGINT, as Ctrl-C; then the second to its end
 inside=$(cat <<'EOF'
 set -uo pipefail
-cd /root/snowid
+cd "$HOME/snowid"
 echo "== scripts/run.sh"
 t0=$SECONDS
 # job control: run.sh in a process group of its own, with SIGINT as a
 # terminal leaves it (a background job of a script would ignore it), so
 # that the group's SIGINT below is Ctrl-C's
 set -m
-scripts/run.sh >/root/run.log 2>&1 &
+scripts/run.sh >"$HOME/run.log" 2>&1 &
 pid=$!
 set +m
 ran=0
 for _ in $(seq 1800); do   # the install and build come first: up to 15 min
-    grep -q "^Running; try" /root/run.log && { ran=1; break; }
+    grep -q "^Running; try" "$HOME/run.log" && { ran=1; break; }
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.5
 done
 kill -INT -- "-$pid" 2>/dev/null
 wait "$pid"
 rc=$?
-tail -n 25 /root/run.log
-ids=$(sed -n '/^\$ snowid next -n 5$/,/^$/p' /root/run.log | grep -cE '^[0-9]+$')
+tail -n 25 "$HOME/run.log"
+ids=$(sed -n '/^\$ snowid next -n 5$/,/^$/p' "$HOME/run.log" | grep -cE '^[0-9]+$')
 echo "run.sh: $((SECONDS - t0)) s, printed IDs: $ids, exit after SIGINT: $rc"
 [ "$ran" = 1 ] && [ "$ids" = 5 ] || { echo "fresh-check: scripts/run.sh did not print its IDs" >&2; exit 1; }
 [ "${RUN_ONLY:-0}" = 1 ] && exit 0
 echo "== scripts/test.sh"
 t0=$SECONDS
-scripts/test.sh >/root/test.log 2>&1
+scripts/test.sh >"$HOME/test.log" 2>&1
 rc=$?
-tail -n 40 /root/test.log
+tail -n 40 "$HOME/test.log"
 echo "test.sh: $((SECONDS - t0)) s, exit $rc"
 exit "$rc"
 EOF
@@ -129,14 +133,14 @@ RUN_ONLY=$run_only unshare --mount --pid --fork --kill-child -- bash -c '
     pivot_root . .
     umount -l .
     cd /
-    exec /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb RUN_ONLY="$RUN_ONLY" \
+    exec /usr/bin/env -i HOME="$3" LANG=C.UTF-8 TERM=dumb RUN_ONLY="$RUN_ONLY" \
         PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin bash -c "$2"
-' _ "$root" "$inside" || rc=$?
+' _ "$root" "$inside" "$home" || rc=$?
 step "done, exit $rc"
 if [ "$rc" != 0 ] && [ "$keep" = 0 ]; then
     mkdir -p logs
     for f in run test; do
-        [ -f "$root/root/$f.log" ] && cp "$root/root/$f.log" "logs/fresh-$f.log" && echo "fresh-check: logs/fresh-$f.log"
+        [ -f "$root$home/$f.log" ] && cp "$root$home/$f.log" "logs/fresh-$f.log" && echo "fresh-check: logs/fresh-$f.log"
     done
 fi
 exit "$rc"
