@@ -344,13 +344,18 @@ static void on_witness(void *userdata, const struct store_reply *r)
  * store keeps it whatever it holds, until `snowid fence` reads and deletes
  * it, and a daemon that finds it on a store without the cluster does not
  * make the cluster anew (never_used). */
+static json_t *witness_key(const struct holder *h)
+{
+        char what[40];
+        snprintf(what, sizeof(what), "witness/%s", h->token);
+        return txn_key(h->prefix, what, -1);
+}
+
 static void witness_send(struct holder *h)
 {
         if (h->witnessed || h->witness_sending || !h->layout_ready || h->halted == HALT_NONE ||
             h->halted == HALT_CHECKING)
                 return;
-        char what[40];
-        snprintf(what, sizeof(what), "witness/%s", h->token);
         json_t *v =
                 json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "host", h->host, "instance",
                           h->cfg->instance, "era", (json_int_t)h->cl.era, "claims_above",
@@ -360,8 +365,8 @@ static void witness_send(struct holder *h)
         json_decref(v);
         if (!text)
                 return;
-        json_t *body = json_pack("{s:[o]}", "success",
-                                 txn_put(txn_key(h->prefix, what, -1), store_b64("%s", text), 0));
+        json_t *body =
+                json_pack("{s:[o]}", "success", txn_put(witness_key(h), store_b64("%s", text), 0));
         free(text);
         h->witness_sending =
                 store_call(h->store, "/v3/kv/txn", body, on_witness, h, h->witness_gen) >= 0;
@@ -385,10 +390,8 @@ void cluster_witness_done(struct holder *h)
         h->witness_gen++;
         if (!left)
                 return;
-        char what[40];
-        snprintf(what, sizeof(what), "witness/%s", h->token);
         json_t *body = json_pack("{s:[{s:{s:o}}]}", "success", "request_delete_range", "key",
-                                 txn_key(h->prefix, what, -1));
+                                 witness_key(h));
         h->witness_sending =
                 store_call(h->store, "/v3/kv/txn", body, on_witness_deleted, h, 0) >= 0;
 }
@@ -495,7 +498,7 @@ static void on_cluster(void *userdata, const struct store_reply *r)
          * snowid) is a cluster made anew: the prefix was wiped, or the store
          * restored to a snapshot without it, which to a daemon that knew it
          * is an unfenced restore */
-        bool made_anew = !same && (c.made || c.claims_above == 0);
+        bool made_anew = !same && fence_first(&c);
         /* a restore once seen (however) lasts until a new fence */
         bool restored = r->went_back || h->halted == HALT_RESTORED;
         if (h->layout_ready && ((same && restored) || (!same && !newer) || made_anew)) {
@@ -662,9 +665,8 @@ uint64_t fence_settle_ms(const struct settings *cfg)
  * claims_above is above their clock bound. */
 uint64_t fence_settle_left_ms(const struct cluster_ident *c, uint64_t wall_ms, uint64_t settle_ms)
 {
-        uint64_t era = c->era;
-        if (c->made || !c->claims_above || !era)
+        if (fence_first(c) || !c->era)
                 return 0;
-        uint64_t age = wall_ms > era ? wall_ms - era : 0;
+        uint64_t age = wall_ms > c->era ? wall_ms - c->era : 0;
         return age < settle_ms ? settle_ms - age : 0;
 }

@@ -32,6 +32,13 @@ struct cluster_ident {
         int64_t layout_rev;
 };
 
+/* A cluster's first fence: made with the cluster (or, claims_above 0, by an
+ * earlier snowid), not by `snowid fence`. */
+static inline bool fence_first(const struct cluster_ident *c)
+{
+        return c->made || !c->claims_above;
+}
+
 /* How far ahead of the clock of the host that makes a fence (or creates a
  * cluster) any host's ID time may run, by default: `snowid fence --ahead` */
 #define FENCE_AHEAD_MS 60000

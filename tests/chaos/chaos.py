@@ -23,7 +23,6 @@ import json
 import os
 import pwd
 import random
-import re
 import shutil
 import signal
 import subprocess
@@ -716,9 +715,8 @@ class Chaos:
         if r.returncode != 0:
             self.failed["fence"] = self.failed.get("fence", 0) + 1
         else:
-            m = re.search(r"\(([-+][0-9.]+) s from this host's clock", r.stdout)
-            self.fence_leads.append((time.monotonic(), int(float(m.group(1)) * 1000) + 1000
-                                     if m else 0))
+            lead = harness.fence_lead_ms(r.stdout)
+            self.fence_leads.append((time.monotonic(), lead + 1000 if lead is not None else 0))
         return r.returncode == 0
 
     def layout_delete(self, kind, after):

@@ -8,6 +8,7 @@ import base64
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -571,6 +572,13 @@ def try_take(instance, n=1, wait_ms=1000):
 def cli(*args, timeout=30):
     """Runs build/cli/snowid; the CompletedProcess (text)."""
     return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def fence_lead_ms(line):
+    """The lead a fence printed ("(+75.0 s from this host's clock"), in ms;
+    None if the line has none."""
+    m = re.search(r"\(([-+][0-9.]+) s from this host's clock", line)
+    return int(float(m.group(1)) * 1000) if m else None
 
 
 def fence(etcd, cluster, *args):

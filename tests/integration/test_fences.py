@@ -62,10 +62,10 @@ def make_cluster(h, etcd, cluster):
                      "--renew-interval", "500", "--etcd-timeout", "1000"] + TINY).start()
     assert s.stop() == 0
     assert etcd.get(key(cluster, "layout"))[0] is not None
-    made_long_ago(etcd, cluster)
+    age_cluster(etcd, cluster)
 
 
-def made_long_ago(etcd, cluster):
+def age_cluster(etcd, cluster):
     """The cluster as it is long after it was made: the lead its creation
     gave (claims above the clock bound, docs/fences.md) slewed away.  Its
     fence claims above 0, as an earlier snowid's did, and its marks and

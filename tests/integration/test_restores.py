@@ -15,7 +15,7 @@ import re
 import signal
 
 from harness import (BUILD, EPOCH_MS, STORE, Daemon, PgStore, Taker, Store, check_unique_and_increasing, cli,
-                     cli_status, decode, fence, id_time_now, log, mark, run, store_args, take, wait_for)
+                     cli_status, decode, fence, fence_lead_ms, id_time_now, log, mark, run, store_args, take, wait_for)
 from test_clock import faketime_lib
 from test_fences import (FAST, NO_STEP, RATE, TINY, deadline_of, deadline_passed, hold_by_third_party,
                          hwm, tt, make_cluster, snapshot, tw)
@@ -397,13 +397,6 @@ def test_snapshot_without_cluster_stalled(h):
         d.stop()
 
 
-def fence_lead_ms(line):
-    """The lead a fence printed ("(+75.0 s from this host's clock"), in ms."""
-    m = re.search(r"\(([-+][0-9.]+) s from this host's clock", line)
-    assert m, line
-    return int(float(m.group(1)) * 1000)
-
-
 def test_fence_after_lost_fence(h):
     """etcd restored from a snapshot taken before the last fence: X claimed
     under the lost fence, so its clock runs that fence's lead ahead, and it
@@ -419,6 +412,7 @@ def test_fence_after_lost_fence(h):
     fence(etcd, "lf", *win)
     snap, restored_ok = snapshot(h, etcd)   # holds that fence, not the next
     lost = fence_lead_ms(fence(etcd, "lf", *win))
+    assert lost is not None, "the fence printed no lead"
     args = ["--cluster", "lf"] + FAST + TINY + NO_STEP + win
     x = Daemon(h, etcd, instance=h.instance + "-x", name="x", args=args).start()
     assert tw(take(x.instance)[0]) == 0
