@@ -523,9 +523,7 @@ static int on_settle_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 static void on_settle_retry_timer(struct holder *h)
 {
-        sd_event_add_time_relative(h->event, NULL, CLOCK_MONOTONIC,
-                                   (uint64_t)claim_next_backoff(h, RETRY_MAX_MS) * 1000, 1000,
-                                   on_settle_timer, h);
+        holder_timer_in(h, &h->settle_timer, claim_next_backoff(h, RETRY_MAX_MS), on_settle_timer);
 }
 
 void claim_start(struct holder *h, bool fresh)

@@ -156,7 +156,7 @@ struct holder {
         struct published published[PUBLISHED_MAX];
         unsigned n_published;
         struct mark_raise raises[RAISES_MAX];
-        sd_event_source *reread_timer, *raise_timer;
+        sd_event_source *reread_timer, *raise_timer, *settle_timer;
         int exit_code;
         bool done_said; /* the callbacks' done() ran */
         struct holder_stats stats;
@@ -179,7 +179,6 @@ void holder_timer_in(struct holder *h, sd_event_source **src, unsigned ms,
                      sd_event_time_handler_t cb);
 /* ID time now, in ms of the layout's epoch (wall: the wall clock's) */
 uint64_t holder_id_ms(const struct holder *h, bool wall);
-uint64_t holder_id_now_ms(const struct holder *h);
 char *holder_i64(int64_t v, char buf[static 24]);
 /* The holding a request's tag names, or NULL. */
 struct holding *holder_by_tag(struct holder *h, uint64_t tag);

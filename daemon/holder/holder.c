@@ -365,11 +365,6 @@ void holder_halted(struct holder *h)
                 shm_pub_set_state(h->pub, holder_halted_state(h));
 }
 
-uint64_t holder_id_now_ms(const struct holder *h)
-{
-        return holder_id_ms(h, false);
-}
-
 /* ---- acquiring a number: grant, scan, claim, settle ---- */
 
 static void on_revoke(void *userdata, const struct store_reply *r)
@@ -442,8 +437,9 @@ void holder_publish(struct holder *h)
         if (h->cur.state != H_NONE) {
                 marks_retired(h, h->cur.worker, h->cur.mark);
                 /* the same number again (after a fence): the claim just
-                 * acknowledged its mark above the old deadline */
-                if (h->cur.worker != g->worker || g->start_ms <= h->cur.mark || h->cur.lease)
+                 * acknowledged its mark above the old deadline (its start is
+                 * above marks_own(), which counts the old one) */
+                if (h->cur.worker != g->worker || h->cur.lease)
                         marks_raise(h, h->cur.worker, h->cur.mark, h->cur.lease, 0,
                                     h->cur.mark_rev);
         }
@@ -681,6 +677,7 @@ struct holder *holder_free(struct holder *h)
         sd_event_source_disable_unref(h->stop_post);
         sd_event_source_disable_unref(h->reread_timer);
         sd_event_source_disable_unref(h->raise_timer);
+        sd_event_source_disable_unref(h->settle_timer);
         h->store = store_free(h->store);
         free(h);
         return NULL;
