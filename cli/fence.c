@@ -17,6 +17,7 @@
 #include "store.h"
 #include "fence.h"
 #include "log.h"
+#include "rules.h"
 #include "txn.h"
 
 struct fence_run {
@@ -137,13 +138,8 @@ static void refuse(const struct fence_run *f, const struct cluster_ident *old, i
 static uint64_t previous_lead(const struct fence_run *f, const struct cluster_ident *old)
 {
         const snowid_layout *l = &f->cfg->layout;
-        uint64_t era_id = old->era > l->epoch_ms ? old->era - l->epoch_ms : 0;
-        if (!old->era || old->claims_above <= era_id)
-                return 0;
-        uint64_t lead = old->claims_above - era_id, now = wall_id_ms(l);
-        uint64_t since_s = now > era_id ? (now - era_id) / 1000 : 0;
-        uint64_t back = since_s * f->cfg->slew_us_per_s / 1000;
-        return back >= lead ? 0 : lead - back;
+        return rule6_lead_left(l->epoch_ms, old->era, old->claims_above, wall_id_ms(l),
+                               f->cfg->slew_us_per_s);
 }
 
 /* What the witnesses say: how many, how many knew a fence at least as
@@ -254,31 +250,34 @@ static void on_read(void *userdata, const struct store_reply *r)
          * after the snapshot left hosts running their leads ahead, and only
          * a witness, or the operator, can say what they were */
         bool replaced = old.cluster_id && r->cluster_id && old.cluster_id != r->cluster_id;
-        if ((replaced || rf == 0 || !old.era) && !w.current && f->lost_lead_ms < 0) {
+        if (rule7_fence_refuses(replaced || rf == 0 || !old.era, w.current > 0,
+                                f->lost_lead_ms >= 0)) {
                 refuse(f, &old, rf, r->cluster_id);
                 goto out;
         }
-        /* a daemon's mark runs up to window + mark-step ahead of its clock */
-        uint64_t bound = fence_clock_bound(l->epoch_ms, wall_unix_ms(), f->ahead_ms,
-                                           f->cfg->window_s, f->cfg->mark_step_s);
-        /* hosts that claimed after the last fence started its lead (its
+        /* a daemon's mark runs up to window + mark-step ahead of its clock.
+         * Hosts that claimed after the last fence started its lead (its
          * claims_above less its era) ahead of the clock, and slew it back
          * at slew-rate: what may be left of it counts on top of --ahead.
          * A fence the store lost (a witness knew it, or --lost-lead says
          * what it printed) came after the one the store holds, and its
          * lead carries what was left of the earlier ones: the largest of
-         * them all counts, not their sum */
-        uint64_t left = f->ahead_ms ? previous_lead(f, &old) : 0;
-        left = w.lead_left > left ? w.lead_left : left;
-        uint64_t lost = f->lost_lead_ms > 0 ? (uint64_t)f->lost_lead_ms : 0;
-        bound += lost > left ? lost : left;
-        uint64_t above = bound > w.deadline ? bound : w.deadline;
+         * them all counts, not their sum (rule6_fence_lead()) */
+        const struct rule6_fence_in in = {
+                .clock_bound = rule6_clock_bound(l->epoch_ms, wall_unix_ms(), f->ahead_ms,
+                                                 f->cfg->window_s, f->cfg->mark_step_s),
+                .lead_left = f->ahead_ms ? previous_lead(f, &old) : 0,
+                .witness_lead_left = w.lead_left,
+                .witness_deadline = w.deadline,
+                .lost_lead = f->lost_lead_ms > 0 ? (uint64_t)f->lost_lead_ms : 0,
+                .stored_above = old.claims_above,
+                .floor = floor,
+                .highest_mark = highest,
+        };
+        uint64_t bound = rule6_fence_lead(&in), above = rule6_fence_above(&in);
         uint64_t stored = floor > highest ? floor : highest;
         stored = w.deadline > stored ? w.deadline : stored;
         f->far_ahead_s = stored > bound ? (double)(stored - bound) / 1000 : 0;
-        above = old.claims_above > above ? old.claims_above : above;
-        above = floor > above ? floor : above;
-        above = highest > above ? highest : above;
         if (old.cluster_id && old.cluster_id == r->cluster_id && f->cfg->store == STORE_ETCD)
                 fprintf(stderr,
                         "snowid fence: note: etcd's cluster ID (%" PRIu64 ") is unchanged since "
@@ -347,8 +346,11 @@ static void on_read(void *userdata, const struct store_reply *r)
                          ", floor was %" PRIu64 "; %u witnesses, the highest deadline %" PRIu64
                          ")%s\n",
                          f->cfg->cluster, r->cluster_id, c.token, above,
-                         ((double)above - (double)wall_id_ms(l)) / 1000, (double)left / 1000,
-                         (double)lost / 1000, marks, highest, floor, w.n, w.deadline,
+                         ((double)above - (double)wall_id_ms(l)) / 1000,
+                         (double)(in.lead_left > in.witness_lead_left ? in.lead_left
+                                                                      : in.witness_lead_left) /
+                                 1000,
+                         (double)in.lost_lead / 1000, marks, highest, floor, w.n, w.deadline,
                          rl == 0 ? "; layout re-created from the configuration" : "");
         if (rl == 0 && n > 0 && (size_t)n < sizeof(f->said))
                 snprintf(f->said + n, sizeof(f->said) - (size_t)n,

@@ -121,6 +121,12 @@
  *   clients   C per host, sharing the host's segment: read gen, read worker
  *             and deadline, take a counter value, check it, re-read gen.
  *
+ * Decisions of daemon/rules/ the model does not make (tests/check-rules.py
+ * reads this list): rules not made here: rule5_lease_until (a lease's
+ * time is KEPT(h), with no clock for it); rule5_taken_back (the model
+ * revokes no lease early, so a lease unknown early is always a restore
+ * here, with no read-back to tell).
+ *
  * Left out: the layout key and rule 7 (a lost layout: IDs of two layouts
  * are not modelled), a deleted floor or fence key, the slack of rule 3
  * (SLACK, 0 by default: it only spares failed claims), the "published in
@@ -379,7 +385,8 @@ bool used[N * T];
 #define NEWFENCE(h) (ans_ft[h] != myft)
 #endif
 
-/* rule 3: a claim of a number with no mark compares floor < start */
+/* rule 3: a claim of a number with no mark compares floor < start
+ * (rules: rule3_mark) */
 #if MUTANT == 4
 #define FLOOR_OK(i) (1)
 #else
@@ -387,7 +394,8 @@ bool used[N * T];
 #endif
 
 /* R-A and R-B: an answer from a cluster other than the fence's, or with a
- * revision below the highest seen, is acted on for nothing */
+ * revision below the highest seen, is acted on for nothing (rules:
+ * rule5_answer) */
 #if MUTANT == 12
 #define CID_BAD(c) (0)
 #else
@@ -645,7 +653,8 @@ inline restore() {
  * fence, unless the restore lost it (LOSTFENCE) or the cluster with it
  * (EMPTYSNAP); then only a witness of it (rule 7) or the operator
  * (--lost-lead) says it.  Without either, on a restored store, the fence
- * refuses: it waits (R-G) */
+ * refuses: it waits (R-G).  What is left of a lead is LEADPREV, not slewed
+ * (rules: rule6_lead_left); the refusal is rules: rule7_fence_refuses */
 #if EMPTYSNAP || LOSTFENCE
 #if MUTANT == 25
 #define FENCE_LEAD (LOSTLEAD * LEADPREV)
@@ -664,7 +673,8 @@ inline restore() {
 
 /* snowid fence (R-F): a new token, the cluster ID it writes on, and
  * claims_above = max(claims_above, floor, every mark, wall + ahead + window
- * + the previous fence's lead) */
+ * + the previous fence's lead) (rules: rule6_clock_bound, rule6_fence_lead,
+ * rule6_fence_above) */
 inline fence() {
         ftok = 2;
         fcid = ecid;
@@ -697,7 +707,8 @@ inline fence() {
 
 #if EMPTYSNAP
 /* a daemon makes the cluster on a store that holds none (rule 7: only
- * without a witness), above the clock bound a fence claims above (R-F) */
+ * without a witness), above the clock bound a fence claims above (R-F)
+ * (rules: rule7_made_above) */
 inline make_cluster() {
         ftok = 3; fcid = ecid; fmade = 1;
 #if MUTANT != 23
@@ -888,9 +899,9 @@ inline published(num, d) {
 
 /* rule 6: a daemon that starts (or restarts) under a fence other than the
  * one its cluster was made with waits the settle pause as one that saw it
- * made (fence_settle_left_ms() in the code, where an old fence leaves no
- * pause; here the pause ends as soon as the other daemon adopted the fence
- * or holds no lease) */
+ * made (rules: rule6_settle_left_ms, where an old fence leaves no pause;
+ * here the pause ends as soon as the other daemon adopted the fence or
+ * holds no lease) */
 #if RESTORE && MUTANT != 11
 #define START_PAUSE if :: ftok != 1 && !FMADE -> pause = 1 :: else -> skip fi
 #else
@@ -899,7 +910,8 @@ inline published(num, d) {
 
 /* a daemon that starts on a store without the cluster makes it, unless a
  * witness shows the store forgot it (rule 7: then it halts until a
- * fence); WITFIRST: only once every holder has left its witness */
+ * fence); WITFIRST: only once every holder has left its witness (rules:
+ * rule7_may_make) */
 #if EMPTYSNAP
 #if MUTANT == 24
 #define WIT_BLOCKS (0)
@@ -917,7 +929,8 @@ inline published(num, d) {
 #endif
 
 /* R-C: the renewal read back its own mark with a mod revision below the one
- * etcd acknowledged for its last write of it: that write was forgotten */
+ * etcd acknowledged for its last write of it: that write was forgotten
+ * (rules: rule5_forgotten) */
 #if RESTORE && MUTANT != 13
 #define OWN_FORGOTTEN(h) (ans_hrev[h] != 0 && ans_hrev[h] < ackrev)
 #else
@@ -941,7 +954,7 @@ proctype Daemon(byte h) {
 
         /* a daemon starts by reading the fence (its token and cluster ID)
          * and the cluster ID of the answer: another one is a restore not
-         * yet fenced (R-A) */
+         * yet fenced (R-A; rules: rule5_foreign_fence) */
         atomic {
                 START_CREATE;
                 myft = ftok; mycid = fcid; SEEN_START; START_PAUSE;
@@ -950,7 +963,8 @@ proctype Daemon(byte h) {
 new_lease:
 #if MUTANT != 11
         /* rule 6's settle pause: after a new fence, no claim until every
-         * other daemon that is alive has adopted it and re-raised its marks */
+         * other daemon that is alive has adopted it and re-raised its marks
+         * (rules: rule6_settle_ms, as long as the other daemon needs) */
         if
         :: pause -> atomic { adopted[1 - h] == ftok || curL[1 - h] == 0 -> pause = 0 }
         :: else -> skip
@@ -989,6 +1003,7 @@ scan:
                 fi;
                 shwm = hwm[n]; srev = hrev[n]; sfl = floor; sca = cabove;
                 pick_time(now);
+                /* rules: rule3_claim_start */
                 start = now;
 #if MUTANT != 3
                 if
@@ -1128,7 +1143,8 @@ renew:
                                         forget_answer(h);
                                         revoke(L); goto new_lease /* abandoned */
 #else
-                                        /* rule 4: our claim, the mark absent or lowered: write it back */
+                                        /* rule 4: our claim, the mark absent or lowered: write it back
+                                         * (rules: rule4_extension) */
                                         crev = ans_hrev[h];
                                         forget_answer(h);
                                         send(h, R_RAISE, n, 0, 0, acked, crev, slot);
@@ -1182,7 +1198,7 @@ keepalive:
 #if MUTANT == 14
                 :: !alive[L] && KEPT(h) -> kalost = 0; cn = n; cd = acked; goto giveup
 #else
-                :: !alive[L] && KEPT(h) -> kalost = 0; goto restored /* R-D: it could not have expired */
+                :: !alive[L] && KEPT(h) -> kalost = 0; goto restored /* R-D: it could not have expired (rules: rule5_lease_answer) */
 #endif
                 :: !alive[L] && !KEPT(h) -> kalost = 0; cn = n; cd = acked; goto giveup /* lost */
                 fi
@@ -1200,7 +1216,8 @@ stop:
 
 giveup:
         /* rule 4: number cn is given up only once etcd confirmed its mark at
-         * or above cd, the deadline published for it.  Without deletions or
+         * or above cd, the deadline published for it (rules:
+         * rule4_confirmed).  Without deletions or
          * restores a mark never falls below an acknowledged value, so the
          * confirmation is immediate: it is left out of those builds. */
 #if FAULTS && MUTANT != 8
@@ -1254,9 +1271,10 @@ unconfirmed:
         }
 
 refence:
-        /* rule 6: a fence naming this cluster: re-raise every number
-         * published, then claim again after the settle pause; rule 1: nothing
-         * else from the answer that showed it */
+        /* rule 6: a fence naming this cluster (rules: rule6_fence_read, the
+         * model's fences only grow): re-raise every number published (rules:
+         * rule6_reraise), then claim again after the settle pause; rule 1:
+         * nothing else from the answer that showed it */
         atomic {
                 myft = ftok;
                 mycid = fcid;

@@ -336,38 +336,13 @@ static void test_two_holders(void **state)
         shm_pub_close(p2);
 }
 
-/* What is left of the pause after a fence (rule 6): the whole pause for a
- * fence made now, what remains of it later, nothing once it has passed, for
- * a cluster's first fence (made with it, or claims_above 0 from an earlier
- * snowid) or a fence from a clock ahead of this one's by less than the pause
- * (its age counts as 0). */
-static uint64_t settle_left(uint64_t era, uint64_t above, bool made, uint64_t wall, uint64_t settle)
-{
-        struct cluster_ident c = {.era = era, .claims_above = above, .made = made};
-        return fence_settle_left_ms(&c, wall, settle);
-}
-
-static void test_fence_settle_left(void **state)
-{
-        (void)state;
-        const uint64_t era = 1800000000000, settle = 13000;
-        assert_int_equal(settle_left(era, 5, false, era, settle), settle);
-        assert_int_equal(settle_left(era, 5, false, era + 4000, settle), 9000);
-        assert_int_equal(settle_left(era, 5, false, era + settle - 1, settle), 1);
-        assert_int_equal(settle_left(era, 5, false, era + settle, settle), 0);
-        assert_int_equal(settle_left(era, 5, false, era + 3600000, settle), 0);
-        assert_int_equal(settle_left(era, 0, false, era, settle), 0);
-        assert_int_equal(settle_left(era, 5, true, era, settle), 0);
-        assert_int_equal(settle_left(0, 5, false, era, settle), 0);
-        assert_int_equal(settle_left(era, 5, false, era - 2000, settle), settle);
-}
-
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_dispatch),          cmocka_unit_test(test_new_fails),
-                cmocka_unit_test(test_backends_complete), cmocka_unit_test(test_two_holders),
-                cmocka_unit_test(test_fence_settle_left),
+                cmocka_unit_test(test_dispatch),
+                cmocka_unit_test(test_new_fails),
+                cmocka_unit_test(test_backends_complete),
+                cmocka_unit_test(test_two_holders),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

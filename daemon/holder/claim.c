@@ -28,7 +28,6 @@
 #define RETRY_MAX_MS 1000
 #define FULL_RETRY_MAX_MS 30000
 #define FRESH_THROTTLE_MS 10000
-#define FLOOR_SLACK_MS 1000
 #define LOWEST_SPREAD_MS 1000
 
 static void step_grant(struct holder *h);
@@ -212,13 +211,11 @@ static void on_scan(void *userdata, const struct store_reply *r)
                         kv_clear(&kv);
                 }
         }
-        /* a number without a mark starts above the floor (never trusted as 0) */
-        uint64_t unmarked = floor + 1 + FLOOR_SLACK_MS;
-        /* only numbers of this daemon's range (another region claims the rest) */
+        /* a number without a mark is taken as above the floor (never as 0);
+         * only numbers of this daemon's range (another region claims the rest) */
         uint64_t first = h->range_from, last = h->range_to;
         for (uint64_t n = first; n <= last; n++)
-                if (!modrev[n])
-                        mark[n] = unmarked;
+                mark[n] = rule3_mark(modrev[n] != 0, mark[n], floor);
         /* free numbers whose mark is behind the clock: one at random, which
          * spreads daemons that start together; else one at random of those
          * within LOWEST_SPREAD_MS of the lowest mark (a fleet restarted at
@@ -398,23 +395,25 @@ static void on_claim(void *userdata, const struct store_reply *r)
         claim_restart(h, 10 + (unsigned)(random() % 50));
 }
 
-static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
-{
-        return a > b ? (a > c ? a : c) : (b > c ? b : c);
-}
-
-/* hwm is the mark read, or (modrev 0: no mark) a value above the floor */
+/* hwm is the mark read at mod revision modrev (0: no mark), floor the floor
+ * read with it */
 static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t modrev,
                        uint64_t floor)
 {
         struct holding *g = &h->next;
-        uint64_t now = holder_id_ms(h, g->fresh);
-        (void)floor;
         g->worker = (int32_t)worker;
-        /* above the mark, above what a fence set, above what this daemon
-         * itself published for the number (which a restore may have lost) */
-        g->start_ms =
-                max3(now, hwm + 1, max3(h->cl.claims_above, marks_own(h, (int32_t)worker), 0) + 1);
+        /* above the mark (or the floor), above what a fence set, above what
+         * this daemon itself published for the number (which a restore may
+         * have lost) */
+        const struct rule3_claim claim = {
+                .now = holder_id_ms(h, g->fresh),
+                .marked = modrev != 0,
+                .mark = hwm,
+                .floor = floor,
+                .claims_above = h->cl.claims_above,
+                .own_last = marks_own(h, (int32_t)worker),
+        };
+        g->start_ms = rule3_claim_start(&claim);
         g->mark = g->start_ms + (uint64_t)(h->cfg->window_s + h->cfg->mark_step_s) * 1000;
         g->hwm_modrev = modrev;
         g->state = H_CLAIM;

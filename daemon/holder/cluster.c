@@ -99,17 +99,15 @@ static int layout_parse(const struct kv *kv, snowid_layout *ret)
         return snowid_layout_check(ret) < 0 ? -EBADMSG : 0;
 }
 
-/* A cluster never used: no layout, fence, floor, holder or witness, every
- * mark 0 (the read gives at most one holder, one witness, and the highest
- * mark). */
+/* A cluster never used: no layout, fence, floor or holder, every mark 0 (the
+ * read gives at most one holder and the highest mark). */
 static bool never_used(const json_t *root, int rf, int rfl)
 {
         json_t *kvs = txn_kvs(root, 4), *j;
         size_t i;
         struct kv kv;
         uint64_t m;
-        if (rf != 0 || rfl != 0 || json_array_size(txn_kvs(root, 3)) > 0 ||
-            json_array_size(txn_kvs(root, 6)) > 0)
+        if (rf != 0 || rfl != 0 || json_array_size(txn_kvs(root, 3)) > 0)
                 return false;
         json_array_foreach(kvs, i, j)
         {
@@ -292,8 +290,8 @@ static void create_cluster(struct holder *h)
          * floor is there too.  The fence names the cluster it is made on
          * (the last answer's) */
         uint64_t above =
-                fence_clock_bound(h->cfg->layout.epoch_ms, (uint64_t)(shm_realtime_ns() / 1000000),
-                                  FENCE_AHEAD_MS, h->cfg->window_s, h->cfg->mark_step_s);
+                rule7_made_above(h->cfg->layout.epoch_ms, (uint64_t)(shm_realtime_ns() / 1000000),
+                                 h->cfg->window_s, h->cfg->mark_step_s);
         if (fence_make(above, 0, h->cluster_id, true, &c) < 0) {
                 reread_in(h, REREAD_MS);
                 return;
@@ -419,7 +417,10 @@ static void on_cluster(void *userdata, const struct store_reply *r)
                             store_title(h->store));
                 goto retry;
         }
-        if (rl == 0 && !h->layout_ready && never_used(r->json, rf, rfl)) {
+        /* at most one witness is read */
+        bool witnessed = json_array_size(txn_kvs(r->json, 6)) > 0;
+        if (rl == 0 && !h->layout_ready &&
+            rule7_may_make(never_used(r->json, rf, rfl), witnessed)) {
                 /* a layout the range does not fit is not made */
                 if (!region_range_fits(h, h->cfg->layout.worker_bits))
                         goto out;
@@ -437,10 +438,9 @@ static void on_cluster(void *userdata, const struct store_reply *r)
                                   "has been used%s: not re-creating it, and extending nothing. "
                                   "Run `snowid fence` with this cluster's layout to restore it",
                                   h->prefix,
-                                  json_array_size(txn_kvs(r->json, 6)) > 0
-                                          ? " (a daemon that knew it left a witness: the store "
-                                            "forgot it)"
-                                          : "");
+                                  witnessed ? " (a daemon that knew it left a witness: the store "
+                                              "forgot it)"
+                                            : "");
                 cluster_halt(h, HALT_LAYOUT_LOST);
                 goto retry;
         }
@@ -468,7 +468,7 @@ static void on_cluster(void *userdata, const struct store_reply *r)
         /* a fence written on another cluster: the store was restored (etcd
          * with a new cluster token, as the procedure says) or replaced, and not fenced
          * since.  Nothing is acted on until a fence names this cluster */
-        if (c.cluster_id && r->cluster_id && c.cluster_id != r->cluster_id) {
+        if (rule5_foreign_fence(c.cluster_id, r->cluster_id)) {
                 if (h->halted != HALT_RESTORED)
                         log_error("The fence at %sfence was written on cluster %" PRIu64
                                   ", but %s answers as cluster %" PRIu64 ": it was restored "
@@ -489,23 +489,19 @@ static void on_cluster(void *userdata, const struct store_reply *r)
                 if (holder_forgotten(h, worker, (int64_t)r->tag, modrev, "reading the cluster"))
                         goto out;
         }
-        bool same = c.fence_len == h->cl.fence_len && !memcmp(c.fence, h->cl.fence, c.fence_len);
-        /* a fence made later (or, after a restore, at the same era with
-         * another token) is adopted; the one known with revisions gone back,
-         * or an older one, is a restore not yet fenced */
-        bool newer = c.era > h->cl.era || (c.era == h->cl.era && strcmp(c.token, h->cl.token));
-        /* a fence made with its cluster (claims_above 0: by an earlier
-         * snowid) is a cluster made anew: the prefix was wiped, or the store
-         * restored to a snapshot without it, which to a daemon that knew it
-         * is an unfenced restore */
-        bool made_anew = !same && fence_first(&c);
-        /* a restore once seen (however) lasts until a new fence */
+        /* a fence made later is adopted; the one known with a restore seen
+         * (however: it lasts until a new fence), an older one, or a cluster's
+         * first fence to a daemon that knew the cluster (its prefix wiped, or
+         * the store restored to a snapshot without it) is a restore not yet
+         * fenced */
         bool restored = r->went_back || h->halted == HALT_RESTORED;
-        if (h->layout_ready && ((same && restored) || (!same && !newer) || made_anew)) {
+        if (h->layout_ready && rule6_fence_read(&h->cl, &c, restored) == RULE6_RESTORED) {
+                bool same = c.fence_len == h->cl.fence_len &&
+                            !memcmp(c.fence, h->cl.fence, c.fence_len);
                 if (!same && h->halted != HALT_RESTORED)
                         log_error("%s in %s (era %" PRIu64 ", this daemon knows era %" PRIu64 ")",
-                                  made_anew ? "The cluster was made anew"
-                                            : "An older fence is back",
+                                  fence_first(&c) ? "The cluster was made anew"
+                                                  : "An older fence is back",
                                   store_title(h->store), c.era, h->cl.era);
                 cluster_halt(h, HALT_RESTORED);
                 goto retry;
@@ -641,32 +637,7 @@ bool cluster_ok(struct holder *h, const struct store_reply *r, int fence_op)
 
 /* ---- the pause after a fence (rule 6) ---- */
 
-#define FENCE_SETTLE_MS 1000
-
-/* How long after a fence a live daemon may take to see it and have its
- * raise confirmed (rule 6): its transactions compare the fence, and at
- * rest the next one (a mark extension) goes out up to a mark step and a
- * renewal later; seeing and raising then take three answers (the refused
- * extension, the cluster read, the raise), each within store-timeout; and
- * a second for the clocks of the fencing host and this one.  No claim under
- * a new fence starts sooner. */
-uint64_t fence_settle_ms(const struct settings *cfg)
+uint64_t holder_settle_ms(const struct holder *h)
 {
-        return (uint64_t)cfg->mark_step_s * 1000 + cfg->renew_ms +
-               3 * (uint64_t)cfg->store_timeout_ms + FENCE_SETTLE_MS;
-}
-
-/* What of the settle pause is left, for a daemon that first reads the
- * fence c when its wall clock reads wall_ms (unix ms): a daemon that starts
- * or restarts just after a fence waits as one that saw it made.  A
- * cluster's first fence (made with the cluster, or by an earlier snowid
- * with claims_above 0) has no live daemon of this cluster to wait for:
- * hosts of a cluster the store forgot halt on it (made_anew), and its
- * claims_above is above their clock bound. */
-uint64_t fence_settle_left_ms(const struct cluster_ident *c, uint64_t wall_ms, uint64_t settle_ms)
-{
-        if (fence_first(c) || !c->era)
-                return 0;
-        uint64_t age = wall_ms > c->era ? wall_ms - c->era : 0;
-        return age < settle_ms ? settle_ms - age : 0;
+        return rule6_settle_ms(h->cfg->mark_step_s, h->cfg->renew_ms, h->cfg->store_timeout_ms);
 }

@@ -22,6 +22,7 @@
 #include "config.h"
 #include "holder.h"
 #include "publish.h"
+#include "rules.h"
 #include "store.h"
 #include "txn.h"
 
@@ -197,12 +198,9 @@ int holder_read_back(const struct holding *g, const json_t *root, bool *ret_ours
  * none known): then halted as restored. */
 bool holder_forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64_t modrev,
                       const char *where);
-/* What is left of the pause after the fence c for a daemon whose wall clock
- * reads wall_ms (unix ms): 0, or the ms before it may claim. */
-uint64_t fence_settle_left_ms(const struct cluster_ident *c, uint64_t wall_ms, uint64_t settle_ms);
-/* How long after a fence no claim starts: a live daemon's longest time to see
- * it and have its raise confirmed (cluster.c). */
-uint64_t fence_settle_ms(const struct settings *cfg);
+/* How long after a fence no claim starts, with this holder's settings
+ * (rule6_settle_ms()). */
+uint64_t holder_settle_ms(const struct holder *h);
 /* The highest deadline this daemon published in the last hour (marks.c). */
 uint64_t marks_highest(const struct holder *h);
 /* A halt ended: the witness this daemon left for it is deleted (cluster.c). */

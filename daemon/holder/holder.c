@@ -112,7 +112,7 @@ struct holding *holder_by_tag(struct holder *h, uint64_t tag)
 bool holder_forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64_t modrev,
                       const char *where)
 {
-        if (!acked_rev || !modrev || modrev >= acked_rev)
+        if (!rule5_forgotten(acked_rev, modrev))
                 return false;
         if (h->halted == HALT_RESTORED)
                 return true; /* said already */
@@ -134,10 +134,7 @@ uint64_t holder_boot_ms(void)
 
 void holder_lease_lives(struct holding *g, int64_t ttl_s)
 {
-        /* the store counts the TTL from when it took the request, after it was
-         * sent; a second (or a tenth of the TTL) of margin for its clock */
-        uint64_t ttl_ms = (uint64_t)ttl_s * 1000, margin = ttl_ms / 10 > 1000 ? ttl_ms / 10 : 1000;
-        g->lease_until_ms = ttl_ms > margin ? g->lease_asked_ms + ttl_ms - margin : 0;
+        g->lease_until_ms = rule5_lease_until(g->lease_asked_ms, ttl_s);
 }
 
 void holder_note_answer(struct holder *h, const struct store_reply *r)
@@ -305,7 +302,7 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                         marks_fence_adopted(h);
                         /* other live daemons see the fence within a renewal
                          * and raise their marks: no claim before they can */
-                        h->claims_not_before_ms = holder_mono_ms() + fence_settle_ms(h->cfg);
+                        h->claims_not_before_ms = holder_mono_ms() + holder_settle_ms(h);
                 } else if (was_halted)
                         log_notice("The cluster is as it was; going on");
                 if (h->cur.state == H_HELD)
@@ -336,12 +333,12 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                 clock_raise(&h->clock, &now, remembered);
         /* a fence younger than the settle pause: live daemons may not have
          * raised their marks yet */
-        uint64_t left = fence_settle_left_ms(c, (uint64_t)(shm_realtime_ns() / 1000000),
-                                             fence_settle_ms(h->cfg));
+        uint64_t left = rule6_settle_left_ms(c, (uint64_t)(shm_realtime_ns() / 1000000),
+                                             holder_settle_ms(h));
         if (left) {
                 log_notice("The cluster's fence was made %" PRIu64 " ms ago: claiming in %" PRIu64
                            " ms, once live daemons can have raised their marks past it",
-                           fence_settle_ms(h->cfg) - left, left);
+                           holder_settle_ms(h) - left, left);
                 h->claims_not_before_ms = holder_mono_ms() + left;
         }
         claim_start(h, false);

@@ -69,7 +69,8 @@ void marks_fence_adopted(struct holder *h)
                 h->raises[i].acked_rev = 0; /* revisions of the old history */
         for (unsigned i = 0; i < n; i++) {
                 struct published *p = &h->published[i];
-                if (p->mark > h->cl.claims_above && now - p->mono_ms < PUBLISHED_KEEP_MS) {
+                if (rule6_reraise(p->mark, h->cl.claims_above) &&
+                    now - p->mono_ms < PUBLISHED_KEEP_MS) {
                         log_warning("Worker %" PRId32 "'s last deadline %" PRIu64
                                     " is past the new "
                                     "fence's claims_above %" PRIu64 ": raising its mark",
@@ -191,14 +192,14 @@ static void on_raise(void *userdata, const struct store_reply *r)
                 h->stats.marks_raised++;
                 log_notice("Raised the mark of worker %" PRId32 " back to %" PRIu64, m->worker,
                            m->sent);
-                if (m->sent >= m->mark) {
+                if (rule4_confirmed(true, m->sent, m->mark)) {
                         raise_done(h, m, true);
                         return;
                 }
                 raise_send(h, m, false, 0); /* raised further meanwhile: check again */
                 return;
         }
-        if (valid && stored >= m->mark) {
+        if (rule4_confirmed(valid, stored, m->mark)) {
                 raise_done(h, m, true);
                 return;
         }

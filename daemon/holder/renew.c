@@ -56,8 +56,7 @@ static void keepalive_send(struct holder *h, struct holding *g, bool now);
 static bool taken_back(struct holder *h, const struct holding *g, bool other, bool present,
                        uint64_t stored)
 {
-        bool lower = present && stored < g->mark;
-        if (!other && !lower)
+        if (!rule5_taken_back(other, present, stored, g->mark))
                 return false;
         if (h->halted == HALT_RESTORED)
                 return true; /* said already */
@@ -145,7 +144,8 @@ static void on_keepalive(void *userdata, const struct store_reply *r)
                 log_debug("Keepalive failed: %s", r->error ? r->error : "malformed answer");
                 return;
         }
-        if (ttl > 0) {
+        enum rule5_lease lease = rule5_lease_answer(ttl, holder_boot_ms(), g->lease_until_ms);
+        if (lease == RULE5_LEASE_LIVES) {
                 holder_lease_lives(g, ttl);
                 if (g->taken_seen) {
                         g->taken_seen = false;
@@ -154,8 +154,7 @@ static void on_keepalive(void *userdata, const struct store_reply *r)
                 }
                 return;
         }
-        uint64_t now = holder_boot_ms();
-        if (now < g->lease_until_ms) {
+        if (lease == RULE5_LEASE_UNKNOWN_EARLY) {
                 /* never revoked by this daemon, and its TTL cannot have run
                  * out: a restore (the lease granted after the snapshot), or
                  * a lease revoked early (by hand, or by an etcd leader that
@@ -164,7 +163,7 @@ static void on_keepalive(void *userdata, const struct store_reply *r)
                 log_warning("%s does not know the lease of worker %" PRId32 ", which it gave "
                             "%" PRIu64 " ms more to live and this daemon never revoked: "
                             "reading its mark to tell a restore from a lease revoked early",
-                            store_name(h->store), g->worker, g->lease_until_ms - now);
+                            store_name(h->store), g->worker, g->lease_until_ms - holder_boot_ms());
                 lease_check(h, g);
                 return;
         }
@@ -190,10 +189,10 @@ static void on_extend(void *userdata, const struct store_reply *r)
                 log_debug("Extending the mark failed: %s", r->error);
                 return;
         }
-        bool ours = true;
+        bool ours = true, succeeded = json_is_true(json_object_get(r->json, "succeeded"));
         uint64_t stored = v;
         int64_t modrev = 0;
-        if (!json_is_true(json_object_get(r->json, "succeeded"))) {
+        if (!succeeded) {
                 if (holder_read_back(g, r->json, &ours, &stored, &modrev) < 0) {
                         h->stats.renewal_failures++;
                         log_warning("%s's answer to a mark extension is malformed",
@@ -202,33 +201,35 @@ static void on_extend(void *userdata, const struct store_reply *r)
                 }
                 if (holder_forgotten(h, g->worker, g->mark_rev, modrev, "extending the mark"))
                         return;
-                if (!ours) {
-                        /* its lease may live (the key written over by
-                         * hand), or a restore may have lost it and another
-                         * daemon claimed the number: the lease's answer
-                         * tells, and then lease_check reads the rest */
-                        if (holder_boot_ms() < g->lease_until_ms) {
-                                if (!g->taken_seen) {
-                                        g->taken_seen = true;
-                                        keepalive_send(h, g, true);
-                                }
-                                return;
+        }
+        switch (rule4_extension(succeeded, ours, stored, v)) {
+        case RULE4_NOT_OURS:
+                /* its lease may live (the key written over by hand), or a
+                 * restore may have lost it and another daemon claimed the
+                 * number: the lease's answer tells, and then lease_check
+                 * reads the rest */
+                if (holder_boot_ms() < g->lease_until_ms) {
+                        if (!g->taken_seen) {
+                                g->taken_seen = true;
+                                keepalive_send(h, g, true);
                         }
-                        holder_lost(h, "another holder has it, or its lease is gone");
                         return;
                 }
-                if (stored < v) {
-                        /* ours, yet the guard failed: the mark is absent (deleted,
-                         * or lost by the store).  Raised again before anything else. */
-                        g->raising = true;
-                        marks_raise(h, g->worker, g->mark, 0, g->id, g->mark_rev);
-                        return;
-                }
+                holder_lost(h, "another holder has it, or its lease is gone");
+                return;
+        case RULE4_RAISE:
+                /* ours, yet the guard failed: the mark is absent (deleted,
+                 * or lost by the store).  Raised again before anything else. */
+                g->raising = true;
+                marks_raise(h, g->worker, g->mark, 0, g->id, g->mark_rev);
+                return;
+        case RULE4_EXTENDED:
+                break;
         }
         h->stats.renewals++;
         if (v > g->mark)
                 g->mark = v;
-        if (json_is_true(json_object_get(r->json, "succeeded")) && r->revision > g->mark_rev)
+        if (succeeded && r->revision > g->mark_rev)
                 g->mark_rev = r->revision; /* the put's mod revision is the txn's */
         shm_pub_extend(h->pub, g->mark);
         if (h->store_full)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rules.h"
 #include "store.h"
 
 /* ---- base64 ---- */
@@ -183,12 +184,17 @@ void store_history_note(struct store_history *hist, int64_t rev_at_send, unsigne
                 r->cluster_id = 0;
         if (gen_at_send != hist->gen)
                 return; /* sent before a reset: of the history that was left behind */
-        if (hist->cluster_id && r->cluster_id && r->cluster_id != hist->cluster_id)
+        switch (rule5_answer(hist->cluster_id, r->cluster_id, rev_at_send, r->revision,
+                             linearizable)) {
+        case RULE5_WENT_BACK:
                 hist->went_back = true;
-        else if (linearizable && r->revision < rev_at_send)
-                hist->went_back = true;
-        else if (!linearizable && r->revision < rev_at_send)
+                break;
+        case RULE5_BEHIND:
                 r->behind = true;
+                break;
+        case RULE5_AS_SEEN:
+                break;
+        }
         if (!hist->cluster_id)
                 hist->cluster_id = r->cluster_id;
         if (linearizable && !hist->went_back && r->revision > hist->max_rev)

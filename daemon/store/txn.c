@@ -183,13 +183,6 @@ int fence_parse(const char *v, size_t len, struct cluster_ident *c)
         return bad ? -EBADMSG : 0;
 }
 
-uint64_t fence_clock_bound(uint64_t epoch_ms, uint64_t wall_unix_ms, uint64_t ahead_ms,
-                           unsigned window_s, unsigned mark_step_s)
-{
-        uint64_t id_ms = wall_unix_ms > epoch_ms ? wall_unix_ms - epoch_ms : 0;
-        return id_ms + ahead_ms + ((uint64_t)window_s + mark_step_s) * 1000;
-}
-
 int fence_make(uint64_t claims_above, uint64_t after, uint64_t cluster_id, bool made,
                struct cluster_ident *c)
 {

@@ -12,43 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FENCE_MAX 256
-
-/* The cluster a daemon believes it talks to: the fence's exact bytes and
- * the layout's create revision, as read. */
-struct cluster_ident {
-        char fence[FENCE_MAX];
-        size_t fence_len;
-        char token[33];
-        uint64_t era; /* unix ms when the fence was made; only grows */
-        uint64_t claims_above;
-        /* etcd's cluster ID (header.cluster_id) where the fence was written;
-         * 0: the fence names none (made by an earlier snowid) */
-        uint64_t cluster_id;
-        /* made with the cluster by the daemon that created it, not by
-         * `snowid fence`: to a daemon that knew the cluster before, a
-         * cluster made anew (a wiped prefix, a snapshot without it) */
-        bool made;
-        int64_t layout_rev;
-};
-
-/* A cluster's first fence: made with the cluster (or, claims_above 0, by an
- * earlier snowid), not by `snowid fence`. */
-static inline bool fence_first(const struct cluster_ident *c)
-{
-        return c->made || !c->claims_above;
-}
-
-/* How far ahead of the clock of the host that makes a fence (or creates a
- * cluster) any host's ID time may run, by default: `snowid fence --ahead` */
-#define FENCE_AHEAD_MS 60000
-
-/* The lowest claims_above a fence made at wall_unix_ms (the making host's
- * clock) may have: every deadline a host may have published, if no host's
- * ID time runs more than ahead_ms past that clock and a mark runs up to
- * window + mark-step past a host's ID time (docs/fences.md, rule 6). */
-uint64_t fence_clock_bound(uint64_t epoch_ms, uint64_t wall_unix_ms, uint64_t ahead_ms,
-                           unsigned window_s, unsigned mark_step_s);
+#include "cluster-ident.h"
 
 struct kv {
         char *key;

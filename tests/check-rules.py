@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""The rules and the model name the same decisions (daemon/rules/rules.h):
+
+- every decision rules.h declares (rule<N>_<name>) is named in
+  model/snowid.pml, as "rules: <name>" at the step that makes it, or in its
+  list of decisions "not made here", and in docs/fences.md;
+- every name the model gives is one rules.h declares;
+- every mutant rules.c has (SNOWID_MUTANT == k or != k) is a mutant of the
+  model (MUTANT == k or != k), and is built into a test that must fail
+  (tests/meson.build's rules_mutants), and that list has no other number;
+- rules.c includes nothing but the C library's pure headers and its own.
+
+Usage: check-rules.py SOURCE_ROOT
+"""
+import os
+import re
+import sys
+
+ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
+
+
+def read(*path):
+    with open(os.path.join(ROOT, *path), encoding="utf-8") as f:
+        return f.read()
+
+
+def main():
+    problems = []
+    header, rules = read("daemon", "rules", "rules.h"), read("daemon", "rules", "rules.c")
+    model, fences = read("model", "snowid.pml"), read("docs", "fences.md")
+    meson = read("tests", "meson.build")
+
+    declared = set(re.findall(r"^[a-z][a-z0-9_ ]*?\b(rule[0-9]+_[a-z0-9_]+)\(", header, re.M))
+    if not declared:
+        problems.append("rules.h declares no rule")
+    flat = re.sub(r"\s*\n\s*\*\s*", " ", model)  # comments joined across lines
+    named = set(re.findall(r"rules: ((?:rule[0-9]+_[a-z0-9_]+(?:, )?)+)", flat))
+    named = {n for group in named for n in group.split(", ") if n}
+    unmade = re.search(r"rules not made here: (.*?)\.\s", flat, re.S)
+    not_made = set(re.findall(r"(rule[0-9]+_[a-z0-9_]+) \(", unmade.group(1))) if unmade else set()
+    for name in sorted(declared):
+        if name not in named and name not in not_made:
+            problems.append(f"{name}: rules.h declares it, model/snowid.pml names it nowhere")
+        if name not in fences:
+            problems.append(f"{name}: not in docs/fences.md")
+    for name in sorted((named | not_made) - declared):
+        problems.append(f"{name}: model/snowid.pml names it, rules.h does not declare it")
+
+    code_mutants = {int(k) for k in re.findall(r"SNOWID_MUTANT [!=]= ([0-9]+)", rules)}
+    model_mutants = {int(k) for k in re.findall(r"\bMUTANT [!=]= ([0-9]+)", model)}
+    built = re.search(r"rules_mutants = \[([0-9, ]*)\]", meson)
+    built = {int(k) for k in re.findall(r"[0-9]+", built.group(1))} if built else set()
+    for k in sorted(code_mutants - model_mutants):
+        problems.append(f"mutant {k}: in rules.c, not in model/snowid.pml")
+    for k in sorted(code_mutants ^ built):
+        where = "rules.c" if k in code_mutants else "tests/meson.build"
+        problems.append(f"mutant {k}: only in {where} (rules.c's and rules_mutants must agree)")
+
+    for inc in re.findall(r'#include [<"]([^>"]+)[>"]', rules + header):
+        if inc not in ("stdbool.h", "stdint.h", "string.h", "rules.h", "cluster-ident.h"):
+            problems.append(f"rules: includes {inc}, which is not pure")
+
+    for p in problems:
+        print(f"check-rules: {p}", file=sys.stderr)
+    print(f"check-rules: {len(declared)} decisions, {len(code_mutants)} mutants; "
+          f"{len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

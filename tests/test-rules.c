@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The rules of docs/fences.md (daemon/rules/rules.c), case by case: each
+ * decision at its edges, and for each mutant the model has (spin
+ * -DMUTANT=k), a case that the same mutant of the rules (-DSNOWID_MUTANT=k,
+ * built by tests/meson.build as test-rules-mutant-k) gets wrong, so that
+ * every such build fails here.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rules.h"
+
+#define NOW UINT64_C(60000000000)
+
+static uint64_t start(bool marked, uint64_t mark, uint64_t floor, uint64_t above, uint64_t own)
+{
+        const struct rule3_claim c = {.now = NOW,
+                                      .marked = marked,
+                                      .mark = mark,
+                                      .floor = floor,
+                                      .claims_above = above,
+                                      .own_last = own};
+        return rule3_claim_start(&c);
+}
+
+/* Rule 3; mutants 3 (the mark), 4 (the floor), 5 (claims_above), 6 (own). */
+static void test_rule3(void **state)
+{
+        (void)state;
+        /* everything behind the clock: now */
+        assert_int_equal(start(true, NOW - 5000, NOW - 1000, NOW - 9000, NOW - 7000), NOW);
+        /* the mark ahead: just above it */
+        assert_int_equal(start(true, NOW + 4000, 0, 0, 0), NOW + 4001);
+        assert_int_equal(start(true, NOW, 0, 0, 0), NOW + 1);
+        /* a marked number: the floor is not its mark */
+        assert_int_equal(start(true, 10, NOW + 9000, 0, 0), NOW);
+        /* no mark: above the floor with slack, never 0 */
+        assert_int_equal(rule3_mark(false, 0, NOW), NOW + 1 + RULE3_FLOOR_SLACK_MS);
+        assert_int_equal(rule3_mark(true, 77, NOW), 77);
+        assert_int_equal(start(false, 0, NOW + 3000, 0, 0), NOW + 3002 + RULE3_FLOOR_SLACK_MS);
+        assert_int_equal(start(false, 0, 0, 0, 0) > 0, true);
+        /* claims_above and this daemon's own last deadline */
+        assert_int_equal(start(true, 0, 0, NOW + 20000, 0), NOW + 20001);
+        assert_int_equal(start(true, 0, 0, 0, NOW + 30000), NOW + 30001);
+        assert_int_equal(start(true, NOW + 1, 0, NOW + 2, NOW + 3), NOW + 4);
+        /* extremes (UBSan): no overflow at the top of 63 bits */
+        assert_true(start(true, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX) > (uint64_t)INT64_MAX);
+}
+
+/* Rule 4; mutants 7 (a low mark not raised), 8 and 15 (unconfirmed). */
+static void test_rule4(void **state)
+{
+        (void)state;
+        assert_int_equal(rule4_extension(true, true, 0, 100), RULE4_EXTENDED);
+        assert_int_equal(rule4_extension(false, false, 100, 100), RULE4_NOT_OURS);
+        assert_int_equal(rule4_extension(false, false, 0, 100), RULE4_NOT_OURS);
+        /* ours, the mark absent (0) or below what was asked: raised */
+        assert_int_equal(rule4_extension(false, true, 0, 100), RULE4_RAISE);
+        assert_int_equal(rule4_extension(false, true, 99, 100), RULE4_RAISE);
+        /* ours, already at or above it (another extension got there) */
+        assert_int_equal(rule4_extension(false, true, 100, 100), RULE4_EXTENDED);
+        assert_int_equal(rule4_extension(false, true, 150, 100), RULE4_EXTENDED);
+
+        assert_true(rule4_confirmed(true, 10, 10));
+        assert_true(rule4_confirmed(true, 11, 10));
+        assert_false(rule4_confirmed(true, 9, 10));
+        assert_false(rule4_confirmed(false, 0, 10));  /* absent */
+        assert_false(rule4_confirmed(false, 50, 10)); /* damaged */
+}
+
+/* Rule 5; mutants 9 (revisions), 12 (cluster IDs), 13 (forgotten writes),
+ * 14 (a lease unknown early). */
+static void test_rule5(void **state)
+{
+        (void)state;
+        assert_int_equal(rule5_answer(7, 7, 10, 10, true), RULE5_AS_SEEN);
+        assert_int_equal(rule5_answer(7, 7, 10, 11, true), RULE5_AS_SEEN);
+        assert_int_equal(rule5_answer(7, 7, 10, 9, true), RULE5_WENT_BACK);
+        assert_int_equal(rule5_answer(7, 7, 10, 9, false), RULE5_BEHIND);
+        assert_int_equal(rule5_answer(7, 8, 10, 50, true), RULE5_WENT_BACK);
+        assert_int_equal(rule5_answer(7, 8, 10, 50, false), RULE5_WENT_BACK);
+        /* no cluster known yet, or none in the answer */
+        assert_int_equal(rule5_answer(0, 8, 0, 50, false), RULE5_AS_SEEN);
+        assert_int_equal(rule5_answer(7, 0, 0, 50, true), RULE5_AS_SEEN);
+
+        assert_true(rule5_foreign_fence(7, 8));
+        assert_false(rule5_foreign_fence(7, 7));
+        assert_false(rule5_foreign_fence(0, 8)); /* a fence that names none */
+        assert_false(rule5_foreign_fence(7, 0));
+
+        assert_true(rule5_forgotten(10, 9));
+        assert_false(rule5_forgotten(10, 10));
+        assert_false(rule5_forgotten(10, 11)); /* written since, by this daemon or another */
+        assert_false(rule5_forgotten(0, 9));   /* no write of it acknowledged */
+        assert_false(rule5_forgotten(10, 0));  /* absent: a deletion, which rule 4 raises */
+
+        /* a 10 s lease asked at 1000: a second of margin */
+        assert_int_equal(rule5_lease_until(1000, 10), 10000);
+        /* a 60 s lease: a tenth */
+        assert_int_equal(rule5_lease_until(1000, 60), 1000 + 54000);
+        assert_int_equal(rule5_lease_until(1000, 1), 0);
+        assert_int_equal(rule5_lease_until(1000, 0), 0);
+        assert_int_equal(rule5_lease_until(1000, -3), 0);
+
+        assert_int_equal(rule5_lease_answer(5, 100, 200), RULE5_LEASE_LIVES);
+        assert_int_equal(rule5_lease_answer(0, 100, 200), RULE5_LEASE_UNKNOWN_EARLY);
+        assert_int_equal(rule5_lease_answer(-1, 199, 200), RULE5_LEASE_UNKNOWN_EARLY);
+        assert_int_equal(rule5_lease_answer(0, 200, 200), RULE5_LEASE_EXPIRED);
+        assert_int_equal(rule5_lease_answer(0, 100, 0), RULE5_LEASE_EXPIRED);
+
+        assert_true(rule5_taken_back(true, true, 100, 100));
+        assert_true(rule5_taken_back(false, true, 99, 100));
+        assert_false(rule5_taken_back(false, true, 100, 100));
+        assert_false(rule5_taken_back(false, false, 0, 100)); /* absent: deleted, not forgotten */
+}
+
+static struct cluster_ident fence(const char *token, uint64_t era, uint64_t above, bool made)
+{
+        struct cluster_ident c = {.era = era, .claims_above = above, .made = made};
+        strncpy(c.token, token, sizeof(c.token) - 1);
+        c.fence_len = (size_t)snprintf(c.fence, sizeof(c.fence), "{%s,%llu,%llu,%d}", token,
+                                       (unsigned long long)era, (unsigned long long)above, made);
+        return c;
+}
+
+/* Rule 6: fences read; mutants 10 (re-raise), 11 (settle), 16 and 17
+ * (the fence's bound and lead), 25 (witnesses). */
+static void test_rule6(void **state)
+{
+        (void)state;
+        struct cluster_ident known = fence("aa", 1000, 50, false);
+        struct cluster_ident same = known, later = fence("bb", 2000, 60, false),
+                             older = fence("cc", 900, 60, false),
+                             same_era = fence("dd", 1000, 60, false),
+                             made = fence("ee", 3000, 70, true),
+                             first = fence("ff", 3000, 0, false);
+        assert_int_equal(rule6_fence_read(NULL, &made, false), RULE6_ADOPT);
+        assert_int_equal(rule6_fence_read(&known, &same, false), RULE6_SAME);
+        assert_int_equal(rule6_fence_read(&known, &same, true), RULE6_RESTORED);
+        assert_int_equal(rule6_fence_read(&known, &later, false), RULE6_ADOPT);
+        assert_int_equal(rule6_fence_read(&known, &later, true), RULE6_ADOPT);
+        assert_int_equal(rule6_fence_read(&known, &older, false), RULE6_RESTORED);
+        assert_int_equal(rule6_fence_read(&known, &same_era, false), RULE6_ADOPT);
+        assert_int_equal(rule6_fence_read(&known, &made, false), RULE6_RESTORED);
+        assert_int_equal(rule6_fence_read(&known, &first, false), RULE6_RESTORED);
+
+        assert_true(rule6_reraise(101, 100));
+        assert_false(rule6_reraise(100, 100));
+
+        /* mark-step 5 s, renew 1 s, store-timeout 2 s: 5 + 1 + 3 x 2 + 1 */
+        const uint64_t settle = rule6_settle_ms(5, 1000, 2000), era = 1800000000000;
+        assert_int_equal(settle, 13000);
+        struct cluster_ident c = fence("aa", era, 5, false);
+        assert_int_equal(rule6_settle_left_ms(&c, era, settle), settle);
+        assert_int_equal(rule6_settle_left_ms(&c, era + 4000, settle), 9000);
+        assert_int_equal(rule6_settle_left_ms(&c, era + settle - 1, settle), 1);
+        assert_int_equal(rule6_settle_left_ms(&c, era + settle, settle), 0);
+        assert_int_equal(rule6_settle_left_ms(&c, era - 2000, settle),
+                         settle);       /* its clock ahead */
+        c = fence("aa", era, 0, false); /* claims_above 0: an earlier snowid's first */
+        assert_int_equal(rule6_settle_left_ms(&c, era, settle), 0);
+        c = fence("aa", era, 5, true); /* made with the cluster */
+        assert_int_equal(rule6_settle_left_ms(&c, era, settle), 0);
+        c = fence("aa", 0, 5, false);
+        assert_int_equal(rule6_settle_left_ms(&c, era, settle), 0);
+
+        /* the clock bound: ID time (wall less epoch) + ahead + window + step */
+        assert_int_equal(rule6_clock_bound(1000, 61000, 60000, 3, 5), 60000 + 60000 + 8000);
+        assert_int_equal(rule6_clock_bound(1000, 500, 60000, 3, 5), 60000 + 8000);
+
+        /* a fence at era 100 s (ID time) that claimed above 175 s: a 75 s
+         * lead, slewed back at 1000 us/s: 1 ms per second since */
+        assert_int_equal(rule6_lead_left(0, 100000, 175000, 100000, 1000), 75000);
+        assert_int_equal(rule6_lead_left(0, 100000, 175000, 110000, 1000), 74990);
+        assert_int_equal(rule6_lead_left(0, 100000, 175000, 100000 + 75000000, 1000), 0);
+        assert_int_equal(rule6_lead_left(0, 100000, 90000, 100000, 1000), 0);
+        assert_int_equal(rule6_lead_left(0, 0, 175000, 100000, 1000), 0);
+        assert_int_equal(rule6_lead_left(50000, 150000, 175000, 100000, 1000), 75000);
+
+        struct rule6_fence_in in = {.clock_bound = 100000,
+                                    .lead_left = 75000,
+                                    .witness_lead_left = 20000,
+                                    .lost_lead = 30000,
+                                    .floor = 90000,
+                                    .highest_mark = 95000,
+                                    .stored_above = 80000};
+        /* the largest lead, not the sum */
+        assert_int_equal(rule6_fence_lead(&in), 175000);
+        assert_int_equal(rule6_fence_above(&in), 175000);
+        in.witness_lead_left = 90000;
+        assert_int_equal(rule6_fence_above(&in), 190000);
+        in.witness_deadline = 250000;
+        assert_int_equal(rule6_fence_above(&in), 250000);
+        /* what is stored, when it is higher */
+        in = (struct rule6_fence_in){.clock_bound = 100000, .highest_mark = 300000};
+        assert_int_equal(rule6_fence_above(&in), 300000);
+        in = (struct rule6_fence_in){.clock_bound = 100000, .floor = 310000};
+        assert_int_equal(rule6_fence_above(&in), 310000);
+        in = (struct rule6_fence_in){.clock_bound = 100000, .stored_above = 320000};
+        assert_int_equal(rule6_fence_above(&in), 320000);
+}
+
+/* Rule 7; mutants 23 (a cluster made at 0), 24 (despite a witness), 26
+ * (the fence does not refuse). */
+static void test_rule7(void **state)
+{
+        (void)state;
+        assert_true(rule7_may_make(true, false));
+        assert_false(rule7_may_make(true, true));
+        assert_false(rule7_may_make(false, false));
+        assert_false(rule7_may_make(false, true));
+
+        assert_int_equal(rule7_made_above(1000, 61000, 3, 5), 60000 + FENCE_AHEAD_MS + 8000);
+
+        assert_true(rule7_fence_refuses(true, false, false));
+        assert_false(rule7_fence_refuses(true, true, false));
+        assert_false(rule7_fence_refuses(true, false, true));
+        assert_false(rule7_fence_refuses(false, false, false));
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_rule3), cmocka_unit_test(test_rule4),
+                cmocka_unit_test(test_rule5), cmocka_unit_test(test_rule6),
+                cmocka_unit_test(test_rule7),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
