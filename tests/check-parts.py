@@ -10,7 +10,10 @@
   of etcd, and what serving still answers by an etcd name (the HTTP API's
   and the metrics' names from before PostgreSQL, deprecated and served
   beside their store_* names) is listed below;
-- etcd.h and pg.h are included only inside store/.
+- etcd.h and pg.h are included only inside store/;
+- the holder asks the store by its verbs (store/verbs.h) only: it builds no
+  request, sends none by store_call(), and reads no answer's JSON (range.c,
+  which reads a region's record, a value in its own JSON form, aside).
 
 Usage: check-parts.py SOURCE_ROOT
 """
@@ -87,6 +90,17 @@ def main():
         checked += 1
         for inc in re.findall(r'#include "((?:etcd|pg|pg-int)\.h)"', open(path).read()):
             problems.append(f"{os.path.relpath(path, ROOT)} includes {inc}, private to store/")
+
+    for path in files(holder, (".c",)):
+        if path.endswith("range.c"):
+            continue
+        checked += 1
+        code = strip_comments(open(path, encoding="utf-8").read())
+        for i, line in enumerate(code.split("\n"), 1):
+            m = re.search(r"\b(json_\w+|txn_\w+|kv_\w+|store_call|store_ok)\b|\"/v3/", line)
+            if m:
+                problems.append(f"{os.path.relpath(path, ROOT)}:{i}: speaks the store's wire "
+                                f"language ({m.group(0)}), not its verbs")
 
     for p in problems:
         print("FAIL", p)

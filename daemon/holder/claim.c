@@ -84,19 +84,16 @@ void claim_restart(struct holder *h, unsigned delay_ms)
 
 static void scan(struct holder *h, bool full);
 
-static void on_grant(void *userdata, const struct store_reply *r)
+static void on_grant(void *userdata, const struct store_reply *r, int64_t id, int64_t ttl)
 {
         struct holder *h = userdata;
         struct holding *g = holder_by_tag(h, r->tag);
-        int64_t id = 0, ttl = 0;
         holder_note_answer(h, r);
         if (!g || g != &h->next || g->state != H_GRANT) {
-                if (store_ok(r) && store_int64(r->json, "ID", &id) == 0)
-                        holder_give_up_lease(h, id); /* granted for nobody */
+                holder_give_up_lease(h, id); /* granted for nobody */
                 return;
         }
-        if (!store_ok(r) || store_int64(r->json, "ID", &id) < 0 ||
-            store_int64(r->json, "TTL", &ttl) < 0 || id == 0 || ttl <= 0) {
+        if (id == 0 || ttl <= 0) {
                 if (r->err == STORE_ERR_NONE) /* a refusal is said once, by refusal.c */
                         log_warning("Cannot get a lease from %s: %s", store_endpoint(h->store),
                                     r->error ? r->error : "malformed answer");
@@ -114,101 +111,54 @@ static void step_grant(struct holder *h)
         struct holding *g = &h->next;
         g->state = H_GRANT;
         g->lease_asked_ms = holder_boot_ms();
-        json_t *body = json_pack("{s:I}", "TTL", (json_int_t)h->cfg->lease_ttl_s);
-        if (store_call(h->store, "/v3/lease/grant", body, on_grant, h, g->id) < 0)
+        if (store_grant(h->store, h->cfg->lease_ttl_s, on_grant, h, g->id) < 0)
                 retry_in(h, claim_next_backoff(h, RETRY_MAX_MS));
 }
 
 static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t modrev,
                        uint64_t floor);
 
-/* Parses "<prefix><what><n>" into n < workers; -1 if it is not such a key. */
-static int64_t key_number(const struct holder *h, const char *key, const char *what,
-                          uint64_t workers)
-{
-        size_t pl = strlen(h->prefix), wl = strlen(what);
-        if (strncmp(key, h->prefix, pl) || strncmp(key + pl, what, wl))
-                return -1;
-        const char *d = key + pl + wl;
-        uint64_t n = 0;
-        if (!*d || (*d == '0' && d[1]))
-                return -1;
-        for (; *d; d++) {
-                if (*d < '0' || *d > '9' || n >= workers)
-                        return -1;
-                n = n * 10 + (uint64_t)(*d - '0');
-        }
-        return n < workers ? (int64_t)n : -1;
-}
-
-static void on_scan(void *userdata, const struct store_reply *r)
+static void on_scan(void *userdata, const struct store_reply *r, const struct store_scan *sc)
 {
         struct holder *h = userdata;
         struct holding *g = holder_acquiring(h, r, H_SCAN);
-        struct kv kv = {0};
-        if (!g || !cluster_ok(h, r, -1))
+        if (!g || !cluster_ok(h, r, true, 1))
                 return;
-        /* [workers/ (k ranges), hwm/ (k ranges), floor, fence, layout]: k is
-         * 1 for a full scan, the sample's size else */
         bool sampled = g->sampled > 0;
         unsigned k = sampled ? g->sampled : 1;
-        int same = store_ok(r) ? txn_cluster_same(r->json, 2 * k + 1, &h->cl) : -1;
-        uint64_t floor = 0;
-        int rf = store_ok(r) ? txn_kv(r->json, 2 * k, &kv) : -1;
-        if (rf == 1 &&
-            (parse_mark(kv.value, kv.value_len, &floor) < 0 || floor >> h->layout.time_bits))
-                rf = 0; /* damaged: as if lost (the re-read halts) */
-        kv_clear(&kv);
-        if (same == 0 || rf == 0) {
+        if (sc->same == 0 || sc->floor_read == 0) {
                 log_notice("The cluster's fence, layout or floor changed; reading them");
                 cluster_halt(h, HALT_CHECKING);
                 cluster_read(h);
                 return;
         }
-        if (!store_ok(r) || !json_is_true(json_object_get(r->json, "succeeded")) || same < 0 ||
-            rf < 0) {
+        if (!sc->ok || !sc->succeeded || sc->same < 0 || sc->floor_read < 0) {
                 if (r->err == STORE_ERR_NONE)
                         log_warning("Cannot read the worker numbers: %s",
                                     r->error ? r->error : "malformed answer");
                 claim_restart(h, claim_failure_backoff(h, r));
                 return;
         }
-        uint64_t workers = UINT64_C(1) << h->layout.worker_bits;
+        uint64_t workers = UINT64_C(1) << h->layout.worker_bits, floor = sc->floor;
         /* per number: 0 free, 1 taken (held, its mark unreadable, or not
          * in the sample) */
         uint8_t *taken = malloc(workers);
         uint64_t *mark = calloc(workers, sizeof(uint64_t));
         int64_t *modrev = calloc(workers, sizeof(int64_t));
-        if (!taken || !mark || !modrev)
+        if (!taken || !mark || !modrev || !sc->numbers || sc->workers != workers) {
+                claim_restart(h, claim_next_backoff(h, RETRY_MAX_MS));
                 goto out;
-        memset(taken, sampled, workers);
-        for (unsigned s = 0; s < g->sampled; s++)
-                taken[g->sample[s]] = 0;
-        /* ops [0, k) read workers/, ops [k, 2k) read hwm/ */
-        json_t *kvs, *j;
-        size_t i;
-        for (unsigned op = 0; op < 2 * k; op++) {
-                bool marks = op >= k;
-                kvs = txn_kvs(r->json, op);
-                json_array_foreach(kvs, i, j)
-                {
-                        if (kv_parse(j, &kv) < 0)
-                                continue;
-                        int64_t n = key_number(h, kv.key, marks ? "hwm/" : "workers/", workers);
-                        if (n >= 0 && !marks)
-                                taken[n] = 1;
-                        else if (n >= 0) {
-                                modrev[n] = kv.mod_revision;
-                                if (parse_mark(kv.value, kv.value_len, &mark[n]) < 0 ||
-                                    mark[n] >> h->layout.time_bits) {
-                                        log_warning("The mark of worker %" PRId64 " is not 20 "
-                                                    "digits of an ID time this layout holds; "
-                                                    "skipping the number",
-                                                    n);
-                                        taken[n] = 1;
-                                }
-                        }
-                        kv_clear(&kv);
+        }
+        for (uint64_t n = 0; n < workers; n++) {
+                const struct store_number *x = &sc->numbers[n];
+                taken[n] = x->held;
+                modrev[n] = x->mark_rev;
+                mark[n] = x->mark;
+                if (x->marked && !x->mark_valid) {
+                        log_warning("The mark of worker %" PRIu64 " is not 20 digits of an ID "
+                                    "time this layout holds; skipping the number",
+                                    n);
+                        taken[n] = 1;
                 }
         }
         /* a number without a mark is taken as above the floor (never as 0);
@@ -300,7 +250,6 @@ static void scan(struct holder *h, bool full)
 {
         struct holding *g = &h->next;
         uint64_t span = h->range_to - h->range_from + 1;
-        json_t *ops = json_array();
         g->sampled = 0;
         if (!full && span > 4 * SCAN_SAMPLE) {
                 if (h->prefer >= (int64_t)h->range_from && h->prefer <= (int64_t)h->range_to)
@@ -313,24 +262,10 @@ static void scan(struct holder *h, bool full)
                         if (!dup)
                                 g->sample[g->sampled++] = n;
                 }
-                for (unsigned i = 0; i < g->sampled; i++)
-                        json_array_append_new(
-                                ops, txn_range(txn_key(h->prefix, "workers/", g->sample[i]), NULL,
-                                               true));
-                for (unsigned i = 0; i < g->sampled; i++)
-                        json_array_append_new(
-                                ops,
-                                txn_range(txn_key(h->prefix, "hwm/", g->sample[i]), NULL, false));
-        } else {
-                json_array_append_new(ops, txn_range(txn_key(h->prefix, "workers/", -1),
-                                                     txn_key(h->prefix, "workers0", -1), true));
-                json_array_append_new(ops, txn_range(txn_key(h->prefix, "hwm/", -1),
-                                                     txn_key(h->prefix, "hwm0", -1), false));
         }
-        json_array_append_new(ops, txn_range(txn_key(h->prefix, "floor", -1), NULL, false));
-        txn_cluster_reads(ops, h->prefix);
-        json_t *body = json_pack("{s:o}", "success", ops);
-        if (store_call(h->store, "/v3/kv/txn", body, on_scan, h, h->next.id) < 0)
+        if (store_scan(h->store, &h->cl, UINT64_C(1) << h->layout.worker_bits,
+                       g->sampled ? g->sample : NULL, g->sampled, h->layout.time_bits, on_scan, h,
+                       g->id) < 0)
                 claim_restart(h, claim_next_backoff(h, RETRY_MAX_MS));
 }
 
@@ -349,14 +284,13 @@ static void claimed(struct holder *h)
         holder_publish(h);
 }
 
-static void on_claim(void *userdata, const struct store_reply *r)
+static void on_claim(void *userdata, const struct store_reply *r, const struct store_claimed *c)
 {
         struct holder *h = userdata;
         struct holding *g = holder_acquiring(h, r, H_CLAIM);
-        /* failure: [workers/n, hwm/n, fence, layout] */
-        if (!g || !cluster_ok(h, r, 2))
+        if (!g || !cluster_ok(h, r, c->ok, c->same))
                 return;
-        if (!r->answered || r->http >= 500 || (r->http == 200 && !r->json)) {
+        if (c->no_answer) {
                 /* the answer never came: the claim may or may not be applied */
                 log_warning("The claim of worker %" PRId32 " got no answer (%s); reading back",
                             g->worker, r->error);
@@ -364,19 +298,17 @@ static void on_claim(void *userdata, const struct store_reply *r)
                 step_settle(h);
                 return;
         }
-        if (store_ok(r) && json_is_true(json_object_get(r->json, "succeeded"))) {
-                g->mark_rev = r->revision; /* the put's mod revision is the txn's */
+        if (c->succeeded) {
+                g->mark_rev = c->revision; /* the put's mod revision is the txn's */
                 claimed(h);
                 return;
         }
-        /* failure read 4: the mark of the number held when the claim was
-         * sent, whose last write by this daemon it compared */
-        struct kv own = {0};
-        if (store_ok(r) && g->own_worker >= 0 && txn_kv(r->json, 4, &own) >= 0) {
-                int64_t modrev = own.key ? own.mod_revision : 0;
-                uint64_t m = 0;
-                bool low = !own.key || parse_mark(own.value, own.value_len, &m) < 0;
-                kv_clear(&own);
+        /* the mark of the number held when the claim was sent, whose last
+         * write by this daemon it compared */
+        if (c->ok && g->own_worker >= 0 && c->own_read) {
+                int64_t modrev = c->own.mark_rev;
+                uint64_t m = c->own.mark;
+                bool low = !c->own.marked || !c->own.mark_valid;
                 if (holder_forgotten(h, g->own_worker, g->own_rev, modrev,
                                      "claiming another number"))
                         return;
@@ -426,39 +358,23 @@ static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t 
                 holder_fatal(h, EX_CONFIG_);
                 return;
         }
-        json_t *body = json_pack(
-                "{s:[o, o], s:[o, o, o], s:[o, o]}", "compare",
-                txn_cmp(txn_key(h->prefix, "workers/", worker), "CREATE", "EQUAL", NULL, 0),
-                txn_cmp(txn_key(h->prefix, "hwm/", worker), "MOD", "EQUAL", NULL, modrev),
-                "success",
-                txn_put(txn_key(h->prefix, "workers/", worker), store_b64("%s", g->value),
-                        g->lease),
-                txn_put(txn_key(h->prefix, "hwm/", worker), txn_mark(g->mark), 0),
-                txn_raise_floor(h->prefix, g->mark), "failure",
-                txn_range(txn_key(h->prefix, "workers/", worker), NULL, false),
-                txn_range(txn_key(h->prefix, "hwm/", worker), NULL, false));
-        json_t *cmp = json_object_get(body, "compare");
-        txn_cluster_compares(cmp, h->prefix, &h->cl);
-        txn_cluster_reads(json_object_get(body, "failure"), h->prefix);
-        /* this daemon's last acknowledged write of the number it holds is
-         * still there: a restore that took it back refuses the claim (its
-         * revisions refilled or not), and the failure branch shows it */
         g->own_worker = -1;
         if (h->cur.state != H_NONE && h->cur.mark_rev) {
                 g->own_worker = h->cur.worker;
                 g->own_rev = h->cur.mark_rev;
-                json_array_append_new(cmp, txn_cmp(txn_key(h->prefix, "hwm/", h->cur.worker), "MOD",
-                                                   "GREATER", NULL, h->cur.mark_rev - 1));
-                json_array_append_new(
-                        json_object_get(body, "failure"),
-                        txn_range(txn_key(h->prefix, "hwm/", h->cur.worker), NULL, false));
         }
-        /* no mark: the floor, which is at or above every deadline ever
-         * published, must still be below the start */
-        if (!modrev)
-                json_array_append_new(cmp, txn_cmp(txn_key(h->prefix, "floor", -1), "VALUE", "LESS",
-                                                   txn_mark(g->start_ms), 0));
-        if (store_call(h->store, "/v3/kv/txn", body, on_claim, h, g->id) < 0) {
+        const struct store_claim_req req = {
+                .cl = &h->cl,
+                .worker = worker,
+                .lease = g->lease,
+                .value = g->value,
+                .start = g->start_ms,
+                .mark = g->mark,
+                .modrev = modrev,
+                .own_worker = g->own_worker,
+                .own_rev = g->own_worker >= 0 ? g->own_rev : 0,
+        };
+        if (store_claim(h->store, &req, on_claim, h, g->id) < 0) {
                 g->state = H_SETTLE;
                 step_settle(h);
         }
@@ -466,23 +382,22 @@ static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t 
 
 static void on_settle_retry_timer(struct holder *h);
 
-static void on_settle(void *userdata, const struct store_reply *r)
+static void on_settle(void *userdata, const struct store_reply *r, const struct store_read *rd)
 {
         struct holder *h = userdata;
         struct holding *g = holder_acquiring(h, r, H_SETTLE);
-        bool ours;
-        uint64_t stored;
-        int64_t modrev;
-        if (!g || !cluster_ok(h, r, -1))
+        if (!g || !cluster_ok(h, r, true, 1))
                 return;
-        int same = store_ok(r) ? txn_cluster_same(r->json, 2, &h->cl) : -1;
-        if (same == 0) {
+        if (rd->same == 0) {
                 /* the claim compared the fence it knew: it was not applied */
                 cluster_halt(h, HALT_CHECKING);
                 cluster_read(h);
                 return;
         }
-        if (!store_ok(r) || same < 0 || holder_read_back(g, r->json, &ours, &stored, &modrev) < 0) {
+        bool ours = holder_ours(g, &rd->n);
+        uint64_t stored = rd->n.mark;
+        int64_t modrev = rd->n.mark_rev;
+        if (!rd->ok || rd->same < 0 || holder_read_malformed(&rd->n)) {
                 /* keep asking: the lease may expire meanwhile, which settles it too */
                 on_settle_retry_timer(h);
                 return;
@@ -502,11 +417,8 @@ static void on_settle(void *userdata, const struct store_reply *r)
 static void step_settle(struct holder *h)
 {
         struct holding *g = &h->next;
-        json_t *body = json_pack("{s:[o, o]}", "success",
-                                 txn_range(txn_key(h->prefix, "workers/", g->worker), NULL, false),
-                                 txn_range(txn_key(h->prefix, "hwm/", g->worker), NULL, false));
-        txn_cluster_reads(json_object_get(body, "success"), h->prefix);
-        if (store_call(h->store, "/v3/kv/txn", body, on_settle, h, g->id) < 0)
+        if (store_read_number(h->store, &h->cl, (uint32_t)g->worker, g->value, on_settle, h,
+                              g->id) < 0)
                 on_settle_retry_timer(h);
 }
 

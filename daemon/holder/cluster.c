@@ -76,48 +76,11 @@ void cluster_read_in(struct holder *h, unsigned ms)
         reread_in(h, ms);
 }
 
-static json_t *layout_value(const snowid_layout *l)
-{
-        char buf[160];
-        snprintf(buf, sizeof(buf),
-                 "{\"epoch_ms\":%" PRIu64 ",\"time_bits\":%u,\"worker_bits\":%u,\"seq_bits\":%u}",
-                 l->epoch_ms, l->time_bits, l->worker_bits, l->seq_bits);
-        return store_b64("%s", buf);
-}
-
-static int layout_parse(const struct kv *kv, snowid_layout *ret)
-{
-        json_error_t err;
-        json_t *v = json_loadb(kv->value, kv->value_len, 0, &err);
-        json_int_t e = -1, tb = -1, wb = -1, sb = -1;
-        int bad = !v || json_unpack(v, "{s:I, s:I, s:I, s:I}", "epoch_ms", &e, "time_bits", &tb,
-                                    "worker_bits", &wb, "seq_bits", &sb) < 0;
-        json_decref(v);
-        if (bad || e < 0 || tb < 0 || tb >= 64 || wb < 0 || wb >= 64 || sb < 0 || sb >= 64)
-                return -EBADMSG;
-        *ret = (snowid_layout){(uint64_t)e, (unsigned)tb, (unsigned)wb, (unsigned)sb};
-        return snowid_layout_check(ret) < 0 ? -EBADMSG : 0;
-}
-
 /* A cluster never used: no layout, fence, floor or holder, every mark 0 (the
  * read gives at most one holder and the highest mark). */
-static bool never_used(const json_t *root, int rf, int rfl)
+static bool never_used(const struct store_cluster *c)
 {
-        json_t *kvs = txn_kvs(root, 4), *j;
-        size_t i;
-        struct kv kv;
-        uint64_t m;
-        if (rf != 0 || rfl != 0 || json_array_size(txn_kvs(root, 3)) > 0)
-                return false;
-        json_array_foreach(kvs, i, j)
-        {
-                bool zero = kv_parse(j, &kv) == 0 && parse_mark(kv.value, kv.value_len, &m) == 0 &&
-                            m == 0;
-                kv_clear(&kv);
-                if (!zero)
-                        return false;
-        }
-        return true;
+        return c->fence == 0 && c->floor == 0 && !c->held && c->marks_zero;
 }
 
 static void create_cluster(struct holder *h);
@@ -126,48 +89,45 @@ static void init_marks(struct holder *h);
 /* Whether this host creates the cluster.  Creating it is idempotent (every
  * step compares), so the key only spares the store a fleet's worth of the
  * same work when a fleet starts on a cluster that does not exist yet. */
-static void on_create_lock(void *userdata, const struct store_reply *r)
+static void on_create_lock(void *userdata, const struct store_reply *r,
+                           const struct store_creating *ck)
 {
         struct holder *h = userdata;
         bool poll = r->tag == 1;
         /* a poll that got no answer polls again */
-        h->create_waiting = poll && !store_ok(r);
+        h->create_waiting = poll && !ck->ok;
         /* a fleet waiting asks at most a quarter of the time: each host
          * waits at least 4 times as long as its last answer took, so a
          * store slowed by the fleet's own questions gets fewer of them */
         unsigned took = (unsigned)(holder_mono_ms() - h->create_sent_ms), least = 4 * took;
-        if (!store_ok(r)) {
+        if (!ck->ok) {
                 unsigned wait = claim_failure_backoff(h, r);
                 reread_in(h, wait > least ? wait : least);
                 return;
         }
-        /* [layout, creating]: the failure branch, or the poll */
-        struct kv lk = {0}, ck = {0};
-        int rl = txn_kv(r->json, 0, &lk), rc = txn_kv(r->json, 1, &ck);
+        int rl = ck->layout, rc = ck->creating;
         unsigned long long since = 0;
         int64_t now_ms = shm_realtime_ns() / 1000000;
         size_t tl = strlen(h->token);
         /* taken now, or taken by this host before (a round of its
          * creation failed): it creates */
-        bool mine = rl == 0 && rc == 1 && ck.value_len > tl && !strncmp(ck.value, h->token, tl) &&
-                    ck.value[tl] == ' ';
-        if ((!poll && json_is_true(json_object_get(r->json, "succeeded"))) || (!poll && mine)) {
+        bool mine = rl == 0 && rc == 1 && strlen(ck->value) > tl &&
+                    !strncmp(ck->value, h->token, tl) && ck->value[tl] == ' ';
+        if ((!poll && ck->succeeded) || (!poll && mine)) {
                 /* the creator, and only it, reads the marks too: whether
                  * the cluster was used (a mark above 0) before it creates */
                 h->check_marks = true;
                 reread_in(h, 0);
         } else if (rl != 0 || rc != 1) /* made meanwhile, or the creation just ended */
                 reread_in(h, 0);
-        else if (sscanf(ck.value, "%*16s %llu", &since) == 1 &&
+        else if (sscanf(ck->value, "%*16s %llu", &since) == 1 &&
                  now_ms - (int64_t)since > CREATE_STALE_MS)
-                create_lock(h, ck.mod_revision, false);
+                create_lock(h, ck->mod_rev, false);
         else {
                 unsigned wait = claim_next_backoff(h, CREATE_WAIT_MAX_MS) + CREATE_WAIT_MS;
                 h->create_waiting = true;
                 reread_in(h, wait > least ? wait : least);
         }
-        kv_clear(&lk);
-        kv_clear(&ck);
 }
 
 /* Takes the key `creating` (stale_rev: over an abandoned creation at that
@@ -176,27 +136,10 @@ static void on_create_lock(void *userdata, const struct store_reply *r)
  * is a write whichever branch it takes) */
 static void create_lock(struct holder *h, int64_t stale_rev, bool poll)
 {
-        const char *p = h->prefix;
+        char value[64];
         h->create_sent_ms = holder_mono_ms();
-        if (poll) {
-                json_t *body = json_pack("{s:[o, o]}", "success",
-                                         txn_range(txn_key(p, "layout", -1), NULL, true),
-                                         txn_range(txn_key(p, "creating", -1), NULL, false));
-                if (store_call(h->store, "/v3/kv/txn", body, on_create_lock, h, 1) < 0)
-                        reread_in(h, REREAD_MS);
-                return;
-        }
-        json_t *body = json_pack(
-                "{s:[o, o], s:[o], s:[o, o]}", "compare",
-                txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0),
-                stale_rev ? txn_cmp(txn_key(p, "creating", -1), "MOD", "EQUAL", NULL, stale_rev)
-                          : txn_cmp(txn_key(p, "creating", -1), "CREATE", "EQUAL", NULL, 0),
-                "success",
-                txn_put(txn_key(p, "creating", -1),
-                        store_b64("%s %" PRId64, h->token, shm_realtime_ns() / 1000000), 0),
-                "failure", txn_range(txn_key(p, "layout", -1), NULL, true),
-                txn_range(txn_key(p, "creating", -1), NULL, false));
-        if (store_call(h->store, "/v3/kv/txn", body, on_create_lock, h, 0) < 0)
+        snprintf(value, sizeof(value), "%s %" PRId64, h->token, shm_realtime_ns() / 1000000);
+        if (store_creating(h->store, poll, value, stale_rev, on_create_lock, h, poll) < 0)
                 reread_in(h, REREAD_MS);
 }
 
@@ -223,13 +166,13 @@ static void init_more(struct holder *h)
 }
 
 /* the batches answer in any order */
-static void on_init(void *userdata, const struct store_reply *r)
+static void on_init(void *userdata, const struct store_reply *r, bool ok, bool succeeded)
 {
         struct holder *h = userdata;
         if (r->cluster_id)
                 h->cluster_id = r->cluster_id;
-        if (!store_ok(r) || !json_is_true(json_object_get(r->json, "succeeded")))
-                h->init_failed = store_ok(r) ? 1 : 2; /* created meanwhile, or no answer */
+        if (!ok || !succeeded)
+                h->init_failed = ok ? 1 : 2; /* created meanwhile, or no answer */
         h->init_pending--;
         init_more(h);
 }
@@ -251,36 +194,22 @@ static void init_marks(struct holder *h)
 
 static int init_batch(struct holder *h, uint64_t from)
 {
-        const char *p = h->prefix;
         uint64_t workers = UINT64_C(1) << h->cfg->layout.worker_bits, to = from + INIT_BATCH;
-        to = to < workers ? to : workers;
-        json_t *ops = json_array();
-        for (uint64_t n = from; n < to; n++)
-                json_array_append_new(
-                        ops, json_pack("{s:{s:[o], s:[o]}}", "request_txn", "compare",
-                                       txn_cmp(txn_key(p, "hwm/", (int64_t)n), "CREATE", "EQUAL",
-                                               NULL, 0),
-                                       "success",
-                                       txn_put(txn_key(p, "hwm/", (int64_t)n), txn_mark(0), 0)));
-        json_t *body = json_pack("{s:[o, o], s:o}", "compare",
-                                 txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0),
-                                 txn_cmp(txn_key(p, "floor", -1), "CREATE", "EQUAL", NULL, 0),
-                                 "success", ops);
-        return store_call(h->store, "/v3/kv/txn", body, on_init, h, 0);
+        return store_init_marks(h->store, from, to < workers ? to : workers, on_init, h);
 }
 
-static void on_create(void *userdata, const struct store_reply *r)
+static void on_create(void *userdata, const struct store_reply *r, bool ok, bool succeeded)
 {
         struct holder *h = userdata;
-        if (store_ok(r) && json_is_true(json_object_get(r->json, "succeeded")))
+        (void)r;
+        if (ok && succeeded)
                 log_notice("Created the cluster's layout, fence, floor and marks at %s", h->prefix);
-        reread_in(h, store_ok(r) ? 0 : REREAD_MS);
+        reread_in(h, ok ? 0 : REREAD_MS);
 }
 
 /* Layout, fence and floor together, only if the cluster is still unused */
 static void create_cluster(struct holder *h)
 {
-        const char *p = h->prefix;
         bool marked = (UINT64_C(1) << h->cfg->layout.worker_bits) <= INIT_MAX;
         struct cluster_ident c;
         /* A store that holds no cluster may have forgotten one (restored
@@ -296,37 +225,20 @@ static void create_cluster(struct holder *h)
                 reread_in(h, REREAD_MS);
                 return;
         }
-        json_t *body = json_pack(
-                "{s:[o, o, o, o, o, o], s:[o, o, o, {s:{s:o}}]}", "compare",
-                txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0),
-                txn_cmp(txn_key(p, "fence", -1), "CREATE", "EQUAL", NULL, 0),
-                txn_cmp(txn_key(p, "floor", -1), "CREATE", "EQUAL", NULL, 0),
-                txn_cmp(txn_key(p, "workers/", -1), "CREATE", "EQUAL", NULL, 0),
-                txn_cmp(txn_key(p, "witness/", -1), "CREATE", "EQUAL", NULL, 0),
-                marked ? txn_cmp(txn_key(p, "hwm/", -1), "VALUE", "EQUAL", txn_mark(0), 0)
-                       : txn_cmp(txn_key(p, "hwm/", -1), "CREATE", "EQUAL", NULL, 0),
-                "success", txn_put(txn_key(p, "layout", -1), layout_value(&h->cfg->layout), 0),
-                txn_put(txn_key(p, "fence", -1), store_b64("%s", c.fence), 0),
-                txn_put(txn_key(p, "floor", -1), txn_mark(above), 0), "request_delete_range", "key",
-                txn_key(p, "creating", -1));
-        /* range compares: no holder and no witness at all; every mark 0 */
-        json_t *cmp = json_object_get(body, "compare");
-        json_object_set_new(json_array_get(cmp, 3), "range_end", txn_key(p, "workers0", -1));
-        json_object_set_new(json_array_get(cmp, 4), "range_end", txn_key(p, "witness0", -1));
-        json_object_set_new(json_array_get(cmp, 5), "range_end", txn_key(p, "hwm0", -1));
-        if (store_call(h->store, "/v3/kv/txn", body, on_create, h, 0) < 0)
+        if (store_make_cluster(h->store, &h->cfg->layout, c.fence, above, marked, on_create, h) < 0)
                 reread_in(h, REREAD_MS);
 }
 
 /* ---- a witness: what a halted daemon knew, for the fence to cover ---- */
 
-static void on_witness(void *userdata, const struct store_reply *r)
+static void on_witness(void *userdata, const struct store_reply *r, bool ok, bool succeeded)
 {
         struct holder *h = userdata;
+        (void)succeeded;
         h->witness_sending = false;
         /* an answer for an earlier halt, or none: sent again at the next
          * read of the cluster while halted */
-        if (!store_ok(r) || r->tag != h->witness_gen || h->halted == HALT_NONE || h->witnessed)
+        if (!ok || r->tag != h->witness_gen || h->halted == HALT_NONE || h->witnessed)
                 return;
         h->witnessed = true;
         log_notice("Left a witness at %switness/%s: the fence this daemon knew and its "
@@ -342,38 +254,30 @@ static void on_witness(void *userdata, const struct store_reply *r)
  * store keeps it whatever it holds, until `snowid fence` reads and deletes
  * it, and a daemon that finds it on a store without the cluster does not
  * make the cluster anew (never_used). */
-static json_t *witness_key(const struct holder *h)
-{
-        char what[40];
-        snprintf(what, sizeof(what), "witness/%s", h->token);
-        return txn_key(h->prefix, what, -1);
-}
-
 static void witness_send(struct holder *h)
 {
         if (h->witnessed || h->witness_sending || !h->layout_ready || h->halted == HALT_NONE ||
             h->halted == HALT_CHECKING)
                 return;
-        json_t *v =
-                json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "host", h->host, "instance",
-                          h->cfg->instance, "era", (json_int_t)h->cl.era, "claims_above",
-                          (json_int_t)h->cl.claims_above, "deadline", (json_int_t)marks_highest(h),
-                          "wall_ms", (json_int_t)(shm_realtime_ns() / 1000000));
-        char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
-        json_decref(v);
-        if (!text)
-                return;
-        json_t *body =
-                json_pack("{s:[o]}", "success", txn_put(witness_key(h), store_b64("%s", text), 0));
-        free(text);
+        const struct store_witness w = {
+                .host = h->host,
+                .instance = h->cfg->instance,
+                .era = h->cl.era,
+                .claims_above = h->cl.claims_above,
+                .deadline = marks_highest(h),
+                .wall_ms = (uint64_t)(shm_realtime_ns() / 1000000),
+        };
         h->witness_sending =
-                store_call(h->store, "/v3/kv/txn", body, on_witness, h, h->witness_gen) >= 0;
+                store_witness_put(h->store, h->token, &w, on_witness, h, h->witness_gen) >= 0;
 }
 
-static void on_witness_deleted(void *userdata, const struct store_reply *r)
+static void on_witness_deleted(void *userdata, const struct store_reply *r, bool ok, bool succeeded)
 {
         struct holder *h = userdata;
-        (void)r; /* a witness left behind only asks more of the next fence */
+        /* a witness left behind only asks more of the next fence */
+        (void)r;
+        (void)ok;
+        (void)succeeded;
         h->witness_sending = false;
 }
 
@@ -388,83 +292,70 @@ void cluster_witness_done(struct holder *h)
         h->witness_gen++;
         if (!left)
                 return;
-        json_t *body = json_pack("{s:[{s:{s:o}}]}", "success", "request_delete_range", "key",
-                                 witness_key(h));
-        h->witness_sending =
-                store_call(h->store, "/v3/kv/txn", body, on_witness_deleted, h, 0) >= 0;
+        h->witness_sending = store_witness_delete(h->store, h->token, on_witness_deleted, h) >= 0;
 }
 
-static void on_cluster(void *userdata, const struct store_reply *r)
+static void on_cluster(void *userdata, const struct store_reply *r, const struct store_cluster *cr)
 {
         struct holder *h = userdata;
-        struct kv lk = {0}, fk = {0}, flk = {0};
-        struct cluster_ident c = {0};
-        snowid_layout l;
+        struct cluster_ident c = cr->c;
+        const snowid_layout l = cr->l;
         if (r->cluster_id)
                 h->cluster_id = r->cluster_id; /* the cluster a fence made here names */
-        if (!store_ok(r)) {
+        if (!cr->ok) {
                 if (r->err == STORE_ERR_NONE) /* a refusal is said once, by refusal.c */
                         log_warning("Cannot read the cluster's layout from %s: %s",
                                     store_endpoint(h->store), r->error);
                 reread_in(h, claim_failure_backoff(h, r));
                 return;
         }
-        /* [layout, fence, floor, workers/, hwm/, ranges/, witness/] */
-        int rl = txn_kv(r->json, 0, &lk), rf = txn_kv(r->json, 1, &fk),
-            rfl = txn_kv(r->json, 2, &flk);
-        if (rl < 0 || rf < 0 || rfl < 0) {
+        if (cr->malformed) {
                 log_warning("%s's answer about the layout is malformed; asking again",
                             store_title(h->store));
                 goto retry;
         }
-        /* at most one witness is read */
-        bool witnessed = json_array_size(txn_kvs(r->json, 6)) > 0;
-        if (rl == 0 && !h->layout_ready &&
-            rule7_may_make(never_used(r->json, rf, rfl), witnessed)) {
+        if (cr->layout == 0 && !h->layout_ready && rule7_may_make(never_used(cr), cr->witnessed)) {
                 /* a layout the range does not fit is not made */
                 if (!region_range_fits(h, h->cfg->layout.worker_bits))
-                        goto out;
+                        return;
                 if (!h->check_marks)
                         create_lock(h, 0, false);
                 else if ((UINT64_C(1) << h->cfg->layout.worker_bits) <= INIT_MAX)
                         init_marks(h); /* holding `creating`, every mark read */
                 else                   /* too many numbers: unmarked ones start above the floor */
                         create_cluster(h);
-                goto out;
+                return;
         }
-        if (rl == 0) {
+        if (cr->layout == 0) {
                 if (h->halted != HALT_LAYOUT_LOST)
                         log_error("The cluster's layout key is gone (%slayout), but the cluster "
                                   "has been used%s: not re-creating it, and extending nothing. "
                                   "Run `snowid fence` with this cluster's layout to restore it",
                                   h->prefix,
-                                  witnessed ? " (a daemon that knew it left a witness: the store "
-                                              "forgot it)"
-                                            : "");
+                                  cr->witnessed ? " (a daemon that knew it left a witness: the "
+                                                  "store forgot it)"
+                                                : "");
                 cluster_halt(h, HALT_LAYOUT_LOST);
                 goto retry;
         }
-        if (layout_parse(&lk, &l) < 0) {
-                log_error("The layout stored at %slayout is not valid: '%.200s'", h->prefix,
-                          lk.value);
+        if (cr->layout < 0) {
+                log_error("The layout stored at %slayout is not valid: '%s'", h->prefix,
+                          cr->layout_text);
                 holder_fatal(h, EX_CONFIG_);
-                goto out;
+                return;
         }
-        uint64_t floor;
-        if (rfl == 1 && parse_mark(flk.value, flk.value_len, &floor) < 0)
-                rfl = 0; /* a damaged floor fences nothing: as if lost */
-        if (rf == 0 || rfl == 0 || fence_parse(fk.value, fk.value_len, &c) < 0) {
+        /* a damaged floor fences nothing: as if lost */
+        if (cr->fence != 1 || cr->floor != 1) {
                 if (h->halted != HALT_FENCE_LOST)
                         log_error("The cluster's %s key is %s (%s): the cluster was made by an "
                                   "earlier snowid, or keys were deleted. Extending nothing until "
                                   "`snowid fence` has run",
-                                  rf == 0 || fence_parse(fk.value, fk.value_len, &c) < 0 ? "fence"
-                                                                                         : "floor",
-                                  rf == 0 || rfl == 0 ? "missing" : "not valid", h->prefix);
+                                  cr->fence != 1 ? "fence" : "floor",
+                                  cr->fence == 0 || cr->floor != 1 ? "missing" : "not valid",
+                                  h->prefix);
                 cluster_halt(h, HALT_FENCE_LOST);
                 goto retry;
         }
-        c.layout_rev = lk.create_revision;
         /* a fence written on another cluster: the store was restored (etcd
          * with a new cluster token, as the procedure says) or replaced, and not fenced
          * since.  Nothing is acted on until a fence names this cluster */
@@ -480,15 +371,10 @@ static void on_cluster(void *userdata, const struct store_reply *r)
         }
         /* the mark of the number held when the read was sent, whose last
          * write by this daemon the store had acknowledged at revision r->tag */
-        struct kv own = {0};
-        if (h->halted == HALT_NONE && r->tag && txn_kv(r->json, 7, &own) == 1) {
-                const char *n = strrchr(own.key, '/');
-                int64_t modrev = own.mod_revision;
-                int32_t worker = n ? (int32_t)strtol(n + 1, NULL, 10) : -1;
-                kv_clear(&own);
-                if (holder_forgotten(h, worker, (int64_t)r->tag, modrev, "reading the cluster"))
-                        goto out;
-        }
+        if (h->halted == HALT_NONE && r->tag && cr->own_read &&
+            holder_forgotten(h, cr->own_worker, (int64_t)r->tag, cr->own_mark_rev,
+                             "reading the cluster"))
+                return;
         /* a fence made later is adopted; the one known with a restore seen
          * (however: it lasts until a new fence), an older one, or a cluster's
          * first fence to a daemon that knew the cluster (its prefix wiped, or
@@ -513,76 +399,25 @@ static void on_cluster(void *userdata, const struct store_reply *r)
                                                       l.worker_bits != h->cfg->layout.worker_bits ||
                                                       l.seq_bits != h->cfg->layout.seq_bits);
         if (!h->layout_ready && !given_differs &&
-            region_check(h, r, 5, l.worker_bits, lk.create_revision) <= 0)
-                goto out;
+            region_check(h, r->revision, cr->records, cr->n_records, l.worker_bits,
+                         cr->layout_rev) <= 0)
+                return;
         holder_layout_read(h, &l, &c);
-        goto out;
+        return;
 retry:
         witness_send(h);
         reread_in(h, REREAD_MS);
-out:
-        kv_clear(&lk);
-        kv_clear(&fk);
-        kv_clear(&flk);
 }
 
 void cluster_read(struct holder *h)
 {
-        const char *p = h->prefix;
-        /* [layout, fence, floor, workers/, hwm/, ranges/, witness/]: while
-         * there is no layout, workers/, hwm/ and witness/ are what
-         * never_used() needs: whether any number is held, the highest mark,
-         * and whether a daemon that knew the cluster said the store forgot
-         * it (one key each; marks are 20 digits: their order is their
-         * value's).  Once there is a layout they are not needed, and
-         * reading the highest mark would cost the store every number's key
-         * on every read of every host: the failure branch reads three keys
-         * that never exist instead, so
-         * that the answer has the same shape.  The highest mark is read
-         * only by the host that holds `creating` (check_marks): a fleet
-         * starting on a cluster not made yet would otherwise read every
-         * mark once per host, which a store that serves one call at a
-         * time cannot carry */
-        json_t *body =
-                json_pack("{s:[o], s:[o, o, o, o, o, o, o], s:[o, o, o, o, o, o, o]}", "compare",
-                          txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0), "success",
-                          txn_range(txn_key(p, "layout", -1), NULL, false),
-                          txn_range(txn_key(p, "fence", -1), NULL, false),
-                          txn_range(txn_key(p, "floor", -1), NULL, false),
-                          txn_range(txn_key(p, "workers/", -1), txn_key(p, "workers0", -1), true),
-                          txn_range(txn_key(p, "hwm/", -1), txn_key(p, "hwm0", -1), false),
-                          txn_range(txn_key(p, "ranges/", -1), txn_key(p, "ranges0", -1), false),
-                          txn_range(txn_key(p, "witness/", -1), txn_key(p, "witness0", -1), true),
-                          "failure", txn_range(txn_key(p, "layout", -1), NULL, false),
-                          txn_range(txn_key(p, "fence", -1), NULL, false),
-                          txn_range(txn_key(p, "floor", -1), NULL, false),
-                          txn_range(txn_key(p, "workers/", -1), NULL, true),
-                          txn_range(txn_key(p, "hwm/", -1), NULL, false),
-                          txn_range(txn_key(p, "ranges/", -1), txn_key(p, "ranges0", -1), false),
-                          txn_range(txn_key(p, "witness/", -1), NULL, true));
-        json_t *ops = json_object_get(body, "success");
-        json_t *held = json_object_get(json_array_get(ops, 3), "request_range");
-        json_object_set_new(json_object_get(json_array_get(ops, 6), "request_range"), "limit",
-                            json_integer(1));
-        json_t *top = json_object_get(json_array_get(ops, 4), "request_range");
-        json_object_set_new(held, "limit", json_integer(1));
-        if (h->check_marks) {
-                json_object_set_new(top, "limit", json_integer(1));
-                json_object_set_new(top, "sort_order", json_string("DESCEND"));
-                json_object_set_new(top, "sort_target", json_string("VALUE"));
-        } else
-                json_object_del(top, "range_end"); /* the key hwm/ alone: never there */
-        /* and the mark of the number held, to check that the store still
-         * has this daemon's last write of it */
-        uint64_t tag = 0;
-        if (h->halted == HALT_NONE && h->cur.state != H_NONE && h->cur.mark_rev) {
-                json_array_append_new(ops,
-                                      txn_range(txn_key(p, "hwm/", h->cur.worker), NULL, false));
-                json_array_append_new(json_object_get(body, "failure"),
-                                      txn_range(txn_key(p, "hwm/", h->cur.worker), NULL, false));
-                tag = (uint64_t)h->cur.mark_rev;
-        }
-        if (store_call(h->store, "/v3/kv/txn", body, on_cluster, h, tag) < 0)
+        /* the highest mark is read only by the host that holds `creating`
+         * (check_marks); and the mark of the number held, to check that the
+         * store still has this daemon's last write of it (tag: the revision
+         * it was acknowledged at) */
+        bool own = h->halted == HALT_NONE && h->cur.state != H_NONE && h->cur.mark_rev;
+        if (store_read_cluster(h->store, h->check_marks, own ? h->cur.worker : -1, on_cluster, h,
+                               own ? (uint64_t)h->cur.mark_rev : 0) < 0)
                 reread_in(h, REREAD_MS);
 }
 
@@ -608,11 +443,11 @@ void cluster_halt(struct holder *h, enum halt why)
         holder_update_status(h);
 }
 
-/* Whether to act on an answer: not from a restored cluster, and (for a
- * transaction that failed, with the fence and layout read at fence_op and
- * fence_op + 1) not failed because the fence or layout changed.  Otherwise
+/* Whether to act on an answer: not from a restored cluster, and not one
+ * that names another fence or layout than h->cl (ok and same, as a verb's
+ * result says them; same 1 for an answer that compared none).  Otherwise
  * it halts or reads the cluster again, and the answer is ignored. */
-bool cluster_ok(struct holder *h, const struct store_reply *r, int fence_op)
+bool cluster_ok(struct holder *h, const struct store_reply *r, bool ok, int same)
 {
         if (h->halted != HALT_NONE)
                 return false;
@@ -621,10 +456,7 @@ bool cluster_ok(struct holder *h, const struct store_reply *r, int fence_op)
                 reread_in(h, REREAD_MS);
                 return false;
         }
-        if (fence_op < 0 || !store_ok(r) || json_is_true(json_object_get(r->json, "succeeded")))
-                return true;
-        int same = txn_cluster_same(r->json, (size_t)fence_op, &h->cl);
-        if (same == 1)
+        if (!ok || same == 1)
                 return true;
         if (same == 0) {
                 log_notice("%s's answer names another fence or layout; reading them",

@@ -25,6 +25,7 @@
 #include "rules.h"
 #include "store.h"
 #include "txn.h"
+#include "verbs.h"
 
 enum hstate {
         H_NONE,   /* no holding */
@@ -180,7 +181,6 @@ void holder_timer_in(struct holder *h, sd_event_source **src, unsigned ms,
                      sd_event_time_handler_t cb);
 /* ID time now, in ms of the layout's epoch (wall: the wall clock's) */
 uint64_t holder_id_ms(const struct holder *h, bool wall);
-char *holder_i64(int64_t v, char buf[static 24]);
 /* The holding a request's tag names, or NULL. */
 struct holding *holder_by_tag(struct holder *h, uint64_t tag);
 /* Every answer: reachability, a full store, a restore seen. */
@@ -191,8 +191,11 @@ void holder_check_alarms(struct holder *h);
 /* The acquisition an answer is for, if it is still at that step; NULL for an
  * answer that arrives for an earlier holding or step (ignored). */
 struct holding *holder_acquiring(struct holder *h, const struct store_reply *r, enum hstate want);
-int holder_read_back(const struct holding *g, const json_t *root, bool *ret_ours,
-                     uint64_t *ret_mark, int64_t *ret_modrev);
+/* Whether a number read holds this holding (its lease and value). */
+bool holder_ours(const struct holding *g, const struct store_number *n);
+/* Whether the answer about a number read could not be read, or its mark
+ * is not a mark. */
+bool holder_read_malformed(const struct store_number *n);
 /* Whether hwm/<worker>, read at mod revision modrev (0: absent), shows that
  * the store forgot this daemon's write of it acknowledged at acked_rev (0:
  * none known): then halted as restored. */

@@ -66,38 +66,14 @@ uint64_t holder_id_ms(const struct holder *h, bool wall)
 
 /* ---- answers ---- */
 
-char *holder_i64(int64_t v, char buf[static 24])
+bool holder_ours(const struct holding *g, const struct store_number *n)
 {
-        snprintf(buf, 24, "%" PRId64, v);
-        return buf;
+        return n->held && n->lease == g->lease && n->value_is;
 }
 
-/* Reads back the two ranges [workers/n, hwm/n] of a txn answer: whether
- * workers/n holds this holding (value and lease) and the stored mark. */
-int holder_read_back(const struct holding *g, const json_t *root, bool *ret_ours,
-                     uint64_t *ret_mark, int64_t *ret_modrev)
+bool holder_read_malformed(const struct store_number *n)
 {
-        struct kv kv;
-        *ret_ours = false;
-        *ret_mark = 0;
-        *ret_modrev = 0;
-        json_t *w = txn_kvs(root, 0), *m = txn_kvs(root, 1);
-        if (w && json_array_size(w) > 0) {
-                if (kv_parse(json_array_get(w, 0), &kv) < 0)
-                        return -EBADMSG;
-                *ret_ours = kv.lease == g->lease && !strcmp(kv.value, g->value);
-                kv_clear(&kv);
-        }
-        if (m && json_array_size(m) > 0) {
-                if (kv_parse(json_array_get(m, 0), &kv) < 0)
-                        return -EBADMSG;
-                int r = parse_mark(kv.value, kv.value_len, ret_mark);
-                *ret_modrev = kv.mod_revision;
-                kv_clear(&kv);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+        return n->malformed || (n->marked && !n->mark_valid);
 }
 
 struct holding *holder_by_tag(struct holder *h, uint64_t tag)
@@ -189,21 +165,13 @@ void holder_store_full(struct holder *h, bool full, const char *member)
         holder_update_status(h);
 }
 
-static void on_alarms(void *userdata, const struct store_reply *r)
+static void on_alarms(void *userdata, const struct store_reply *r, bool ok, const char *member)
 {
         struct holder *h = userdata;
+        (void)r;
         h->alarm_busy = false;
-        if (!store_ok(r))
+        if (!ok)
                 return; /* not allowed (the store's users), or unreachable: the writes tell */
-        json_t *alarms = json_object_get(r->json, "alarms"), *a;
-        size_t i;
-        const char *member = NULL;
-        json_array_foreach(alarms, i, a)
-        {
-                const char *kind = json_string_value(json_object_get(a, "alarm"));
-                if (kind && !strcmp(kind, "NOSPACE"))
-                        member = json_string_value(json_object_get(a, "memberID"));
-        }
         if (member && !h->store_full)
                 holder_store_full(h, true, member);
         else if (member)
@@ -216,8 +184,7 @@ void holder_check_alarms(struct holder *h)
 {
         if (h->alarm_busy)
                 return;
-        h->alarm_busy = store_call(h->store, "/v3/maintenance/alarm",
-                                   json_pack("{s:s}", "action", "GET"), on_alarms, h, 0) == 0;
+        h->alarm_busy = store_alarms(h->store, on_alarms, h) == 0;
 }
 
 /* The acquisition an answer is for, if it is still at that step; NULL for an
@@ -364,10 +331,10 @@ void holder_halted(struct holder *h)
 
 /* ---- acquiring a number: grant, scan, claim, settle ---- */
 
-static void on_revoke(void *userdata, const struct store_reply *r)
+static void on_revoke(void *userdata, const struct store_reply *r, bool gone)
 {
         struct holder *h = userdata;
-        if (!store_ok(r) && !(r->answered && r->http == 404))
+        if (!gone)
                 log_debug("Revoking a lease failed: %s (it expires by itself)", r->error);
         holder_stop_check(h);
 }
@@ -386,11 +353,8 @@ void holder_stop_check(struct holder *h)
  * applies it) dies with it.  Marks stay and fence its number. */
 void holder_give_up_lease(struct holder *h, int64_t lease)
 {
-        char l[24];
-        if (!lease)
-                return;
-        store_call(h->store, "/v3/lease/revoke", json_pack("{s:s}", "ID", holder_i64(lease, l)),
-                   on_revoke, h, 0);
+        if (lease)
+                store_revoke(h->store, lease, on_revoke, h);
 }
 
 /* ---- publishing ---- */
@@ -513,6 +477,7 @@ static int start(struct holder *h, sd_event *event, const struct settings *cfg, 
                           : store_new(event, cfg, &h->store);
         if (r < 0)
                 return r;
+        store_set_prefix(h->store, h->prefix);
         store_on_problem(h->store, refused_problem, h);
         refused_file(h); /* an earlier daemon's is stale */
         r = sd_event_add_time_relative(event, &h->renew_timer, CLOCK_MONOTONIC,

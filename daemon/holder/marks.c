@@ -139,12 +139,10 @@ static void raise_later(struct holder *h)
         holder_timer_in(h, &h->raise_timer, 500, on_raise_timer);
 }
 
-static void on_raise(void *userdata, const struct store_reply *r)
+static void on_raise(void *userdata, const struct store_reply *r, const struct store_raised *rs)
 {
         struct holder *h = userdata;
         struct mark_raise *m = raise_by_tag(h, r->tag);
-        struct kv kv = {0};
-        uint64_t stored = 0;
         if (!m)
                 return;
         /* [hwm, fence, layout] read in either branch.  Once a restore is
@@ -152,12 +150,11 @@ static void on_raise(void *userdata, const struct store_reply *r)
          * only fences more) until a fence other than the one it compares
          * is found there: that fence's adoption raises again */
         if (h->halted == HALT_RESTORED) {
-                if (store_ok(r) && !json_is_true(json_object_get(r->json, "succeeded")) &&
-                    txn_cluster_same(r->json, 1, &h->cl) != 1) {
+                if (rs->ok && !rs->succeeded && rs->same != 1) {
                         raise_done(h, m, false);
                         return;
                 }
-        } else if (!cluster_ok(h, r, 1)) {
+        } else if (!cluster_ok(h, r, rs->ok, rs->same)) {
                 if (h->halted != HALT_NONE) {
                         raise_done(h, m, false); /* a new fence re-raises what it must */
                         return;
@@ -166,10 +163,8 @@ static void on_raise(void *userdata, const struct store_reply *r)
                 raise_later(h);
                 return;
         }
-        bool put = store_ok(r) && json_is_true(json_object_get(r->json, "succeeded")) &&
-                   json_object_get(json_array_get(json_object_get(r->json, "responses"), 0),
-                                   "response_put");
-        if (!put && (!store_ok(r) || txn_kv(r->json, 0, &kv) < 0)) {
+        bool put = rs->put;
+        if (!put && (!rs->ok || rs->n.malformed)) {
                 /* no answer: again until the store answers (a raise is never
                  * abandoned while the cluster is the one it was for) */
                 m->tries++;
@@ -177,10 +172,9 @@ static void on_raise(void *userdata, const struct store_reply *r)
                 raise_later(h);
                 return;
         }
-        bool present = kv.key != NULL;
-        bool valid = present && parse_mark(kv.value, kv.value_len, &stored) == 0;
-        int64_t modrev = kv.mod_revision;
-        kv_clear(&kv);
+        bool present = rs->n.marked, valid = present && rs->n.mark_valid;
+        uint64_t stored = rs->n.mark;
+        int64_t modrev = rs->n.mark_rev;
         /* a mark this daemon wrote, back below that write: the store forgot it.
          * Writing it again would erase what shows the restore */
         if (!put && present &&
@@ -216,28 +210,11 @@ static void on_raise(void *userdata, const struct store_reply *r)
 
 static void raise_send(struct holder *h, struct mark_raise *m, bool cas, int64_t modrev)
 {
-        const char *p = h->prefix;
         m->acked_sent = m->acked_rev;
-        json_t *cmp = json_array(), *success = json_array();
-        txn_cluster_compares(cmp, p, &h->cl);
-        if (cas) {
+        if (cas)
                 m->sent = m->mark;
-                json_array_append_new(
-                        cmp, txn_cmp(txn_key(p, "hwm/", m->worker), "MOD", "EQUAL", NULL, modrev));
-                json_array_append_new(success,
-                                      txn_put(txn_key(p, "hwm/", m->worker), txn_mark(m->mark), 0));
-                json_array_append_new(success, txn_raise_floor(p, m->mark));
-        } else {
-                json_array_append_new(success,
-                                      txn_range(txn_key(p, "hwm/", m->worker), NULL, false));
-                txn_cluster_reads(success, p);
-        }
-        json_t *failure = json_array();
-        json_array_append_new(failure, txn_range(txn_key(p, "hwm/", m->worker), NULL, false));
-        txn_cluster_reads(failure, p);
-        json_t *body = json_pack("{s:o, s:o, s:o}", "compare", cmp, "success", success, "failure",
-                                 failure);
-        if (store_call(h->store, "/v3/kv/txn", body, on_raise, h, m->id) < 0) {
+        if (store_raise(h->store, &h->cl, (uint32_t)m->worker, cas, m->mark, modrev, on_raise, h,
+                        m->id) < 0) {
                 m->tries++;
                 m->waiting = true;
                 raise_later(h);

@@ -16,29 +16,15 @@
 #include "range.h"
 #include "region.h"
 
-/* The i-th kv of the ranges/ read: the region it names (NULL: not a
- * record's key) and its range (0, or -EBADMSG when damaged). */
-static const char *record_at(const struct holder *h, const json_t *kvs, size_t i, struct kv *kv,
-                             uint32_t *from, uint32_t *to, int *parsed)
-{
-        size_t pl = strlen(h->prefix);
-        if (kv_parse(json_array_get(kvs, i), kv) < 0)
-                return NULL;
-        if (strncmp(kv->key, h->prefix, pl) || strncmp(kv->key + pl, "ranges/", 7))
-                return NULL;
-        *parsed = range_record_parse(kv->value, kv->value_len, from, to);
-        return kv->key + pl + 7;
-}
-
-static void on_record(void *userdata, const struct store_reply *r)
+static void on_record(void *userdata, const struct store_reply *r, bool ok, bool succeeded)
 {
         struct holder *h = userdata;
-        if (!store_ok(r)) {
+        if (!ok) {
                 log_warning("Cannot record this region's worker range: %s", r->error);
                 cluster_read_in(h, 1000);
                 return;
         }
-        if (json_is_true(json_object_get(r->json, "succeeded")))
+        if (succeeded)
                 log_notice("Recorded the worker range of region '%s' at %sranges/%s",
                            h->cfg->region, h->prefix, h->cfg->region);
         /* read again either way: a record written meanwhile is checked too */
@@ -50,16 +36,9 @@ static void on_record(void *userdata, const struct store_reply *r)
 static void record_put(struct holder *h, uint32_t from, uint32_t to, int64_t rev,
                        int64_t layout_rev)
 {
-        const char *p = h->prefix;
         char value[64];
         range_record_format(value, sizeof(value), from, to);
-        json_t *any = txn_cmp(txn_key(p, "ranges/", -1), "MOD", "LESS", NULL, rev + 1);
-        json_object_set_new(any, "range_end", txn_key(p, "ranges0", -1));
-        json_t *body = json_pack(
-                "{s:[o, o], s:[o]}", "compare", any,
-                txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, layout_rev), "success",
-                txn_put(store_b64("%sranges/%s", p, h->cfg->region), store_b64("%s", value), 0));
-        if (store_call(h->store, "/v3/kv/txn", body, on_record, h, 0) < 0)
+        if (store_record_range(h->store, h->cfg->region, value, rev, layout_rev, on_record, h) < 0)
                 cluster_read_in(h, 1000);
 }
 
@@ -76,15 +55,12 @@ bool region_range_fits(struct holder *h, unsigned worker_bits)
         return false;
 }
 
-int region_check(struct holder *h, const struct store_reply *r, size_t op, unsigned worker_bits,
-                 int64_t layout_rev)
+int region_check(struct holder *h, int64_t rev, const struct store_record *records, size_t n,
+                 unsigned worker_bits, int64_t layout_rev)
 {
         const char *region = h->cfg->region;
-        json_t *kvs = txn_kvs(r->json, op);
         uint32_t from, to, lo, hi, of, ot;
         bool covered = false;
-        struct kv kv;
-        int parsed;
         if (!region_range_fits(h, worker_bits))
                 return -1;
         settings_worker_range(h->cfg, worker_bits, &from, &to);
@@ -92,38 +68,42 @@ int region_check(struct holder *h, const struct store_reply *r, size_t op, unsig
         /* this region's record: one interval, widened to every range its
          * daemons claim in (daemons of one region may differ; each claims
          * in its own) */
-        for (size_t i = 0; i < json_array_size(kvs); i++) {
-                const char *name = record_at(h, kvs, i, &kv, &of, &ot, &parsed);
+        for (size_t i = 0; i < n; i++) {
+                const char *name = records[i].region;
+                int parsed =
+                        name ? range_record_parse(records[i].value, records[i].value_len, &of, &ot)
+                             : -1;
                 if (name && !strcmp(name, region) && parsed == 0) {
                         covered = of <= from && to <= ot;
                         lo = of < lo ? of : lo;
                         hi = ot > hi ? ot : hi;
                 }
-                kv_clear(&kv);
         }
-        for (size_t i = 0; i < json_array_size(kvs); i++) {
-                const char *name = record_at(h, kvs, i, &kv, &of, &ot, &parsed);
+        for (size_t i = 0; i < n; i++) {
+                const char *name = records[i].region;
+                int parsed =
+                        name ? range_record_parse(records[i].value, records[i].value_len, &of, &ot)
+                             : -1;
                 bool clash = name && strcmp(name, region) && parsed == 0 &&
                              worker_range_overlaps(lo, hi, of, ot);
                 if (name && strcmp(name, region) && parsed < 0)
                         log_warning("The record %s is not {\"from\": F, \"to\": T}: '%.100s'; "
                                     "not checked against it",
-                                    kv.key, kv.value);
+                                    records[i].key, records[i].value);
                 if (clash)
                         log_error("Worker range %" PRIu32 "-%" PRIu32 " of region '%s' (this "
                                   "daemon's: %" PRIu32 "-%" PRIu32 ") overlaps %" PRIu32 "-%" PRIu32
                                   " recorded by region '%s' at %s: the two would "
                                   "issue the same IDs. Give each region its own numbers "
                                   "(docs/regions.md)",
-                                  lo, hi, region, from, to, of, ot, name, kv.key);
-                kv_clear(&kv);
+                                  lo, hi, region, from, to, of, ot, name, records[i].key);
                 if (clash) {
                         holder_fatal(h, EX_CONFIG_);
                         return -1;
                 }
         }
         if (!covered) {
-                record_put(h, lo, hi, r->revision, layout_rev);
+                record_put(h, lo, hi, rev, layout_rev);
                 return 0;
         }
         h->range_from = from;

@@ -7,8 +7,8 @@
 /* Whether the range fits worker_bits (else logged, and the holder is done
  * with EX_CONFIG_). */
 bool region_range_fits(struct holder *h, unsigned worker_bits);
-/* With the ranges/ records read at op of r: 1 the range is checked and
- * recorded (h->range_*); 0 a record is being written, the cluster read
+/* With the n ranges/ records read at revision rev: 1 the range is checked
+ * and recorded (h->range_*); 0 a record is being written, the cluster read
  * again after; -1 refused (done with EX_CONFIG_). */
-int region_check(struct holder *h, const struct store_reply *r, size_t op, unsigned worker_bits,
-                 int64_t layout_rev);
+int region_check(struct holder *h, int64_t rev, const struct store_record *records, size_t n,
+                 unsigned worker_bits, int64_t layout_rev);

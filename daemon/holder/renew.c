@@ -75,30 +75,26 @@ static bool taken_back(struct holder *h, const struct holding *g, bool other, bo
         return true;
 }
 
-static void on_lease_check(void *userdata, const struct store_reply *r)
+static void on_lease_check(void *userdata, const struct store_reply *r, const struct store_read *rd)
 {
         struct holder *h = userdata;
         struct holding *g = holder_by_tag(h, r->tag);
-        struct kv kv = {0};
         holder_note_answer(h, r);
         if (!g || g != &h->cur || !g->lease_checking)
                 return;
-        /* [hwm/n, fence, layout, workers/n] */
-        if (!cluster_ok(h, r, 1))
+        /* a read: its fence is looked at unless it succeeded, as for a
+         * transaction that compared it */
+        if (!cluster_ok(h, r, rd->ok, rd->succeeded ? 1 : rd->same))
                 return;
-        struct kv w = {0};
-        if (!store_ok(r) || txn_kv(r->json, 0, &kv) < 0 || txn_kv(r->json, 3, &w) < 0) {
-                kv_clear(&kv);
+        if (!rd->ok || rd->n.malformed) {
                 lease_check(h, g); /* again, at the next answer */
                 return;
         }
-        int64_t modrev = kv.key ? kv.mod_revision : 0;
-        uint64_t stored = 0;
-        bool present = kv.key && parse_mark(kv.value, kv.value_len, &stored) == 0;
+        int64_t modrev = rd->n.mark_rev;
+        uint64_t stored = rd->n.mark_valid ? rd->n.mark : 0;
+        bool present = rd->n.marked && rd->n.mark_valid;
         /* workers/n there, under another lease: somebody claimed it */
-        bool other = w.key && w.lease != g->lease;
-        kv_clear(&kv);
-        kv_clear(&w);
+        bool other = rd->n.held && rd->n.lease != g->lease;
         g->lease_checking = false;
         if (g->state != H_HELD ||
             holder_forgotten(h, g->worker, g->own_rev, modrev, "its lease unknown") ||
@@ -116,29 +112,23 @@ static void lease_check(struct holder *h, struct holding *g)
 {
         g->lease_checking = true;
         g->own_rev = g->mark_rev;
-        json_t *body = json_pack("{s:[o]}", "success",
-                                 txn_range(txn_key(h->prefix, "hwm/", g->worker), NULL, false));
-        json_t *ops = json_object_get(body, "success");
-        txn_cluster_reads(ops, h->prefix);
-        json_array_append_new(ops,
-                              txn_range(txn_key(h->prefix, "workers/", g->worker), NULL, false));
-        if (store_call(h->store, "/v3/kv/txn", body, on_lease_check, h, g->id) < 0)
+        if (store_read_number(h->store, &h->cl, (uint32_t)g->worker, g->value, on_lease_check, h,
+                              g->id) < 0)
                 holder_lost(h, "its lease is unknown and its mark could not be read");
 }
 
-static void on_keepalive(void *userdata, const struct store_reply *r)
+static void on_keepalive(void *userdata, const struct store_reply *r, int64_t id, int64_t ttl)
 {
         struct holder *h = userdata;
         struct holding *g = holder_by_tag(h, r->tag);
-        int64_t ttl = 0;
+        (void)id;
         holder_note_answer(h, r);
         if (!g)
                 return;
         g->keepalive_busy = false;
         if (g != &h->cur || g->state != H_HELD || h->halted == HALT_RESTORED)
                 return;
-        json_t *res = r->json ? json_object_get(r->json, "result") : NULL;
-        if (!store_ok(r) || !json_is_object(res) || store_int64(res, "TTL", &ttl) < 0) {
+        if (ttl < 0) {
                 g->keepalive_next_ms = 0; /* again at the next renewal */
                 h->stats.renewal_failures++;
                 log_debug("Keepalive failed: %s", r->error ? r->error : "malformed answer");
@@ -170,7 +160,7 @@ static void on_keepalive(void *userdata, const struct store_reply *r)
         holder_lost(h, "its lease expired");
 }
 
-static void on_extend(void *userdata, const struct store_reply *r)
+static void on_extend(void *userdata, const struct store_reply *r, const struct store_extended *e)
 {
         struct holder *h = userdata;
         struct holding *g = holder_by_tag(h, r->tag);
@@ -178,22 +168,24 @@ static void on_extend(void *userdata, const struct store_reply *r)
         if (!g)
                 return;
         g->extend_busy = false;
-        /* failure: [workers/n, hwm/n, fence, layout] */
-        if (g != &h->cur || g->state != H_HELD || !cluster_ok(h, r, 2))
+        if (g != &h->cur || g->state != H_HELD || !cluster_ok(h, r, e->ok, e->same))
                 return;
         uint64_t v = g->pending; /* the mark this request asked for */
-        if (!store_ok(r)) {
+        if (!e->ok) {
                 /* no answer, or an error: publish nothing; a higher mark in
                  * the store than the deadline is harmless */
                 h->stats.renewal_failures++;
                 log_debug("Extending the mark failed: %s", r->error);
                 return;
         }
-        bool ours = true, succeeded = json_is_true(json_object_get(r->json, "succeeded"));
+        bool ours = true, succeeded = e->succeeded;
         uint64_t stored = v;
         int64_t modrev = 0;
         if (!succeeded) {
-                if (holder_read_back(g, r->json, &ours, &stored, &modrev) < 0) {
+                ours = holder_ours(g, &e->n);
+                stored = e->n.mark;
+                modrev = e->n.mark_rev;
+                if (holder_read_malformed(&e->n)) {
                         h->stats.renewal_failures++;
                         log_warning("%s's answer to a mark extension is malformed",
                                     store_title(h->store));
@@ -229,8 +221,8 @@ static void on_extend(void *userdata, const struct store_reply *r)
         h->stats.renewals++;
         if (v > g->mark)
                 g->mark = v;
-        if (succeeded && r->revision > g->mark_rev)
-                g->mark_rev = r->revision; /* the put's mod revision is the txn's */
+        if (succeeded && e->revision > g->mark_rev)
+                g->mark_rev = e->revision; /* the put's mod revision is the txn's */
         shm_pub_extend(h->pub, g->mark);
         if (h->store_full)
                 holder_store_full(h, false, NULL); /* a write went through */
@@ -241,15 +233,12 @@ static void on_extend(void *userdata, const struct store_reply *r)
  * keepalive in flight at a time. */
 static void keepalive_send(struct holder *h, struct holding *g, bool now)
 {
-        char l[24];
         uint64_t mono = holder_mono_ms();
         if (g->keepalive_busy || g->lease_checking || (!now && mono < g->keepalive_next_ms))
                 return;
         g->keepalive_next_ms = mono + (uint64_t)h->cfg->lease_ttl_s * 1000 / 3;
         g->lease_asked_ms = holder_boot_ms();
-        g->keepalive_busy = store_call(h->store, "/v3/lease/keepalive",
-                                       json_pack("{s:s}", "ID", holder_i64(g->lease, l)),
-                                       on_keepalive, h, g->id) == 0;
+        g->keepalive_busy = store_keepalive(h->store, g->lease, on_keepalive, h, g->id) == 0;
 }
 
 void renew_send(struct holder *h)
@@ -273,24 +262,8 @@ void renew_send(struct holder *h)
                 return;
         /* one extension is in flight at a time, so its mark is known */
         g->pending = v;
-        json_t *body = json_pack(
-                "{s:[o, o, o, o], s:[o, o], s:[o, o]}", "compare",
-                txn_cmp(txn_key(h->prefix, "workers/", g->worker), "LEASE", "EQUAL", NULL,
-                        g->lease),
-                txn_cmp(txn_key(h->prefix, "workers/", g->worker), "VALUE", "EQUAL",
-                        store_b64("%s", g->value), 0),
-                txn_cmp(txn_key(h->prefix, "hwm/", g->worker), "VALUE", "LESS", txn_mark(v), 0),
-                /* this daemon's last write of it still there (a restore
-                 * takes it back: then the failure branch shows it) */
-                txn_cmp(txn_key(h->prefix, "hwm/", g->worker), "MOD", "GREATER", NULL,
-                        g->mark_rev > 0 ? g->mark_rev - 1 : 0),
-                "success", txn_put(txn_key(h->prefix, "hwm/", g->worker), txn_mark(v), 0),
-                txn_raise_floor(h->prefix, v), "failure",
-                txn_range(txn_key(h->prefix, "workers/", g->worker), NULL, false),
-                txn_range(txn_key(h->prefix, "hwm/", g->worker), NULL, false));
-        txn_cluster_compares(json_object_get(body, "compare"), h->prefix, &h->cl);
-        txn_cluster_reads(json_object_get(body, "failure"), h->prefix);
-        g->extend_busy = store_call(h->store, "/v3/kv/txn", body, on_extend, h, g->id) == 0;
+        g->extend_busy = store_extend(h->store, &h->cl, (uint32_t)g->worker, g->lease, g->value, v,
+                                      g->mark_rev, on_extend, h, g->id) == 0;
 }
 
 int renew_on_timer(sd_event_source *s, uint64_t usec, void *userdata)

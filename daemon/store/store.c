@@ -4,13 +4,17 @@
  * operations (store.h).  Nothing is added to a call but the dispatch.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "store.h"
+#include "verbs-int.h"
 
 struct store {
         const struct store_ops *ops;
         void *b;
+        char prefix[96]; /* the verbs' keys: "/snowid/<cluster>/" */
+        struct verb *verbs;
 };
 
 int store_new_with(const struct store_ops *ops, sd_event *event, const struct settings *cfg,
@@ -39,6 +43,7 @@ struct store *store_free(struct store *s)
 {
         if (s) {
                 s->ops->free(s->b);
+                store_verbs_drop(s);
                 free(s);
         }
         return NULL;
@@ -48,6 +53,21 @@ int store_call(struct store *s, const char *path, json_t *body, store_cb cb, voi
                uint64_t tag)
 {
         return s->ops->call(s->b, path, body, cb, userdata, tag);
+}
+
+void store_set_prefix(struct store *s, const char *prefix)
+{
+        snprintf(s->prefix, sizeof(s->prefix), "%s", prefix);
+}
+
+struct verb **store_verbs(struct store *s)
+{
+        return &s->verbs;
+}
+
+const char *store_prefix(const struct store *s)
+{
+        return s->prefix;
 }
 
 unsigned store_in_flight(const struct store *s)

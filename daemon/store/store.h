@@ -6,7 +6,9 @@
  * back in the shape it gives (store/answer.c reads them).  That language is
  * the store's, whichever backend speaks it: etcd itself (store/etcd.c), or
  * PostgreSQL (store/pg.c), which runs the same transactions with the same
- * meaning (docs/postgres.md).  The holder does not know which.
+ * meaning (docs/postgres.md).  The holder speaks none of it: it asks by the
+ * verbs of verbs.h, which verbs.c and verbs-cluster.c say in it; `snowid
+ * fence` still calls store_call() itself.
  *
  * A backend fills a struct store_ops; store.c picks one by the settings and
  * adds nothing to a call but the dispatch.

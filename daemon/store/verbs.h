@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The store's verbs: what the holder asks of a store, in its own terms
+ * (leases, numbers, marks), each answered with a typed result
+ * (docs/design.md, "The store's verbs").  The holder builds no request and
+ * reads no JSON; verbs.c says each verb in the transactions both backends
+ * speak today, and reads their answers back.
+ *
+ * Every result comes with the store_reply it was read from, for what every
+ * answer carries (answered, status, revision, cluster ID, a restore seen, a
+ * full store, a refusal); its body is verbs.c's to read.
+ *
+ * `same` in a result: whether the answer names the fence and layout of cl,
+ * the cluster ident the caller passed (read when the answer comes: the
+ * caller keeps it alive and current).  1 it does, or (a write) the write's
+ * compares held; 0 another (rule 1: read the cluster); -1 the answer does
+ * not say (no answer, or malformed).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cluster-ident.h"
+#include "number.h"
+#include "store.h"
+
+/* The keys' prefix, "/snowid/<cluster>/", for every verb after. */
+void store_set_prefix(struct store *s, const char *prefix);
+const char *store_prefix(const struct store *s);
+/* Frees what the verbs in flight keep: their answers will not come (the
+ * backend is being freed, dropping its calls). */
+void store_verbs_drop(struct store *s);
+
+/* ---- leases ---- */
+
+/* lease: the lease granted (0: none, or malformed); ttl_s: its TTL (-1: no
+ * answer, or malformed); for a keepalive, 0: the store does not know the
+ * lease. */
+typedef void (*verb_lease_cb)(void *userdata, const struct store_reply *r, int64_t lease,
+                              int64_t ttl_s);
+int store_grant(struct store *s, unsigned ttl_s, verb_lease_cb cb, void *userdata, uint64_t tag);
+int store_keepalive(struct store *s, int64_t lease, verb_lease_cb cb, void *userdata, uint64_t tag);
+/* gone: revoked, or the store did not know it */
+typedef void (*verb_revoke_cb)(void *userdata, const struct store_reply *r, bool gone);
+int store_revoke(struct store *s, int64_t lease, verb_revoke_cb cb, void *userdata);
+
+/* ---- numbers ---- */
+
+/* The numbers of a scan: every number [0, workers), or a sample. */
+struct store_scan {
+        bool ok, succeeded;
+        int same;
+        int floor_read; /* 1 read and valid, 0 absent or not a mark, -1 unknown */
+        uint64_t floor;
+        uint64_t workers;             /* numbers[] has this many */
+        struct store_number *numbers; /* numbers not read: as if held; NULL: none read */
+};
+typedef void (*verb_scan_cb)(void *userdata, const struct store_reply *r,
+                             const struct store_scan *scan);
+#define STORE_SAMPLE_MAX 8
+/* sample: the numbers to read (sampled, at most STORE_SAMPLE_MAX), or NULL
+ * for all;
+ * time_bits: a mark above it is not one */
+int store_scan(struct store *s, const struct cluster_ident *cl, uint64_t workers,
+               const uint32_t *sample, unsigned sampled, unsigned time_bits, verb_scan_cb cb,
+               void *userdata, uint64_t tag);
+
+/* A claim of worker under lease, writing value and mark, if workers/<n>
+ * is absent and hwm/<n> is at mod revision modrev (0: absent; then the
+ * floor must be below start), the fence and layout are cl's, and (own_rev
+ * > 0) this daemon's last acknowledged write of hwm/<own_worker> is still
+ * there. */
+struct store_claim_req {
+        const struct cluster_ident *cl;
+        uint32_t worker;
+        int64_t lease;
+        const char *value;
+        uint64_t start, mark;
+        int64_t modrev;
+        int32_t own_worker;
+        int64_t own_rev;
+};
+struct store_claimed {
+        bool no_answer; /* none, or a 5xx: it may or may not be applied */
+        bool ok, succeeded;
+        int64_t revision; /* of the claim's writes */
+        int same;
+        /* failed: hwm/<own_worker> as read (own_read: the answer has it) */
+        bool own_read;
+        struct store_number own;
+};
+typedef void (*verb_claim_cb)(void *userdata, const struct store_reply *r,
+                              const struct store_claimed *c);
+int store_claim(struct store *s, const struct store_claim_req *req, verb_claim_cb cb,
+                void *userdata, uint64_t tag);
+
+/* A number read: its two keys (value_is against value), with the fence
+ * and layout. */
+struct store_read {
+        bool ok, succeeded;
+        int same;
+        struct store_number n;
+};
+typedef void (*verb_read_cb)(void *userdata, const struct store_reply *r,
+                             const struct store_read *rd);
+int store_read_number(struct store *s, const struct cluster_ident *cl, uint32_t worker,
+                      const char *value, verb_read_cb cb, void *userdata, uint64_t tag);
+
+/* A mark extension: hwm/<n> to mark if workers/<n> is (lease, value), the
+ * mark is below it, its mod revision is at least own_rev, and the fence and
+ * layout are cl's; failed: the number as read. */
+struct store_extended {
+        bool ok, succeeded;
+        int64_t revision;
+        int same;
+        struct store_number n;
+};
+typedef void (*verb_extend_cb)(void *userdata, const struct store_reply *r,
+                               const struct store_extended *e);
+int store_extend(struct store *s, const struct cluster_ident *cl, uint32_t worker, int64_t lease,
+                 const char *value, uint64_t mark, int64_t own_rev, verb_extend_cb cb,
+                 void *userdata, uint64_t tag);
+
+/* A mark raised (rule 4): read it (put false), or put mark comparing its
+ * mod revision (0: absent), the fence and layout cl's.  put: the put was
+ * applied; else the mark as read (n), and same. */
+struct store_raised {
+        bool ok, succeeded, put;
+        int same;
+        struct store_number n;
+};
+typedef void (*verb_raise_cb)(void *userdata, const struct store_reply *r,
+                              const struct store_raised *rs);
+int store_raise(struct store *s, const struct cluster_ident *cl, uint32_t worker, bool put,
+                uint64_t mark, int64_t modrev, verb_raise_cb cb, void *userdata, uint64_t tag);
+
+/* ---- the cluster (verbs-cluster.c) ---- */
+
+/* A region's record under ranges/: the region it names (NULL: the key is
+ * not a record's), and its value as stored. */
+struct store_record {
+        const char *region;
+        const char *key;
+        const char *value;
+        size_t value_len;
+};
+
+/* The cluster as read: the layout, fence and floor (each 1 read and valid,
+ * 0 absent, -1 there but not valid); while there is no layout, whether it
+ * was ever used; the regions' records; whether a witness is there; and the
+ * mark of this daemon's own number, if asked for. */
+struct store_cluster {
+        bool ok;
+        bool malformed; /* the layout, fence or floor could not be read */
+        int layout;
+        snowid_layout l;
+        char layout_text[208]; /* its value, cut, for a log when not valid */
+        int64_t layout_rev;    /* its create revision */
+        int fence;
+        struct cluster_ident c;
+        int floor;
+        uint64_t floor_value;
+        bool held;       /* a number is held (read while there is no layout) */
+        bool marks_zero; /* every mark read is 0 (idem) */
+        bool witnessed;
+        size_t n_records;
+        const struct store_record *records;
+        bool own_read; /* own_mark_rev: the mod revision of hwm/<own_worker> */
+        int32_t own_worker;
+        int64_t own_mark_rev;
+};
+typedef void (*verb_cluster_cb)(void *userdata, const struct store_reply *r,
+                                const struct store_cluster *c);
+/* marks: read the highest mark (the host that makes the cluster); own_worker
+ * >= 0: read the mark of that number too */
+int store_read_cluster(struct store *s, bool marks, int32_t own_worker, verb_cluster_cb cb,
+                       void *userdata, uint64_t tag);
+
+/* The key `creating`, while there is no layout: taken (value; over a stale
+ * one at stale_rev), or only read (poll).  layout: 1 there, 0 absent, -1
+ * unreadable; creating likewise, with its value and mod revision. */
+struct store_creating {
+        bool ok, succeeded;
+        int layout, creating;
+        char value[128];
+        int64_t mod_rev;
+};
+typedef void (*verb_creating_cb)(void *userdata, const struct store_reply *r,
+                                 const struct store_creating *c);
+int store_creating(struct store *s, bool poll, const char *value, int64_t stale_rev,
+                   verb_creating_cb cb, void *userdata, uint64_t tag);
+
+/* A write's answer: ok (answered, 200, JSON) and whether it was applied. */
+typedef void (*verb_done_cb)(void *userdata, const struct store_reply *r, bool ok, bool succeeded);
+/* Marks 0 for numbers [from, to) where absent, while there is no layout and
+ * no floor. */
+int store_init_marks(struct store *s, uint64_t from, uint64_t to, verb_done_cb cb, void *userdata);
+/* The cluster made: layout, fence and floor, and `creating` deleted, if
+ * nothing of it is there, no number is held, no witness is there, and every
+ * mark is 0 (marked) or absent. */
+int store_make_cluster(struct store *s, const snowid_layout *l, const char *fence, uint64_t floor,
+                       bool marked, verb_done_cb cb, void *userdata);
+/* A witness (docs/fences.md rule 7) of this daemon's token put, whatever
+ * the store holds; or deleted. */
+struct store_witness {
+        const char *host, *instance;
+        uint64_t era, claims_above, deadline, wall_ms;
+};
+int store_witness_put(struct store *s, const char *token, const struct store_witness *w,
+                      verb_done_cb cb, void *userdata, uint64_t tag);
+int store_witness_delete(struct store *s, const char *token, verb_done_cb cb, void *userdata);
+/* A region's record put (value as stored), if no record changed since
+ * revision rev and the layout is the one at layout_rev. */
+int store_record_range(struct store *s, const char *region, const char *value, int64_t rev,
+                       int64_t layout_rev, verb_done_cb cb, void *userdata);
+
+/* Whether the store says it is full (etcd's NOSPACE alarm): member, the
+ * member that said so, or NULL; ok: the store answered the question. */
+typedef void (*verb_alarms_cb)(void *userdata, const struct store_reply *r, bool ok,
+                               const char *member);
+int store_alarms(struct store *s, verb_alarms_cb cb, void *userdata);
