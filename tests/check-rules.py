@@ -8,7 +8,8 @@
 - every mutant rules.c has (SNOWID_MUTANT == k or != k) is a mutant of the
   model (MUTANT == k or != k), and is built into a test that must fail
   (tests/meson.build's rules_mutants), and that list has no other number;
-- rules.c includes nothing but the C library's pure headers and its own.
+- daemon/rules/ includes nothing but the C library's pure headers, its own,
+  and the plain data of cluster-ident.h and number.h.
 
 Usage: check-rules.py SOURCE_ROOT
 """
@@ -56,9 +57,12 @@ def main():
         where = "rules.c" if k in code_mutants else "tests/meson.build"
         problems.append(f"mutant {k}: only in {where} (rules.c's and rules_mutants must agree)")
 
-    for inc in re.findall(r'#include [<"]([^>"]+)[>"]', rules + header):
-        if inc not in ("stdbool.h", "stdint.h", "string.h", "rules.h", "cluster-ident.h"):
-            problems.append(f"rules: includes {inc}, which is not pure")
+    folder = os.path.join(ROOT, "daemon", "rules")
+    for name in sorted(os.listdir(folder)):
+        for inc in re.findall(r'#include [<"]([^>"]+)[>"]', read("daemon", "rules", name)):
+            if inc not in ("stdbool.h", "stdint.h", "string.h", "rules.h", "choose.h",
+                           "cluster-ident.h", "number.h"):
+                problems.append(f"rules/{name}: includes {inc}, which is not pure")
 
     for p in problems:
         print(f"check-rules: {p}", file=sys.stderr)

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "choose.h"
 #include "rules.h"
 
 #define NOW UINT64_C(60000000000)
@@ -225,12 +226,111 @@ static void test_rule7(void **state)
         assert_false(rule7_fence_refuses(false, false, false));
 }
 
+/* ---- which number to claim (choose.c) ---- */
+
+static uint64_t draw_first(void *state, uint64_t n)
+{
+        (void)state;
+        (void)n;
+        return 0; /* the last candidate seen wins */
+}
+
+static uint64_t draw_never(void *state, uint64_t n)
+{
+        (void)state;
+        return n - 1 > 0 ? 1 : 0; /* the first candidate alone wins */
+}
+
+static struct choice choose(struct store_number *nums, uint64_t first, uint64_t last,
+                            int32_t prefer, bool handing_over, bool fresh, bool sampled,
+                            uint64_t (*draw)(void *, uint64_t))
+{
+        const struct choose_in in = {.numbers = nums,
+                                     .first = first,
+                                     .last = last,
+                                     .floor = NOW - 50000,
+                                     .now = NOW,
+                                     .claims_above = NOW - 60000,
+                                     .prefer = prefer,
+                                     .prefer_handing_over = handing_over,
+                                     .fresh = fresh,
+                                     .sampled = sampled,
+                                     .draw = draw};
+        return claim_choose(&in);
+}
+
+static void marked(struct store_number *x, uint64_t mark)
+{
+        *x = (struct store_number){.marked = true, .mark_valid = true, .mark = mark, .mark_rev = 9};
+}
+
+static void test_choose(void **state)
+{
+        (void)state;
+        struct store_number n[8];
+        for (int i = 0; i < 8; i++)
+                marked(&n[i], NOW - 1000 * (uint64_t)(i + 1));
+        /* free and behind the clock: any; never a held one or a damaged mark */
+        n[7].held = true;
+        n[6].mark_valid = false;
+        struct choice c = choose(n, 0, 7, -1, false, false, false, draw_first);
+        assert_int_equal(c.kind, CHOOSE_CLAIM);
+        assert_int_equal(c.worker, 5);
+        assert_false(c.ahead);
+        assert_int_equal(c.mark, NOW - 6000);
+        c = choose(n, 0, 7, -1, false, false, false, draw_never);
+        assert_int_equal(c.worker, 0);
+        /* the range only */
+        c = choose(n, 2, 3, -1, false, false, false, draw_first);
+        assert_int_equal(c.worker, 3);
+        /* a number without a mark counts as above the floor: behind the
+         * clock here (the floor is 50 s back) */
+        n[3] = (struct store_number){0};
+        c = choose(n, 3, 3, -1, false, false, false, draw_first);
+        assert_int_equal(c.kind, CHOOSE_CLAIM);
+        assert_int_equal(c.mark, NOW - 50000 + 1 + RULE3_FLOOR_SLACK_MS);
+        /* the preferred number, over any other, when free and not ahead */
+        c = choose(n, 0, 7, 1, false, false, false, draw_first);
+        assert_int_equal(c.worker, 1);
+        /* not when fresh, nor when unmarked */
+        c = choose(n, 0, 7, 1, false, true, false, draw_first);
+        assert_int_equal(c.worker, 5);
+        c = choose(n, 0, 7, 3, false, false, false, draw_first);
+        assert_int_equal(c.worker, 5);
+        /* still this host's, handing over: wait for it */
+        n[1].held = true;
+        c = choose(n, 0, 7, 1, true, false, false, draw_first);
+        assert_int_equal(c.kind, CHOOSE_WAIT);
+        assert_int_equal(c.worker, 1);
+        /* every free mark ahead */
+        for (int i = 0; i < 8; i++)
+                marked(&n[i], NOW + 5000 + 300 * (uint64_t)i);
+        n[0].held = true;
+        c = choose(n, 0, 7, -1, false, false, true, draw_first);
+        assert_int_equal(c.kind, CHOOSE_SCAN_ALL); /* a sample: read them all first */
+        c = choose(n, 0, 7, -1, false, true, false, draw_first);
+        assert_int_equal(c.kind, CHOOSE_NONE_FRESH);
+        c = choose(n, 0, 7, -1, false, false, false, draw_first);
+        assert_int_equal(c.kind, CHOOSE_CLAIM);
+        assert_true(c.ahead);
+        /* within the spread of the lowest free mark (number 1's) */
+        assert_int_equal(c.worker, 4);
+        assert_int_equal(c.mark, NOW + 5000 + 1200);
+        c = choose(n, 0, 7, -1, false, false, false, draw_never);
+        assert_int_equal(c.worker, 1);
+        /* nothing free */
+        for (int i = 0; i < 8; i++)
+                n[i].held = true;
+        c = choose(n, 0, 7, -1, false, false, false, draw_first);
+        assert_int_equal(c.kind, CHOOSE_ALL_TAKEN);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_rule3), cmocka_unit_test(test_rule4),
                 cmocka_unit_test(test_rule5), cmocka_unit_test(test_rule6),
-                cmocka_unit_test(test_rule7),
+                cmocka_unit_test(test_rule7), cmocka_unit_test(test_choose),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

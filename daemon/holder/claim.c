@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "choose.h"
 #include "claim.h"
 #include "cluster.h"
 #include "log.h"
@@ -28,7 +29,6 @@
 #define RETRY_MAX_MS 1000
 #define FULL_RETRY_MAX_MS 30000
 #define FRESH_THROTTLE_MS 10000
-#define LOWEST_SPREAD_MS 1000
 
 static void step_grant(struct holder *h);
 
@@ -118,6 +118,13 @@ static void step_grant(struct holder *h)
 static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t modrev,
                        uint64_t floor);
 
+/* random()'s draw in [0, n) */
+static uint64_t draw(void *state, uint64_t n)
+{
+        (void)state;
+        return (uint64_t)random() % n;
+}
+
 static void on_scan(void *userdata, const struct store_reply *r, const struct store_scan *sc)
 {
         struct holder *h = userdata;
@@ -139,92 +146,54 @@ static void on_scan(void *userdata, const struct store_reply *r, const struct st
                 claim_restart(h, claim_failure_backoff(h, r));
                 return;
         }
-        uint64_t workers = UINT64_C(1) << h->layout.worker_bits, floor = sc->floor;
-        /* per number: 0 free, 1 taken (held, its mark unreadable, or not
-         * in the sample) */
-        uint8_t *taken = malloc(workers);
-        uint64_t *mark = calloc(workers, sizeof(uint64_t));
-        int64_t *modrev = calloc(workers, sizeof(int64_t));
-        if (!taken || !mark || !modrev || !sc->numbers || sc->workers != workers) {
+        uint64_t workers = UINT64_C(1) << h->layout.worker_bits;
+        if (!sc->numbers || sc->workers != workers) {
                 claim_restart(h, claim_next_backoff(h, RETRY_MAX_MS));
-                goto out;
+                return;
         }
-        for (uint64_t n = 0; n < workers; n++) {
-                const struct store_number *x = &sc->numbers[n];
-                taken[n] = x->held;
-                modrev[n] = x->mark_rev;
-                mark[n] = x->mark;
-                if (x->marked && !x->mark_valid) {
+        uint64_t first = h->range_from, last = h->range_to;
+        for (uint64_t n = first; n <= last; n++)
+                if (sc->numbers[n].marked && !sc->numbers[n].mark_valid)
                         log_warning("The mark of worker %" PRIu64 " is not 20 digits of an ID "
                                     "time this layout holds; skipping the number",
                                     n);
-                        taken[n] = 1;
-                }
-        }
-        /* a number without a mark is taken as above the floor (never as 0);
-         * only numbers of this daemon's range (another region claims the rest) */
-        uint64_t first = h->range_from, last = h->range_to;
-        for (uint64_t n = first; n <= last; n++)
-                mark[n] = rule3_mark(modrev[n] != 0, mark[n], floor);
-        /* free numbers whose mark is behind the clock: one at random, which
-         * spreads daemons that start together; else one at random of those
-         * within LOWEST_SPREAD_MS of the lowest mark (a fleet restarted at
-         * once finds every mark ahead: the lowest alone would be the one
-         * number all of them try) */
-        uint64_t now = holder_id_ms(h, g->fresh), past = 0, lowest = UINT64_MAX;
-        int64_t pick = -1, low = -1;
-        for (uint64_t n = first; n <= last; n++) {
-                if (taken[n])
-                        continue;
-                if (mark[n] < now && (uint64_t)random() % ++past == 0)
-                        pick = (int64_t)n;
-                if (mark[n] < lowest)
-                        lowest = mark[n], low = (int64_t)n;
-        }
-        /* the number held when a fence came, once given up: again, when
-         * it costs no more ID time ahead than any claim does now */
         int32_t pref = h->prefer;
         h->prefer = -1;
-        if (pref >= 0 && (uint64_t)pref >= first && (uint64_t)pref <= last && taken[pref] &&
-            marks_handing_over(h, pref)) {
+        const struct choose_in in = {
+                .numbers = sc->numbers,
+                .first = first,
+                .last = last,
+                .floor = sc->floor,
+                .now = holder_id_ms(h, g->fresh),
+                .claims_above = h->cl.claims_above,
+                .prefer = pref,
+                .prefer_handing_over = pref >= 0 && marks_handing_over(h, pref),
+                .fresh = g->fresh,
+                .sampled = sampled,
+                .draw = draw,
+        };
+        const struct choice c = claim_choose(&in);
+        switch (c.kind) {
+        case CHOOSE_WAIT:
                 /* still held by this host's own old lease, its mark not yet
                  * confirmed: look again shortly rather than search */
                 h->prefer = pref;
                 claim_restart(h, 100 + (unsigned)(random() % 100));
-                goto out;
-        }
-        if (pref >= 0 && !g->fresh && (uint64_t)pref >= first && (uint64_t)pref <= last &&
-            !taken[pref] && modrev[pref] &&
-            mark[pref] < (now > h->cl.claims_above ? now : h->cl.claims_above + 1))
-                pick = pref;
-        if (sampled && pick < 0) {
+                return;
+        case CHOOSE_SCAN_ALL:
                 /* nothing free and behind the clock in the sample: look at
                  * every number before claiming ahead or waiting */
                 log_debug("No free number behind the clock among %u sampled; reading all", k);
                 scan(h, true);
-                goto out;
-        }
-        if (pick < 0 && low >= 0 && g->fresh) {
+                return;
+        case CHOOSE_NONE_FRESH:
                 log_warning("No free worker number has its mark behind the wall clock; ID time "
                             "stays ahead of it and is brought back gradually");
                 h->fresh_not_before_ms = holder_mono_ms() + FRESH_THROTTLE_MS;
                 holder_give_up_lease(h, g->lease);
                 h->next = (struct holding){.state = H_NONE, .worker = -1};
-                goto out;
-        }
-        if (pick < 0 && low >= 0) {
-                uint64_t near = 0;
-                for (uint64_t n = first; n <= last; n++)
-                        if (!taken[n] && mark[n] <= lowest + LOWEST_SPREAD_MS &&
-                            (uint64_t)random() % ++near == 0)
-                                low = (int64_t)n;
-                lowest = mark[low];
-                log_notice("Every free worker number's mark is ahead of the clock; taking %" PRId64
-                           ", %" PRIu64 " ms ahead",
-                           low, lowest - now);
-                pick = low;
-        }
-        if (pick < 0) {
+                return;
+        case CHOOSE_ALL_TAKEN:
                 /* said once while it lasts: a host beyond the space waits */
                 if (!h->said_full)
                         log_warning("All %" PRIu64 " worker numbers are taken (range %" PRIu64
@@ -236,13 +205,15 @@ static void on_scan(void *userdata, const struct store_reply *r, const struct st
                  * claimed within one of coming free */
                 claim_restart(h, h->cfg->renew_ms / 2 +
                                          (unsigned)random() % (h->cfg->renew_ms / 2 + 1));
-                goto out;
+                return;
+        case CHOOSE_CLAIM:
+                break;
         }
-        step_claim(h, (uint32_t)pick, mark[pick], modrev[pick], floor);
-out:
-        free(taken);
-        free(mark);
-        free(modrev);
+        if (c.ahead)
+                log_notice("Every free worker number's mark is ahead of the clock; taking %" PRIu32
+                           ", %" PRIu64 " ms ahead",
+                           c.worker, c.mark - in.now);
+        step_claim(h, c.worker, c.mark, sc->numbers[c.worker].mark_rev, sc->floor);
 }
 
 /* full: every number of the range; else a fresh sample of distinct numbers */

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* Which number to claim (choose.h). */
+#include "choose.h"
+#include "rules.h"
+
+bool choose_free(const struct store_number *x)
+{
+        return !x->held && (!x->marked || x->mark_valid);
+}
+
+/* the mark a number is taken to have: a number without one starts above
+ * the floor (rule 3) */
+static uint64_t mark_of(const struct choose_in *in, uint64_t n)
+{
+        const struct store_number *x = &in->numbers[n];
+        return rule3_mark(x->mark_rev != 0, x->mark, in->floor);
+}
+
+struct choice claim_choose(const struct choose_in *in)
+{
+        uint64_t past = 0, lowest = UINT64_MAX;
+        int64_t pick = -1, low = -1;
+        /* free numbers whose mark is behind the clock: one at random, which
+         * spreads daemons that start together */
+        for (uint64_t n = in->first; n <= in->last; n++) {
+                if (!choose_free(&in->numbers[n]))
+                        continue;
+                uint64_t m = mark_of(in, n);
+                if (m < in->now && in->draw(in->draw_state, ++past) == 0)
+                        pick = (int64_t)n;
+                if (m < lowest)
+                        lowest = m, low = (int64_t)n;
+        }
+        /* the number held when a fence came, once given up: again, when it
+         * costs no more ID time ahead than any claim does now */
+        int32_t pref = in->prefer;
+        bool in_range = pref >= 0 && (uint64_t)pref >= in->first && (uint64_t)pref <= in->last;
+        if (in_range && !choose_free(&in->numbers[pref]) && in->prefer_handing_over)
+                return (struct choice){.kind = CHOOSE_WAIT, .worker = (uint32_t)pref};
+        if (in_range && !in->fresh && choose_free(&in->numbers[pref]) &&
+            in->numbers[pref].mark_rev &&
+            mark_of(in, (uint64_t)pref) <
+                    (in->now > in->claims_above ? in->now : in->claims_above + 1))
+                pick = pref;
+        if (pick >= 0)
+                return (struct choice){.kind = CHOOSE_CLAIM,
+                                       .worker = (uint32_t)pick,
+                                       .mark = mark_of(in, (uint64_t)pick)};
+        if (in->sampled)
+                return (struct choice){.kind = CHOOSE_SCAN_ALL};
+        if (low < 0)
+                return (struct choice){.kind = CHOOSE_ALL_TAKEN};
+        if (in->fresh)
+                return (struct choice){.kind = CHOOSE_NONE_FRESH};
+        /* every free mark ahead (a fleet restarted at once): one at random
+         * of those near the lowest, not the lowest alone, which would be
+         * the one number all of them try */
+        uint64_t near = 0;
+        for (uint64_t n = in->first; n <= in->last; n++)
+                if (choose_free(&in->numbers[n]) && mark_of(in, n) <= lowest + CHOOSE_SPREAD_MS &&
+                    in->draw(in->draw_state, ++near) == 0)
+                        low = (int64_t)n;
+        return (struct choice){.kind = CHOOSE_CLAIM,
+                               .worker = (uint32_t)low,
+                               .mark = mark_of(in, (uint64_t)low),
+                               .ahead = true};
+}
