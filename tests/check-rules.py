@@ -9,7 +9,7 @@
   model (MUTANT == k or != k), and is built into a test that must fail
   (tests/meson.build's rules_mutants), and that list has no other number;
 - daemon/rules/ includes nothing but the C library's pure headers, its own,
-  and the plain data of cluster-ident.h and number.h.
+  and the plain data of cluster-ident.h, reads.h and snowid.h.
 
 Usage: check-rules.py SOURCE_ROOT
 """
@@ -60,8 +60,8 @@ def main():
     folder = os.path.join(ROOT, "daemon", "rules")
     for name in sorted(os.listdir(folder)):
         for inc in re.findall(r'#include [<"]([^>"]+)[>"]', read("daemon", "rules", name)):
-            if inc not in ("stdbool.h", "stdint.h", "string.h", "rules.h", "choose.h",
-                           "cluster-ident.h", "number.h"):
+            if inc not in ("stdbool.h", "stdint.h", "string.h", "rules.h", "choose.h", "verdict.h",
+                           "cluster-ident.h", "reads.h", "snowid.h"):
                 problems.append(f"rules/{name}: includes {inc}, which is not pure")
 
     for p in problems:

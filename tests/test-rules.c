@@ -17,6 +17,7 @@
 
 #include "choose.h"
 #include "rules.h"
+#include "verdict.h"
 
 #define NOW UINT64_C(60000000000)
 
@@ -318,19 +319,125 @@ static void test_choose(void **state)
         assert_int_equal(c.mark, NOW + 5000 + 1200);
         c = choose(n, 0, 7, -1, false, false, false, draw_never);
         assert_int_equal(c.worker, 1);
-        /* nothing free */
+        /* the spread: the lowest free mark and those within 1 s of it */
+        for (int i = 0; i < 8; i++)
+                marked(&n[i], NOW + 9000);
+        marked(&n[2], NOW + 5000);
+        marked(&n[5], NOW + 6000);
+        marked(&n[6], NOW + 6001);
+        c = choose(n, 0, 7, -1, false, false, false, draw_first);
+        assert_int_equal(c.worker, 5);
+        /* a mark at the clock is not behind it */
+        marked(&n[3], NOW);
+        c = choose(n, 3, 3, -1, false, false, false, draw_first);
+        assert_true(c.ahead);
+        /* the preferred number, ahead of the clock: not preferred */
+        for (int i = 0; i < 8; i++)
+                marked(&n[i], NOW - 1000);
+        marked(&n[4], NOW + 3000);
+        c = choose(n, 0, 7, 4, false, false, false, draw_never);
+        assert_int_equal(c.worker, 0);
+        /* ... unless behind what the fence claims above anyway */
+        const struct choose_in above = {.numbers = n,
+                                        .first = 0,
+                                        .last = 7,
+                                        .now = NOW,
+                                        .claims_above = NOW + 5000,
+                                        .prefer = 4,
+                                        .draw = draw_never};
+        assert_int_equal(claim_choose(&above).worker, 4);
+        /* handing over, but free again, or outside the range: no wait */
+        c = choose(n, 0, 7, 1, true, false, false, draw_never);
+        assert_int_equal(c.kind, CHOOSE_CLAIM);
+        assert_int_equal(c.worker, 1);
+        n[6].held = true;
+        c = choose(n, 0, 5, 6, true, false, false, draw_never);
+        assert_int_equal(c.kind, CHOOSE_CLAIM);
+        /* nothing free: a sample reads every number first; a fresh number
+         * waits as any other */
         for (int i = 0; i < 8; i++)
                 n[i].held = true;
         c = choose(n, 0, 7, -1, false, false, false, draw_first);
         assert_int_equal(c.kind, CHOOSE_ALL_TAKEN);
+        c = choose(n, 0, 7, -1, false, false, true, draw_first);
+        assert_int_equal(c.kind, CHOOSE_SCAN_ALL);
+        c = choose(n, 0, 7, -1, false, true, false, draw_first);
+        assert_int_equal(c.kind, CHOOSE_ALL_TAKEN);
+}
+
+/* ---- what a read of the cluster means (verdict.c) ---- */
+
+static void test_verdict(void **state)
+{
+        (void)state;
+        struct cluster_ident known = fence("aa", 1000, 50, false);
+        struct store_cluster none = {.ok = true, .marks_zero = true};
+        struct cluster_known first = {0}, k = {.cl = &known, .answer_cluster = 7};
+        /* never used, nothing known: made; a witness, a holder, a mark above
+         * 0 or a fence key: not */
+        assert_int_equal(cluster_verdict(&none, &first), CLUSTER_MAKE);
+        struct store_cluster c = none;
+        c.witnessed = true;
+        assert_int_equal(cluster_verdict(&c, &first), CLUSTER_LAYOUT_LOST);
+        c = none, c.held = true;
+        assert_int_equal(cluster_verdict(&c, &first), CLUSTER_LAYOUT_LOST);
+        c = none, c.marks_zero = false;
+        assert_int_equal(cluster_verdict(&c, &first), CLUSTER_LAYOUT_LOST);
+        c = none, c.fence = -1;
+        assert_int_equal(cluster_verdict(&c, &first), CLUSTER_LAYOUT_LOST);
+        c = none, c.floor = -1; /* a damaged floor is not an absent one */
+        assert_int_equal(cluster_verdict(&c, &first), CLUSTER_LAYOUT_LOST);
+        /* a daemon that knew the cluster never makes it */
+        assert_int_equal(cluster_verdict(&none, &k), CLUSTER_LAYOUT_LOST);
+        c = none, c.malformed = true;
+        assert_int_equal(cluster_verdict(&c, &first), CLUSTER_MALFORMED);
+        /* the layout there */
+        struct store_cluster ok = {.ok = true, .layout = 1, .fence = 1, .floor = 1, .c = known};
+        assert_int_equal(cluster_verdict(&ok, &k), CLUSTER_GO);
+        assert_int_equal(cluster_verdict(&ok, &first), CLUSTER_GO);
+        c = ok, c.layout = -1;
+        assert_int_equal(cluster_verdict(&c, &k), CLUSTER_LAYOUT_BAD);
+        c = ok, c.fence = 0;
+        assert_int_equal(cluster_verdict(&c, &k), CLUSTER_FENCE_LOST);
+        c = ok, c.floor = -1; /* damaged: as if lost */
+        assert_int_equal(cluster_verdict(&c, &k), CLUSTER_FENCE_LOST);
+        /* a fence written on another cluster */
+        c = ok, c.c.cluster_id = 8;
+        assert_int_equal(cluster_verdict(&c, &k), CLUSTER_FOREIGN);
+        c.c.cluster_id = 7;
+        assert_int_equal(cluster_verdict(&c, &k), CLUSTER_GO);
+        /* this daemon's own write forgotten; not looked for while halted */
+        struct cluster_known acked = k;
+        acked.acked_rev = 30;
+        c = ok, c.own_read = true, c.own_mark_rev = 20;
+        assert_int_equal(cluster_verdict(&c, &acked), CLUSTER_FORGOTTEN);
+        acked.halted = true;
+        assert_int_equal(cluster_verdict(&c, &acked), CLUSTER_GO);
+        c.own_mark_rev = 31;
+        acked.halted = false;
+        assert_int_equal(cluster_verdict(&c, &acked), CLUSTER_GO);
+        c.own_mark_rev = 20, c.own_read = false; /* not read: nothing to go by */
+        assert_int_equal(cluster_verdict(&c, &acked), CLUSTER_GO);
+        /* the fence: the known one after a restore, an older one, a later one */
+        struct cluster_known restored = k;
+        restored.restore_seen = true;
+        assert_int_equal(cluster_verdict(&ok, &restored), CLUSTER_RESTORED);
+        c = ok, c.c = fence("bb", 900, 60, false);
+        assert_int_equal(cluster_verdict(&c, &k), CLUSTER_RESTORED);
+        c.c = fence("bb", 2000, 60, false);
+        assert_int_equal(cluster_verdict(&c, &k), CLUSTER_GO);
+        assert_int_equal(cluster_verdict(&c, &restored), CLUSTER_GO);
+        c.c = fence("bb", 2000, 60, true); /* made anew */
+        assert_int_equal(cluster_verdict(&c, &k), CLUSTER_RESTORED);
 }
 
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_rule3), cmocka_unit_test(test_rule4),
-                cmocka_unit_test(test_rule5), cmocka_unit_test(test_rule6),
-                cmocka_unit_test(test_rule7), cmocka_unit_test(test_choose),
+                cmocka_unit_test(test_rule3),   cmocka_unit_test(test_rule4),
+                cmocka_unit_test(test_rule5),   cmocka_unit_test(test_rule6),
+                cmocka_unit_test(test_rule7),   cmocka_unit_test(test_choose),
+                cmocka_unit_test(test_verdict),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "marks.h"
 #include "region.h"
+#include "verdict.h"
 
 #define REREAD_MS 1000
 #define INIT_BATCH 100      /* marks made per transaction (etcd allows 128 ops) */
@@ -74,13 +75,6 @@ static void reread_in(struct holder *h, unsigned ms)
 void cluster_read_in(struct holder *h, unsigned ms)
 {
         reread_in(h, ms);
-}
-
-/* A cluster never used: no layout, fence, floor or holder, every mark 0 (the
- * read gives at most one holder and the highest mark). */
-static bool never_used(const struct store_cluster *c)
-{
-        return c->fence == 0 && c->floor == 0 && !c->held && c->marks_zero;
 }
 
 static void create_cluster(struct holder *h);
@@ -253,7 +247,7 @@ static void on_witness(void *userdata, const struct store_reply *r, bool ok, boo
  * highest deadline it published.  No lease and no compare: a restored
  * store keeps it whatever it holds, until `snowid fence` reads and deletes
  * it, and a daemon that finds it on a store without the cluster does not
- * make the cluster anew (never_used). */
+ * make the cluster anew (cluster_verdict()). */
 static void witness_send(struct holder *h)
 {
         if (h->witnessed || h->witness_sending || !h->layout_ready || h->halted == HALT_NONE ||
@@ -298,8 +292,8 @@ void cluster_witness_done(struct holder *h)
 static void on_cluster(void *userdata, const struct store_reply *r, const struct store_cluster *cr)
 {
         struct holder *h = userdata;
-        struct cluster_ident c = cr->c;
-        const snowid_layout l = cr->l;
+        const struct cluster_ident *c = &cr->c;
+        const snowid_layout *l = &cr->l;
         if (r->cluster_id)
                 h->cluster_id = r->cluster_id; /* the cluster a fence made here names */
         if (!cr->ok) {
@@ -309,12 +303,23 @@ static void on_cluster(void *userdata, const struct store_reply *r, const struct
                 reread_in(h, claim_failure_backoff(h, r));
                 return;
         }
-        if (cr->malformed) {
+        const struct cluster_known k = {
+                .cl = h->layout_ready ? &h->cl : NULL,
+                /* a restore once seen (however) lasts until a new fence */
+                .restore_seen = r->went_back || h->halted == HALT_RESTORED,
+                .halted = h->halted != HALT_NONE,
+                /* the mark of the number held when the read was sent, whose
+                 * last write by this daemon the store had acknowledged at
+                 * revision r->tag */
+                .acked_rev = (int64_t)r->tag,
+                .answer_cluster = r->cluster_id,
+        };
+        switch (cluster_verdict(cr, &k)) {
+        case CLUSTER_MALFORMED:
                 log_warning("%s's answer about the layout is malformed; asking again",
                             store_title(h->store));
-                goto retry;
-        }
-        if (cr->layout == 0 && !h->layout_ready && rule7_may_make(never_used(cr), cr->witnessed)) {
+                break;
+        case CLUSTER_MAKE:
                 /* a layout the range does not fit is not made */
                 if (!region_range_fits(h, h->cfg->layout.worker_bits))
                         return;
@@ -325,8 +330,7 @@ static void on_cluster(void *userdata, const struct store_reply *r, const struct
                 else                   /* too many numbers: unmarked ones start above the floor */
                         create_cluster(h);
                 return;
-        }
-        if (cr->layout == 0) {
+        case CLUSTER_LAYOUT_LOST:
                 if (h->halted != HALT_LAYOUT_LOST)
                         log_error("The cluster's layout key is gone (%slayout), but the cluster "
                                   "has been used%s: not re-creating it, and extending nothing. "
@@ -336,16 +340,13 @@ static void on_cluster(void *userdata, const struct store_reply *r, const struct
                                                   "store forgot it)"
                                                 : "");
                 cluster_halt(h, HALT_LAYOUT_LOST);
-                goto retry;
-        }
-        if (cr->layout < 0) {
+                break;
+        case CLUSTER_LAYOUT_BAD:
                 log_error("The layout stored at %slayout is not valid: '%s'", h->prefix,
                           cr->layout_text);
                 holder_fatal(h, EX_CONFIG_);
                 return;
-        }
-        /* a damaged floor fences nothing: as if lost */
-        if (cr->fence != 1 || cr->floor != 1) {
+        case CLUSTER_FENCE_LOST:
                 if (h->halted != HALT_FENCE_LOST)
                         log_error("The cluster's %s key is %s (%s): the cluster was made by an "
                                   "earlier snowid, or keys were deleted. Extending nothing until "
@@ -354,57 +355,57 @@ static void on_cluster(void *userdata, const struct store_reply *r, const struct
                                   cr->fence == 0 || cr->floor != 1 ? "missing" : "not valid",
                                   h->prefix);
                 cluster_halt(h, HALT_FENCE_LOST);
-                goto retry;
-        }
-        /* a fence written on another cluster: the store was restored (etcd
-         * with a new cluster token, as the procedure says) or replaced, and not fenced
-         * since.  Nothing is acted on until a fence names this cluster */
-        if (rule5_foreign_fence(c.cluster_id, r->cluster_id)) {
+                break;
+        case CLUSTER_FOREIGN:
+                /* a fence written on another cluster: the store was restored
+                 * (etcd with a new cluster token, as the procedure says) or
+                 * replaced, and not fenced since.  Nothing is acted on until
+                 * a fence names this cluster */
                 if (h->halted != HALT_RESTORED)
                         log_error("The fence at %sfence was written on cluster %" PRIu64
                                   ", but %s answers as cluster %" PRIu64 ": it was restored "
                                   "or replaced, and not fenced since. Claiming and extending "
                                   "nothing on it until `snowid fence` has run there",
-                                  h->prefix, c.cluster_id, store_title(h->store), r->cluster_id);
+                                  h->prefix, c->cluster_id, store_title(h->store), r->cluster_id);
                 cluster_halt(h, HALT_RESTORED);
-                goto retry;
-        }
-        /* the mark of the number held when the read was sent, whose last
-         * write by this daemon the store had acknowledged at revision r->tag */
-        if (h->halted == HALT_NONE && r->tag && cr->own_read &&
-            holder_forgotten(h, cr->own_worker, (int64_t)r->tag, cr->own_mark_rev,
-                             "reading the cluster"))
+                break;
+        case CLUSTER_FORGOTTEN:
+                holder_forgotten(h, cr->own_worker, k.acked_rev, cr->own_mark_rev,
+                                 "reading the cluster");
                 return;
-        /* a fence made later is adopted; the one known with a restore seen
-         * (however: it lasts until a new fence), an older one, or a cluster's
-         * first fence to a daemon that knew the cluster (its prefix wiped, or
-         * the store restored to a snapshot without it) is a restore not yet
-         * fenced */
-        bool restored = r->went_back || h->halted == HALT_RESTORED;
-        if (h->layout_ready && rule6_fence_read(&h->cl, &c, restored) == RULE6_RESTORED) {
-                bool same = c.fence_len == h->cl.fence_len &&
-                            !memcmp(c.fence, h->cl.fence, c.fence_len);
-                if (!same && h->halted != HALT_RESTORED)
+        case CLUSTER_RESTORED:
+                /* an older fence, a cluster's first fence to a daemon that
+                 * knew the cluster (its prefix wiped, or the store restored to
+                 * a snapshot without it), or the known one with a restore
+                 * seen: a restore not yet fenced */
+                if ((c->fence_len != h->cl.fence_len ||
+                     memcmp(c->fence, h->cl.fence, c->fence_len)) &&
+                    h->halted != HALT_RESTORED)
                         log_error("%s in %s (era %" PRIu64 ", this daemon knows era %" PRIu64 ")",
-                                  fence_first(&c) ? "The cluster was made anew"
-                                                  : "An older fence is back",
-                                  store_title(h->store), c.era, h->cl.era);
+                                  fence_first(c) ? "The cluster was made anew"
+                                                 : "An older fence is back",
+                                  store_title(h->store), c->era, h->cl.era);
                 cluster_halt(h, HALT_RESTORED);
-                goto retry;
-        }
-        /* once, before the first claim; a layout other than the one given
-         * is refused first (holder_layout_read), with nothing recorded */
-        bool given_differs = h->cfg->layout_given && (l.epoch_ms != h->cfg->layout.epoch_ms ||
-                                                      l.time_bits != h->cfg->layout.time_bits ||
-                                                      l.worker_bits != h->cfg->layout.worker_bits ||
-                                                      l.seq_bits != h->cfg->layout.seq_bits);
-        if (!h->layout_ready && !given_differs &&
-            region_check(h, r->revision, cr->records, cr->n_records, l.worker_bits,
-                         cr->layout_rev) <= 0)
+                break;
+        case CLUSTER_GO: {
+                /* once, before the first claim; a layout other than the one
+                 * given is refused first (holder_layout_read), with nothing
+                 * recorded */
+                const snowid_layout *given = &h->cfg->layout;
+                bool given_differs =
+                        h->cfg->layout_given &&
+                        (l->epoch_ms != given->epoch_ms || l->time_bits != given->time_bits ||
+                         l->worker_bits != given->worker_bits || l->seq_bits != given->seq_bits);
+                if (!h->layout_ready && !given_differs &&
+                    region_check(h, r->revision, cr->records, cr->n_records, l->worker_bits,
+                                 cr->layout_rev) <= 0)
+                        return;
+                holder_layout_read(h, l, c);
                 return;
-        holder_layout_read(h, &l, &c);
-        return;
-retry:
+        }
+        }
+        /* halted, or the answer did not say: what this daemon knew is left
+         * for the fence, and the cluster read again */
         witness_send(h);
         reread_in(h, REREAD_MS);
 }

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "number.h"
+#include "reads.h"
 
 /* Free numbers whose mark is behind the clock are spread over at random;
  * failing those, the free numbers within this of the lowest mark. */

@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "cluster-ident.h"
-#include "number.h"
+#include "reads.h"
 #include "store.h"
 
 /* The keys' prefix, "/snowid/<cluster>/", for every verb after. */
@@ -137,39 +137,6 @@ int store_raise(struct store *s, const struct cluster_ident *cl, uint32_t worker
 
 /* ---- the cluster (verbs-cluster.c) ---- */
 
-/* A region's record under ranges/: the region it names (NULL: the key is
- * not a record's), and its value as stored. */
-struct store_record {
-        const char *region;
-        const char *key;
-        const char *value;
-        size_t value_len;
-};
-
-/* The cluster as read: the layout, fence and floor (each 1 read and valid,
- * 0 absent, -1 there but not valid); while there is no layout, whether it
- * was ever used; the regions' records; whether a witness is there; and the
- * mark of this daemon's own number, if asked for. */
-struct store_cluster {
-        bool ok;
-        bool malformed; /* the layout, fence or floor could not be read */
-        int layout;
-        snowid_layout l;
-        char layout_text[208]; /* its value, cut, for a log when not valid */
-        int64_t layout_rev;    /* its create revision */
-        int fence;
-        struct cluster_ident c;
-        int floor;
-        uint64_t floor_value;
-        bool held;       /* a number is held (read while there is no layout) */
-        bool marks_zero; /* every mark read is 0 (idem) */
-        bool witnessed;
-        size_t n_records;
-        const struct store_record *records;
-        bool own_read; /* own_mark_rev: the mod revision of hwm/<own_worker> */
-        int32_t own_worker;
-        int64_t own_mark_rev;
-};
 typedef void (*verb_cluster_cb)(void *userdata, const struct store_reply *r,
                                 const struct store_cluster *c);
 /* marks: read the highest mark (the host that makes the cluster); own_worker

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the store's verbs read (verbs.h): a worker number, a region's record,
+ * the cluster.  Plain data, shared by the verbs and the pure decisions made
+ * on them (rules/choose.h, rules/verdict.h).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cluster-ident.h"
+#include "snowid.h"
+
+/* A number's two keys as read: workers/<n> (its holder) and hwm/<n> (its
+ * mark). */
+struct store_number {
+        bool held;        /* workers/<n> is there */
+        int64_t lease;    /* under this lease */
+        bool value_is;    /* its value is the one the request named */
+        bool marked;      /* hwm/<n> is there */
+        bool mark_valid;  /* and holds a mark */
+        uint64_t mark;    /* its value, if valid */
+        int64_t mark_rev; /* its mod revision; 0: absent */
+        bool malformed;   /* the answer about it could not be read */
+};
+
+/* A region's record under ranges/: the region it names (NULL: the key is
+ * not a record's), and its value as stored. */
+struct store_record {
+        const char *region;
+        const char *key;
+        const char *value;
+        size_t value_len;
+};
+
+/* The cluster as read: the layout, fence and floor (each 1 read and valid,
+ * 0 absent, -1 there but not valid); while there is no layout, whether it
+ * was ever used; the regions' records; whether a witness is there; and the
+ * mark of this daemon's own number, if asked for. */
+struct store_cluster {
+        bool ok;
+        bool malformed; /* the layout, fence or floor could not be read */
+        int layout;
+        snowid_layout l;
+        char layout_text[208]; /* its value, cut, for a log when not valid */
+        int64_t layout_rev;    /* its create revision */
+        int fence;
+        struct cluster_ident c;
+        int floor;
+        uint64_t floor_value;
+        bool held;       /* a number is held (read while there is no layout) */
+        bool marks_zero; /* every mark read is 0 (idem) */
+        bool witnessed;
+        size_t n_records;
+        const struct store_record *records;
+        bool own_read; /* own_mark_rev: the mod revision of hwm/<own_worker> */
+        int32_t own_worker;
+        int64_t own_mark_rev;
+};
