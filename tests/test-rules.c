@@ -17,6 +17,7 @@
 
 #include "choose.h"
 #include "rules.h"
+#include "schedule.h"
 #include "verdict.h"
 
 #define NOW UINT64_C(60000000000)
@@ -431,13 +432,108 @@ static void test_verdict(void **state)
         assert_int_equal(cluster_verdict(&c, &k), CLUSTER_RESTORED);
 }
 
+/* ---- when a held number is renewed (schedule.c) ---- */
+
+static void test_schedule(void **state)
+{
+        (void)state;
+        /* window 3 s, mark-step 5 s, TTL 10 s; the deadline 6 s ahead */
+        const struct renew_in rest = {.now = NOW,
+                                      .mark = NOW + 6000,
+                                      .window_ms = 3000,
+                                      .step_ms = 5000,
+                                      .time_bits = 41,
+                                      .mono = 50000,
+                                      .keepalive_next = 49000,
+                                      .ttl_ms = 10000};
+        struct renew_plan p = renew_decide(&rest);
+        /* headroom above the window: the mark is left as it is */
+        assert_false(p.extend);
+        assert_true(p.keepalive);
+        assert_int_equal(p.keepalive_next, 50000 + 3333);
+        /* the headroom below the window: extended to now + window + step */
+        struct renew_in in = rest;
+        in.mark = NOW + 2999;
+        p = renew_decide(&in);
+        assert_true(p.extend);
+        assert_int_equal(p.extend_to, NOW + 8000);
+        in.mark = NOW + 3000;
+        assert_false(renew_decide(&in).extend);
+        /* one extension at a time; none while raising or halted */
+        in.mark = NOW;
+        in.extend_busy = true;
+        assert_false(renew_decide(&in).extend);
+        in.extend_busy = false, in.raising = true;
+        assert_false(renew_decide(&in).extend);
+        in.raising = false, in.halted = true;
+        assert_false(renew_decide(&in).extend);
+        assert_true(renew_decide(&in).keepalive); /* the lease is kept while halted */
+        /* a mark past the layout's time bits is never written */
+        in.halted = false, in.time_bits = 20;
+        assert_false(renew_decide(&in).extend);
+        /* keepalives: a third of the TTL apart, one at a time, none while the
+         * lease's loss is read; at once when asked */
+        in = rest;
+        in.keepalive_next = 50001;
+        p = renew_decide(&in);
+        assert_false(p.keepalive);
+        assert_int_equal(p.keepalive_next, 50001);
+        in.keepalive_now = true;
+        assert_true(renew_decide(&in).keepalive);
+        in.keepalive_busy = true;
+        assert_false(renew_decide(&in).keepalive);
+        in.keepalive_busy = false, in.lease_checking = true;
+        assert_false(renew_decide(&in).keepalive);
+}
+
+static void test_answer(void **state)
+{
+        (void)state;
+        const struct answer_seen ok = {.answered = true, .status = 200, .layout_ready = true};
+        struct answer_verdict v = answer_verdict(&ok);
+        assert_true(v.reachable);
+        assert_false(v.halt_restored || v.check_cluster || v.full || v.skip);
+        struct answer_seen a = ok;
+        a.status = 503;
+        assert_false(answer_verdict(&a).reachable);
+        a = ok, a.answered = false, a.status = 0;
+        assert_false(answer_verdict(&a).reachable);
+        /* a refusal says nothing else */
+        a = ok, a.refused = true, a.went_back = true, a.nospace = true;
+        v = answer_verdict(&a);
+        assert_true(v.skip);
+        assert_false(v.halt_restored || v.full);
+        /* a lease answer from another history halts; a kv answer is its
+         * handler's; nothing before the cluster is read, or while halted */
+        a = ok, a.went_back = true;
+        assert_true(answer_verdict(&a).halt_restored);
+        a.kv = true;
+        assert_false(answer_verdict(&a).halt_restored);
+        a = ok, a.went_back = true, a.layout_ready = false;
+        assert_false(answer_verdict(&a).halt_restored);
+        a = ok, a.went_back = true, a.halted = true;
+        assert_false(answer_verdict(&a).halt_restored);
+        /* a lease answer that lags: the cluster read; not when halting on it */
+        a = ok, a.behind = true;
+        assert_true(answer_verdict(&a).check_cluster);
+        a.went_back = true;
+        v = answer_verdict(&a);
+        assert_true(v.halt_restored);
+        assert_false(v.check_cluster);
+        a = ok, a.behind = true, a.halted = true;
+        assert_false(answer_verdict(&a).check_cluster);
+        a = ok, a.nospace = true;
+        assert_true(answer_verdict(&a).full);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_rule3),   cmocka_unit_test(test_rule4),
                 cmocka_unit_test(test_rule5),   cmocka_unit_test(test_rule6),
                 cmocka_unit_test(test_rule7),   cmocka_unit_test(test_choose),
-                cmocka_unit_test(test_verdict),
+                cmocka_unit_test(test_verdict), cmocka_unit_test(test_schedule),
+                cmocka_unit_test(test_answer),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

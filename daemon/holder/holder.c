@@ -19,6 +19,7 @@
 #include "refused.h"
 #include "renew.h"
 #include "steps.h"
+#include "verdict.h"
 
 #define RETRY_MAX_MS 1000
 
@@ -115,31 +116,36 @@ void holder_lease_lives(struct holding *g, int64_t ttl_s)
 
 void holder_note_answer(struct holder *h, const struct store_reply *r)
 {
-        if (r->err != STORE_ERR_NONE)
-                return; /* the store is there, refusing us: refused.c says why */
+        const struct answer_seen seen = {
+                .refused = r->err != STORE_ERR_NONE, /* refused.c says why */
+                .answered = r->answered,
+                .status = r->http,
+                .kv = r->kv,
+                .went_back = r->went_back,
+                .behind = r->behind,
+                .nospace = r->nospace,
+                .layout_ready = h->layout_ready,
+                .halted = h->halted != HALT_NONE,
+        };
+        const struct answer_verdict v = answer_verdict(&seen);
+        if (v.skip)
+                return;
         if (r->cluster_id)
                 h->cluster_id = r->cluster_id;
-        /* any answer from another cluster, or a kv answer older than one
-         * seen: cluster_ok() halts on those it is given; a lease answer is
-         * acted on nowhere else */
-        if (r->went_back && !r->kv && h->layout_ready && h->halted == HALT_NONE) {
+        if (v.halt_restored) {
                 cluster_halt(h, HALT_RESTORED);
                 cluster_read_in(h, 1000);
         }
-        /* a lease answer older than a kv answer seen: a member that lags,
-         * or a restore; a linearizable read of the cluster and of this
-         * daemon's own mark tells which */
-        if (r->behind && h->halted == HALT_NONE && h->layout_ready) {
+        if (v.check_cluster) {
                 log_debug("A lease answer at revision %" PRId64 ", below one seen: checking",
                           r->revision);
                 cluster_read(h);
         }
-        bool ok = r->answered && r->http < 500;
-        if (ok != h->store_reachable)
+        if (v.reachable != h->store_reachable)
                 log_notice("%s is %s", store_name(h->store),
-                           ok ? "reachable again" : "unreachable");
-        h->store_reachable = ok;
-        if (r->nospace && !h->store_full) {
+                           v.reachable ? "reachable again" : "unreachable");
+        h->store_reachable = v.reachable;
+        if (v.full && !h->store_full) {
                 holder_store_full(h, true, NULL);
                 holder_check_alarms(h); /* which member: for the log */
         }

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "marks.h"
 #include "renew.h"
+#include "schedule.h"
 
 void holder_lost(struct holder *h, const char *why)
 {
@@ -229,16 +230,42 @@ static void on_extend(void *userdata, const struct store_reply *r, const struct 
         shm_pub_set_state(h->pub, SHM_STATE_LEASED);
 }
 
-/* The lease kept alive, a third of its TTL apart (now: at once), one
- * keepalive in flight at a time. */
-static void keepalive_send(struct holder *h, struct holding *g, bool now)
+/* What renew_decide() plans for g now (keepalive_now: a keepalive at once). */
+static struct renew_plan plan(const struct holder *h, const struct holding *g, bool keepalive_now)
 {
-        uint64_t mono = holder_mono_ms();
-        if (g->keepalive_busy || g->lease_checking || (!now && mono < g->keepalive_next_ms))
+        const struct renew_in in = {
+                .now = holder_id_ms(h, false),
+                .mark = g->mark,
+                .window_ms = (uint64_t)h->cfg->window_s * 1000,
+                .step_ms = (uint64_t)h->cfg->mark_step_s * 1000,
+                .time_bits = h->layout.time_bits,
+                .extend_busy = g->extend_busy,
+                .raising = g->raising,
+                .halted = h->halted != HALT_NONE,
+                .mono = holder_mono_ms(),
+                .keepalive_next = g->keepalive_next_ms,
+                .keepalive_busy = g->keepalive_busy,
+                .lease_checking = g->lease_checking,
+                .keepalive_now = keepalive_now,
+                .ttl_ms = h->cfg->lease_ttl_s * 1000,
+        };
+        return renew_decide(&in);
+}
+
+static void keepalive_go(struct holder *h, struct holding *g, const struct renew_plan *p)
+{
+        if (!p->keepalive)
                 return;
-        g->keepalive_next_ms = mono + (uint64_t)h->cfg->lease_ttl_s * 1000 / 3;
+        g->keepalive_next_ms = p->keepalive_next;
         g->lease_asked_ms = holder_boot_ms();
         g->keepalive_busy = store_keepalive(h->store, g->lease, on_keepalive, h, g->id) == 0;
+}
+
+/* The lease kept alive as planned (now: at once). */
+static void keepalive_send(struct holder *h, struct holding *g, bool now)
+{
+        const struct renew_plan p = plan(h, g, now);
+        keepalive_go(h, g, &p);
 }
 
 void renew_send(struct holder *h)
@@ -248,22 +275,13 @@ void renew_send(struct holder *h)
                 return;
         /* the lease is kept while halted: it writes no mark, and keeps the
          * number from a daemon that reaches the cluster before it is fenced */
-        /* keepalives store nothing: a third of the TTL apart is enough for
-         * the lease (a failed one is retried at the next renewal) */
-        keepalive_send(h, g, false);
-        /* The mark is written only once the headroom falls below the window,
-         * and then mark-step further: at rest one revision per mark-step,
-         * while an outage that starts at any moment still finds at least
-         * the window (less one renewal) of headroom. */
-        uint64_t now = holder_id_ms(h, false), window = (uint64_t)h->cfg->window_s * 1000;
-        uint64_t v = now + window + (uint64_t)h->cfg->mark_step_s * 1000;
-        if (g->extend_busy || g->raising || h->halted != HALT_NONE || now + window <= g->mark ||
-            v >> h->layout.time_bits)
+        const struct renew_plan p = plan(h, g, false);
+        keepalive_go(h, g, &p);
+        if (!p.extend)
                 return;
-        /* one extension is in flight at a time, so its mark is known */
-        g->pending = v;
-        g->extend_busy = store_extend(h->store, &h->cl, (uint32_t)g->worker, g->lease, g->value, v,
-                                      g->mark_rev, on_extend, h, g->id) == 0;
+        g->pending = p.extend_to;
+        g->extend_busy = store_extend(h->store, &h->cl, (uint32_t)g->worker, g->lease, g->value,
+                                      p.extend_to, g->mark_rev, on_extend, h, g->id) == 0;
 }
 
 int renew_on_timer(sd_event_source *s, uint64_t usec, void *userdata)

@@ -29,3 +29,20 @@ enum cluster_verdict cluster_verdict(const struct store_cluster *c, const struct
                 return CLUSTER_RESTORED;
         return CLUSTER_GO;
 }
+
+struct answer_verdict answer_verdict(const struct answer_seen *a)
+{
+        if (a->refused)
+                return (struct answer_verdict){.skip = true};
+        bool watching = a->layout_ready && !a->halted;
+        return (struct answer_verdict){
+                .reachable = a->answered && a->status < 500,
+                /* a kv answer that went back is acted on by its handler
+                 * (cluster_ok); a lease answer is acted on nowhere else */
+                .halt_restored = a->went_back && !a->kv && watching,
+                /* a member that lags, or a restore: a linearizable read of
+                 * the cluster and of this daemon's own mark tells which */
+                .check_cluster = a->behind && watching && !(a->went_back && !a->kv),
+                .full = a->nospace,
+        };
+}

@@ -32,3 +32,25 @@ struct cluster_known {
 };
 
 enum cluster_verdict cluster_verdict(const struct store_cluster *c, const struct cluster_known *k);
+
+/* What any answer says besides its own result (holder_note_answer() acts
+ * on it): whether the store is reachable, full, or restored (rule 5). */
+struct answer_seen {
+        bool refused;      /* the store refuses this daemon (a setting): nothing else is read */
+        bool answered;     /* an answer came */
+        long status;       /* its status, HTTP's codes whichever store */
+        bool kv;           /* a kv answer (acted on by its own handler) or a lease answer */
+        bool went_back;    /* another cluster, or revisions below those seen */
+        bool behind;       /* a lease answer below a revision seen */
+        bool nospace;      /* a write refused: the store is full */
+        bool layout_ready; /* the cluster was read */
+        bool halted;
+};
+struct answer_verdict {
+        bool reachable;     /* answered, and not a 5xx */
+        bool halt_restored; /* a lease answer from another history: halt (rule 5) */
+        bool check_cluster; /* a lease answer that lags (not halting): read the cluster */
+        bool full;          /* the store says it is full */
+        bool skip;          /* refused: says nothing of reachability */
+};
+struct answer_verdict answer_verdict(const struct answer_seen *a);
