@@ -27,7 +27,7 @@ uint64_t rule3_mark(bool marked, uint64_t mark, uint64_t floor)
         (void)floor;
         return 0;
 #else
-        return floor + 1 + RULE3_FLOOR_SLACK_MS;
+        return floor + RULE3_FLOOR_SLACK_MS;
 #endif
 }
 
@@ -55,10 +55,8 @@ enum rule4_extension rule4_extension(bool succeeded, bool ours, uint64_t stored,
                 return RULE4_EXTENDED;
         if (!ours)
                 return RULE4_NOT_OURS;
-#if SNOWID_MUTANT == 7 /* a mark read back absent or low is not raised */
-        (void)stored;
-        (void)asked;
-        return RULE4_EXTENDED;
+#if SNOWID_MUTANT == 7 /* a mark read back absent or low is abandoned, not raised */
+        return stored < asked ? RULE4_NOT_OURS : RULE4_EXTENDED;
 #else
         return stored < asked ? RULE4_RAISE : RULE4_EXTENDED;
 #endif

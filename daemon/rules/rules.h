@@ -22,11 +22,15 @@
 /* ---- rule 3: a claim never trusts an absent mark ---- */
 
 /* Above the floor by this much: floors raised by other hosts' renewals
- * between the scan and the claim do not make the claim fail. */
+ * between the scan and the claim do not make the claim fail.  (The
+ * replay of the model's runs, model/replay.c, builds the rules with the
+ * model's own slack, 0.) */
+#ifndef RULE3_FLOOR_SLACK_MS
 #define RULE3_FLOOR_SLACK_MS 1000
+#endif
 
-/* The mark a number is taken to have: its own (marked), else one above
- * the floor, which is at or above every deadline ever published. */
+/* The mark a number is taken to have: its own (marked), else the floor,
+ * which is at or above every deadline ever published, plus the slack. */
 uint64_t rule3_mark(bool marked, uint64_t mark, uint64_t floor);
 
 /* A claim of a number whose mark was read as (marked, mark), with the
