@@ -656,26 +656,58 @@ inline restore() {
  * refuses: it waits (R-G).  What is left of a lead is LEADPREV, not slewed
  * (rules: rule6_lead_left); the refusal is rules: rule7_fence_refuses */
 #if EMPTYSNAP || LOSTFENCE
-#if MUTANT == 25
-#define FENCE_LEAD (LOSTLEAD * LEADPREV)
+#define LEAD_LEFT 0                    /* the store holds no fence of that lead */
+#if MUTANT == 17
+#define WIT_LEAD 0
 #else
-#define FENCE_LEAD ((LOSTLEAD || witd) * LEADPREV)
+#define WIT_LEAD (witd * LEADPREV)     /* a witness's fence's lead, not slewed */
 #endif
 #if MUTANT == 26
 #define FENCE_MAY (1)
 #else
 #define FENCE_MAY (LOSTLEAD || witd || (EMPTYSNAP && ftok != 0))
 #endif
+/* the store restored without the fence it knew: a cluster made anew holds a
+ * fence of its own */
+#define FENCELESS (!(EMPTYSNAP && ftok != 0))
 #else
-#define FENCE_LEAD LEADPREV
+#if MUTANT == 17
+#define LEAD_LEFT 0
+#else
+#define LEAD_LEFT LEADPREV             /* the stored fence's lead, not slewed */
+#endif
+#define WIT_LEAD 0
 #define FENCE_MAY (1)
+#define FENCELESS (0)
+#endif
+#define LOST_LEAD (LOSTLEAD * LEADPREV) /* --lost-lead */
+/* the largest lead that may be left (rules: rule6_fence_lead) */
+#if MUTANT == 25
+#define FENCE_LEAD (LOST_LEAD > LEAD_LEFT -> LOST_LEAD : LEAD_LEFT)
+#else
+#define FENCE_LEAD (LOST_LEAD > LEAD_LEFT && LOST_LEAD > WIT_LEAD -> LOST_LEAD : \
+                    (LEAD_LEFT > WIT_LEAD -> LEAD_LEFT : WIT_LEAD))
+#endif
+#if EMPTYSNAP || LOSTFENCE
+#define WIT_DEADLINE wit
+#define WITNESSED witd
+#else
+#define WIT_DEADLINE 0
+#define WITNESSED 0
 #endif
 
 /* snowid fence (R-F): a new token, the cluster ID it writes on, and
  * claims_above = max(claims_above, floor, every mark, wall + ahead + window
- * + the previous fence's lead) (rules: rule6_clock_bound, rule6_fence_lead,
- * rule6_fence_above) */
+ * + the lead that may be left, every witness's deadline) (rules:
+ * rule6_clock_bound, rule6_fence_lead, rule6_fence_above).  Each decision
+ * is noted for model/replay.c. */
 inline fence() {
+        printf("@rule7_fence_refuses %d %d %d = 0\n", FENCELESS, WITNESSED, LOSTLEAD);
+#if !(EMPTYSNAP || LOSTFENCE)
+        printf("@rule6_lead_left %d = %d\n", LEADPREV, LEAD_LEFT);
+#endif
+        printf("@rule6_fence_above %d %d %d %d %d %d %d %d", wall + AHEAD + W, LEAD_LEFT, WIT_LEAD,
+               WIT_DEADLINE, LOST_LEAD, cabove, floor, (N > 1 && hwm[N - 1] > hwm[0] -> hwm[N - 1] : hwm[0]));
         ftok = 2;
         fcid = ecid;
 #if EMPTYSNAP || LOSTFENCE
@@ -691,15 +723,12 @@ inline fence() {
         if :: cabove < hwm[1] -> cabove = hwm[1] :: else -> skip fi;
 #endif
 #if MUTANT != 16
-#if MUTANT == 17
-        if :: cabove < wall + AHEAD + W -> cabove = wall + AHEAD + W :: else -> skip fi;
-#else
         if
         :: cabove < wall + AHEAD + W + FENCE_LEAD -> cabove = wall + AHEAD + W + FENCE_LEAD
         :: else -> skip
         fi;
 #endif
-#endif
+        printf(" = %d\n", cabove);
         bump();
         phase = 3
 }
@@ -709,12 +738,16 @@ inline fence() {
 /* a daemon makes the cluster on a store that holds none (rule 7: only
  * without a witness), above the clock bound a fence claims above (R-F)
  * (rules: rule7_made_above) */
-inline make_cluster() {
-        ftok = 3; fcid = ecid; fmade = 1;
-#if MUTANT != 23
-        if :: cabove < wall + AHEAD + W -> cabove = wall + AHEAD + W :: else -> skip fi;
-        if :: floor < cabove -> floor = cabove :: else -> skip fi;
+#if MUTANT == 23
+#define MADE_ABOVE 0
+#else
+#define MADE_ABOVE (wall + AHEAD + W)
 #endif
+inline make_cluster() {
+        printf("@rule7_made_above %d %d %d = %d\n", AHEAD, wall, W, MADE_ABOVE);
+        ftok = 3; fcid = ecid; fmade = 1;
+        if :: cabove < MADE_ABOVE -> cabove = MADE_ABOVE :: else -> skip fi;
+        if :: floor < cabove -> floor = cabove :: else -> skip fi;
         bump()
 }
 #endif
@@ -858,8 +891,62 @@ inline pick_time(v) {
         fi
 }
 
+/* R-C: the renewal read back its own mark with a mod revision below the one
+ * etcd acknowledged for its last write of it: that write was forgotten
+ * (rules: rule5_forgotten) */
+#if RESTORE && MUTANT != 13
+#define OWN_FORGOTTEN(h) (ans_hrev[h] != 0 && ans_hrev[h] < ackrev)
+#else
+#define OWN_FORGOTTEN(h) (0)
+#endif
+/* Notes for model/replay.c: rule 5's decision on an answer (the cluster
+ * and revision it carries, against the cluster known and the highest
+ * revision seen: 1 went back), on what a read found (the same, read
+ * at once), and on a failed extension's read of its own mark (its mod
+ * revision against the one acknowledged for this daemon's last write: 1
+ * forgotten) */
+#if RESTORE
+#define NOTE_ANSWER(h) \
+        if \
+        :: ans[h] != 0 -> \
+                printf("@rule5_answer %d %d %d %d = %d\n", mycid, ans_cid[h], seen, ans_rev[h], ANS_STALE(h)) \
+        :: else -> skip \
+        fi
+#define NOTE_FOREIGN printf("@rule5_foreign_fence %d %d = %d\n", mycid, ecid, CID_BAD(ecid))
+#define NOTE_READ printf("@rule5_answer %d %d %d %d = %d\n", mycid, ecid, seen, erev, READ_STALE)
+#define NOTE_FORGOTTEN(h) \
+        if \
+        :: ans[h] == 2 && ans_ours[h] -> \
+                printf("@rule5_forgotten %d %d = %d\n", ackrev, ans_hrev[h], OWN_FORGOTTEN(h)) \
+        :: else -> skip \
+        fi
+#else
+#define NOTE_ANSWER(h) skip
+#define NOTE_READ skip
+#define NOTE_FOREIGN skip
+#define NOTE_FORGOTTEN(h) skip
+#endif
 inline forget_answer(h) {
         d_step {
+                NOTE_ANSWER(h);
+                ans[h] = 0; ans_ours[h] = 0; ans_hwm[h] = 0; ans_hrev[h] = 0; ans_ft[h] = 0;
+                ans_rev[h] = 0; ans_cid[h] = 0
+        }
+}
+
+/* rule 4's decision whether number cn's mark, as the store holds it now,
+ * confirms cn's deadline cd (r: 1 it does, 0 not) */
+#define CONFIRMED(r) printf("@rule4_confirmed %d %d %d = %d\n", hrev[cn] != 0, hwm[cn], cd, r)
+
+/* forget_answer(h) for a mark extension's answer, noting what rule 4 made
+ * of it (rules: rule4_extension; r: 0 extended, 1 not ours, 2 raise it):
+ * model/replay.c replays each such line on the C decision */
+inline forget_extension(h, r) {
+        d_step {
+                NOTE_ANSWER(h);
+                NOTE_FORGOTTEN(h);
+                printf("@rule4_extension %d %d %d %d = %d\n", ans[h] == 1, ans_ours[h],
+                       (ans_hrev[h] != 0 -> ans_hwm[h] : 0), V, r);
                 ans[h] = 0; ans_ours[h] = 0; ans_hwm[h] = 0; ans_hrev[h] = 0; ans_ft[h] = 0;
                 ans_rev[h] = 0; ans_cid[h] = 0
         }
@@ -918,24 +1005,18 @@ inline published(num, d) {
 #else
 #define WIT_BLOCKS (witd)
 #endif
+#define NOTE_MAKE(r) printf("@rule7_may_make %d %d = %d\n", ftok == 0, witd, r)
 #define START_CREATE \
         if \
-        :: ftok == 0 && WIT_BLOCKS -> goto restored \
-        :: ftok == 0 && !WIT_BLOCKS && (!WITFIRST || witd || curL[1 - h] == 0) -> make_cluster() \
+        :: ftok == 0 && WIT_BLOCKS -> NOTE_MAKE(0); goto restored \
+        :: ftok == 0 && !WIT_BLOCKS && (!WITFIRST || witd || curL[1 - h] == 0) -> \
+                NOTE_MAKE(1); make_cluster() \
         :: ftok != 0 -> skip \
         fi
 #else
 #define START_CREATE skip
 #endif
 
-/* R-C: the renewal read back its own mark with a mod revision below the one
- * etcd acknowledged for its last write of it: that write was forgotten
- * (rules: rule5_forgotten) */
-#if RESTORE && MUTANT != 13
-#define OWN_FORGOTTEN(h) (ans_hrev[h] != 0 && ans_hrev[h] < ackrev)
-#else
-#define OWN_FORGOTTEN(h) (0)
-#endif
 #if RESTORE
 #define ACKREV(r) ackrev = (r)
 #define SEEN_START seen = erev
@@ -958,6 +1039,7 @@ proctype Daemon(byte h) {
         atomic {
                 START_CREATE;
                 myft = ftok; mycid = fcid; SEEN_START; START_PAUSE;
+                NOTE_FOREIGN;
                 if :: CID_BAD(ecid) -> goto restored :: else -> skip fi
         }
 new_lease:
@@ -974,6 +1056,7 @@ new_lease:
 #endif
         /* grant */
         atomic {
+                NOTE_READ;
                 if
                 :: READ_STALE -> goto restored
                 :: !READ_STALE && nlease > LMAX -> goto done
@@ -986,6 +1069,7 @@ new_lease:
 scan:
         /* read the fence, a free number, its mark, the floor; pick a start */
         atomic {
+                NOTE_READ;
                 if
                 :: READ_STALE -> goto restored
                 :: else -> heard_now()
@@ -1005,9 +1089,12 @@ scan:
                 pick_time(now);
                 /* rules: rule3_claim_start */
                 start = now;
-#if MUTANT != 3
                 if
+#if MUTANT == 3
+                :: srev != 0 -> skip
+#else
                 :: srev != 0 -> if :: start <= shwm -> start = shwm + 1 :: else -> skip fi
+#endif
 #if MUTANT == 4
                 :: else -> if :: start < 1 -> start = 1 :: else -> skip fi
 #else
@@ -1021,7 +1108,8 @@ scan:
                 /* above the last deadline this daemon published for n */
                 if :: start < pubd[n] -> start = pubd[n] :: else -> skip fi;
 #endif
-#endif
+                printf("@rule3_claim_start %d %d %d %d %d %d %d = %d\n", SLACK, now, srev != 0, shwm,
+                       sfl, sca, pubd[n], start);
                 now = 0; shwm = 0; sfl = 0; sca = 0
         }
         /* claim: one attempt per lease */
@@ -1060,6 +1148,7 @@ scan:
         }
 #else
         atomic {
+                NOTE_READ;
                 if
                 :: READ_STALE -> goto restored
                 :: !READ_STALE && ftok != myft -> goto refence
@@ -1129,7 +1218,7 @@ renew:
                                 if
                                 :: ans[h] == 1 || (ans_ours[h] && ans_hrev[h] != 0 && !OWN_FORGOTTEN(h) && ans_hwm[h] >= V) ->
                                         ACKREV(ans_hrev[h]);
-                                        forget_answer(h);
+                                        forget_extension(h, 0);
                                         acked = V;
                                         atomic {
                                                 if :: sdead[h] < V -> sdead[h] = V :: else -> skip fi;
@@ -1137,16 +1226,16 @@ renew:
                                         }
                                 :: ans[h] == 2 && ans_ours[h] && OWN_FORGOTTEN(h) ->
                                         /* R-C: our last write of the mark is gone */
-                                        forget_answer(h); goto restored
+                                        atomic { NOTE_FORGOTTEN(h); forget_answer(h) }; goto restored
                                 :: ans[h] == 2 && ans_ours[h] && !OWN_FORGOTTEN(h) && (ans_hrev[h] == 0 || ans_hwm[h] < acked) ->
 #if MUTANT == 7
-                                        forget_answer(h);
+                                        forget_extension(h, 1);
                                         revoke(L); goto new_lease /* abandoned */
 #else
                                         /* rule 4: our claim, the mark absent or lowered: write it back
                                          * (rules: rule4_extension) */
                                         crev = ans_hrev[h];
-                                        forget_answer(h);
+                                        forget_extension(h, 2);
                                         send(h, R_RAISE, n, 0, 0, acked, crev, slot);
                                         crev = 0;
                                         await(h, slot);
@@ -1163,7 +1252,7 @@ renew:
                                 :: ans[h] == 2 && ans_ours[h] && !OWN_FORGOTTEN(h) && ans_hrev[h] != 0 && ans_hwm[h] >= acked && ans_hwm[h] < V ->
                                         forget_answer(h) /* not reached: such a renewal succeeds */
                                 :: ans[h] == 2 && !ans_ours[h] ->
-                                        forget_answer(h);
+                                        forget_extension(h, 1);
                                         kalost = 1; goto keepalive /* is the lease alive? */
                                 fi
                         fi;
@@ -1184,6 +1273,7 @@ renew:
 keepalive:
         /* a keepalive's answer: the lease etcd knows, or not (R-C, R-D) */
         atomic {
+                NOTE_READ;
                 if
                 :: READ_STALE -> goto restored
                 :: else -> heard_now()
@@ -1208,7 +1298,7 @@ stop:
         /* SIGTERM (R-E): confirm the mark, then revoke; never confirmed: the
          * lease is left to expire */
 #if MUTANT == 15
-        atomic { revoke(L); curL[h] = 0 };
+        atomic { CONFIRMED(1); revoke(L); curL[h] = 0 };
         goto end_exit;
 #else
         goto giveup;
@@ -1217,24 +1307,26 @@ stop:
 giveup:
         /* rule 4: number cn is given up only once etcd confirmed its mark at
          * or above cd, the deadline published for it (rules:
-         * rule4_confirmed).  Without deletions or
+         * rule4_confirmed: CONFIRMED notes each decision).  Without deletions or
          * restores a mark never falls below an acknowledged value, so the
          * confirmation is immediate: it is left out of those builds. */
 #if FAULTS && MUTANT != 8
 confirm:
         atomic {
                 GIVING0(h);
+                NOTE_READ;
                 if
                 :: READ_STALE -> goto restored
                 :: else -> heard_now()
                 fi;
                 if
                 :: ftok != myft -> goto refence /* rule 6 raises it */
-                :: ftok == myft && hrev[cn] != 0 && hwm[cn] >= cd -> GONE0(h); goto confirmed
+                :: ftok == myft && hrev[cn] != 0 && hwm[cn] >= cd ->
+                        CONFIRMED(1); GONE0(h); goto confirmed
                 :: ftok == myft && !(hrev[cn] != 0 && hwm[cn] >= cd) && ctries >= CTRIES ->
-                        goto unconfirmed
+                        CONFIRMED(0); goto unconfirmed
                 :: ftok == myft && !(hrev[cn] != 0 && hwm[cn] >= cd) && ctries < CTRIES ->
-                        crev = hrev[cn]; ctries++
+                        CONFIRMED(0); crev = hrev[cn]; ctries++
                 fi
         }
         send(h, R_RAISE, cn, 0, 0, cd, crev, slot);
@@ -1252,6 +1344,9 @@ confirmed:
 confirm:
 #endif
         atomic {
+#if !(FAULTS && MUTANT != 8)
+                CONFIRMED(1); /* given up at once: what the store holds then */
+#endif
                 ctries = 0; cn = 0; cd = 0;
                 if
                 :: ret != 0 -> ret = 0; goto refence_next
@@ -1281,12 +1376,22 @@ refence:
                 SEEN_START;
                 i = 0
         }
-#if RESTORE && MUTANT != 10
+#if RESTORE
+        /* a deadline at or below claims_above needs no raise: every claim
+         * starts above it (rules: rule6_reraise) */
+#if MUTANT == 10
+#define RERAISE(i) (0)
+#else
+#define RERAISE(i) (pubd[i] - 1 > cabove)
+#endif
+#define NOTE_RERAISE(i, r) printf("@rule6_reraise %d %d = %d\n", pubd[i] - 1, cabove, r)
 refence_loop:
         if
         :: i >= N -> goto refenced
         :: i < N && pubd[i] == 0 -> i++; goto refence_loop
-        :: i < N && pubd[i] != 0 -> cn = i; cd = pubd[i] - 1; ret = 1; goto confirm
+        :: i < N && pubd[i] != 0 && !RERAISE(i) -> atomic { NOTE_RERAISE(i, 0); i++ }; goto refence_loop
+        :: i < N && pubd[i] != 0 && RERAISE(i) ->
+                atomic { NOTE_RERAISE(i, 1); cn = i; cd = pubd[i] - 1; ret = 1 }; goto confirm
         fi;
 refence_next:
         i++;

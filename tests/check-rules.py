@@ -8,6 +8,9 @@
 - every mutant rules.c has (SNOWID_MUTANT == k or != k) is a mutant of the
   model (MUTANT == k or != k), and is built into a test that must fail
   (tests/meson.build's rules_mutants), and that list has no other number;
+- every decision the model notes for its replay ("@rule..." printed) is
+  one rules.h declares and one model/replay.c replays, and every one
+  model/replay.c replays is noted by the model;
 - daemon/rules/ includes nothing but the C library's pure headers, its own,
   and the plain data of cluster-ident.h, reads.h and snowid.h.
 
@@ -57,6 +60,16 @@ def main():
         where = "rules.c" if k in code_mutants else "tests/meson.build"
         problems.append(f"mutant {k}: only in {where} (rules.c's and rules_mutants must agree)")
 
+    noted = set(re.findall(r'"@(rule[0-9]+_[a-z0-9_]+) ', model))
+    replayed = set(re.findall(r'\{"(rule[0-9]+_[a-z0-9_]+)", [0-9]+, d_', read("model", "replay.c")))
+    if not noted:
+        problems.append("model/snowid.pml notes no decision for model/replay.c")
+    for name in sorted(noted - declared):
+        problems.append(f"{name}: model/snowid.pml notes it, rules.h does not declare it")
+    for name in sorted(noted ^ replayed):
+        where = "model/snowid.pml notes" if name in noted else "model/replay.c replays"
+        problems.append(f"{name}: only {where} it (the two must agree)")
+
     folder = os.path.join(ROOT, "daemon", "rules")
     for name in sorted(os.listdir(folder)):
         for inc in re.findall(r'#include [<"]([^>"]+)[>"]', read("daemon", "rules", name)):
@@ -66,7 +79,7 @@ def main():
 
     for p in problems:
         print(f"check-rules: {p}", file=sys.stderr)
-    print(f"check-rules: {len(declared)} decisions, {len(code_mutants)} mutants; "
+    print(f"check-rules: {len(declared)} decisions ({len(noted)} replayed), {len(code_mutants)} mutants; "
           f"{len(problems)} problems")
     return 1 if problems else 0
 

@@ -39,4 +39,6 @@ static inline bool fence_first(const struct cluster_ident *c)
 
 /* How far ahead of the clock of the host that makes a fence (or creates a
  * cluster) any host's ID time may run, by default: `snowid fence --ahead` */
+#ifndef FENCE_AHEAD_MS
 #define FENCE_AHEAD_MS 60000
+#endif
