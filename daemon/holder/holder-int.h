@@ -100,6 +100,7 @@ struct mark_raise {
         int64_t acked_sent;   /* acked_rev as it was when the request in flight was sent */
         unsigned tries;
         bool active, waiting;
+        bool lease_gone; /* a keepalive found the lease gone (said once) */
 };
 
 /* A number this daemon published, with the last deadline it published. */
@@ -159,6 +160,7 @@ struct holder {
         unsigned n_published;
         struct mark_raise raises[RAISES_MAX];
         sd_event_source *reread_timer, *raise_timer, *settle_timer;
+        sd_event_source *raise_keep_timer; /* keeps alive the leases raises revoke */
         int exit_code;
         bool done_said; /* the callbacks' done() ran */
         struct holder_stats stats;

@@ -646,6 +646,7 @@ struct holder *holder_free(struct holder *h)
         sd_event_source_disable_unref(h->reread_timer);
         sd_event_source_disable_unref(h->raise_timer);
         sd_event_source_disable_unref(h->settle_timer);
+        sd_event_source_disable_unref(h->raise_keep_timer);
         h->store = store_free(h->store);
         free(h);
         return NULL;

@@ -139,6 +139,64 @@ static void raise_later(struct holder *h)
         holder_timer_in(h, &h->raise_timer, 500, on_raise_timer);
 }
 
+/* ---- a number given up keeps its lease until its mark is confirmed ---- */
+
+/* The lease of a number given up is revoked only once its mark is
+ * confirmed (rule 4), and kept alive until then as a holding's is, every
+ * third of its TTL: another daemon claims the number only after the mark
+ * fences it, however long the confirmation takes (a store slow to answer,
+ * a mark lowered by hand).  Stopping keeps them alive too, until the
+ * raises end or the stop's time runs out. */
+static void raise_keep_arm(struct holder *h);
+
+static void on_raise_keepalive(void *userdata, const struct store_reply *r, int64_t lease,
+                               int64_t ttl_s)
+{
+        struct holder *h = userdata;
+        struct mark_raise *m = raise_by_tag(h, r->tag);
+        (void)lease;
+        holder_note_answer(h, r);
+        if (m && ttl_s == 0 && !m->lease_gone) {
+                /* expired or revoked meanwhile: the mark alone fences the
+                 * number now, as soon as it is raised */
+                m->lease_gone = true;
+                log_warning("Worker %" PRId32 "'s lease ran out before its mark was confirmed "
+                            "at or above %" PRIu64,
+                            m->worker, m->mark);
+        }
+        holder_stop_check(h);
+}
+
+static int on_raise_keep_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct holder *h = userdata;
+        bool any = false;
+        (void)s;
+        (void)usec;
+        for (unsigned i = 0; i < RAISES_MAX; i++) {
+                struct mark_raise *m = &h->raises[i];
+                int64_t leases[2] = {m->lease, m->lease2};
+                for (unsigned k = 0; k < 2 && m->active; k++)
+                        if (leases[k]) {
+                                store_keepalive(h->store, leases[k], on_raise_keepalive, h, m->id);
+                                any = true;
+                        }
+        }
+        if (any)
+                raise_keep_arm(h);
+        return 0;
+}
+
+static void raise_keep_arm(struct holder *h)
+{
+        int on = SD_EVENT_OFF;
+        if (h->raise_keep_timer)
+                sd_event_source_get_enabled(h->raise_keep_timer, &on);
+        if (on == SD_EVENT_OFF)
+                holder_timer_in(h, &h->raise_keep_timer, h->cfg->lease_ttl_s * 1000 / 3,
+                                on_raise_keep_timer);
+}
+
 static void on_raise(void *userdata, const struct store_reply *r, const struct store_raised *rs)
 {
         struct holder *h = userdata;
@@ -235,6 +293,8 @@ void marks_raise(struct holder *h, int32_t worker, uint64_t mark, int64_t lease,
                          * number claimed again after a fence, retiring
                          * before the first raise ended): both leases wait
                          * for the confirmation of the higher mark */
+                        if (lease)
+                                raise_keep_arm(h);
                         if (lease && !o->lease)
                                 o->lease = lease, lease = 0;
                         if (lease && lease != o->lease && !o->lease2)
@@ -269,5 +329,7 @@ void marks_raise(struct holder *h, int32_t worker, uint64_t mark, int64_t lease,
                                  .for_holding = for_holding,
                                  .acked_rev = acked_rev,
                                  .active = true};
+        if (lease)
+                raise_keep_arm(h);
         raise_send(h, m, false, 0);
 }

@@ -385,6 +385,124 @@ class PgStore(KV):
     stop_all = stop_members
 
 
+class HoldingProxy:
+    """An HTTP proxy in front of one etcd member, for a store slow to answer
+    some requests: every request passes through, except that from hold(pred)
+    until release() each request for which pred(keys) is true waits, and its
+    connection with it; keys: the set of keys (decoded) the request's JSON
+    body names.  Responses pass through untouched."""
+
+    def __init__(self, h, upstream_url):
+        host, port = upstream_url.rsplit("/", 1)[1].rsplit(":", 1)
+        self.up = (host, int(port))
+        self.lsock = socket.create_server(("127.0.0.1", 0))
+        self.urls = [f"http://127.0.0.1:{self.lsock.getsockname()[1]}"]
+        self.cond = threading.Condition()
+        self.pred = None
+        self.waiting = 0
+        self.held = 0
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+        h.cleanup(self.close)
+
+    def hold(self, pred):
+        with self.cond:
+            self.pred = pred
+
+    def release(self):
+        with self.cond:
+            self.pred = None
+            self.cond.notify_all()
+
+    def close(self):
+        with self.cond:
+            self.closed = True
+            self.pred = None
+            self.cond.notify_all()
+        self.lsock.close()
+
+    @staticmethod
+    def keys(body):
+        """The keys a request body names (etcd's JSON: base64 "key" fields)."""
+        found = set()
+
+        def walk(x):
+            if isinstance(x, dict):
+                for k, v in x.items():
+                    if k == "key" and isinstance(v, str):
+                        with contextlib.suppress(ValueError):
+                            found.add(base64.b64decode(v).decode(errors="replace"))
+                    else:
+                        walk(v)
+            elif isinstance(x, list):
+                for v in x:
+                    walk(v)
+        with contextlib.suppress(ValueError):
+            walk(json.loads(body or b"{}"))
+        return found
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src, dst):
+        try:
+            while True:
+                d = src.recv(65536)
+                if not d:
+                    break
+                dst.sendall(d)
+        except OSError:
+            pass
+        for s in (src, dst):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+    def _serve(self, c):
+        try:
+            u = socket.create_connection(self.up)
+        except OSError:
+            c.close()
+            return
+        threading.Thread(target=self._pipe, args=(u, c), daemon=True).start()
+        buf = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    d = c.recv(65536)
+                    if not d:
+                        raise OSError("closed")
+                    buf += d
+                head, rest = buf.split(b"\r\n\r\n", 1)
+                m = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+                n = int(m.group(1)) if m else 0
+                while len(rest) < n:
+                    d = c.recv(65536)
+                    if not d:
+                        raise OSError("closed")
+                    rest += d
+                body, buf = rest[:n], rest[n:]
+                with self.cond:
+                    if self.pred and self.pred(self.keys(body)):
+                        self.held += 1
+                        self.waiting += 1
+                        self.cond.notify_all()
+                        self.cond.wait_for(lambda: not self.pred or self.closed)
+                        self.waiting -= 1
+                    if self.closed:
+                        raise OSError("closed")
+                u.sendall(head + b"\r\n\r\n" + body)
+        except OSError:
+            for s in (c, u):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+
 def Store(h, **kw):
     """The store the tests run against: etcd, or PostgreSQL when
     SNOWID_STORE=postgres (the pg-* tests)."""

@@ -8,7 +8,8 @@ import os
 import json
 import signal
 
-from harness import (BUILD, EPOCH_MS, Daemon, Etcd, Taker, check_unique_and_increasing, cli,
+from harness import (BUILD, EPOCH_MS, Daemon, Etcd, HoldingProxy, Taker,
+                     check_unique_and_increasing, cli,
                      cli_status, decode, free_port, http_get, log, metric, run, take, wait_for)
 
 
@@ -84,6 +85,52 @@ def test_clock_steps(h):
     assert len(flat) == len(set(flat)), "duplicate IDs across the clock steps"
     log(f"clock steps: {len(flat)} IDs unique, worker {w0} then {w1}")
     d.stop()
+
+
+def test_move_keeps_the_lease(h):
+    """A number given up keeps its lease until the store confirms its mark
+    (rule 4), kept alive meanwhile: a move to a fresh number (the wall clock
+    an hour back) whose old mark the store is slow to confirm (a proxy in
+    front of etcd holds every request that reads or raises it) keeps the old lease
+    past three TTLs, so no other daemon can claim the number first; once the
+    store answers, the mark is confirmed and the lease revoked."""
+    etcd = Etcd(h)
+    etcd.made_long_ago()
+    proxy = HoldingProxy(h, etcd.urls[0])
+    ft = h.path("faketime")
+    with open(ft, "w") as f:
+        f.write("+3600\n")
+    shim = os.path.join(BUILD, "tests", "libtimerfd-shim.so")
+    env = {"LD_PRELOAD": f"{shim} {faketime_lib()}", "FAKETIME_TIMESTAMP_FILE": ft,
+           "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+           "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
+    ttl = 3
+    d = Daemon(h, proxy, env=env, args=["--lease-ttl", str(ttl), "--renew-interval", "300",
+                                        "--etcd-timeout", "500"]).start()
+    w0 = decode(take(h.instance, 1)[0])[1]
+    workers0 = f"/snowid/default/workers/{w0}"
+    lease0 = int(etcd.get(workers0)[1]["lease"])
+    # the old mark's reads and raises (a claim, which also reads it, names
+    # the number it claims)
+    proxy.hold(lambda keys: f"/snowid/default/hwm/{w0}" in keys and
+               not any("/workers/" in k for k in keys))
+    with open(ft, "w") as f:
+        f.write("+0\n")
+    wait_for(lambda: decode(take(h.instance, 1)[0])[1] != w0, 20, "a move to a fresh number")
+    wait_for(lambda: proxy.held > 0, 10, "the old mark's confirmation to be held")
+    held_at = time.monotonic()
+    # three TTLs: a lease left alone would have run out by then
+    wait_for(lambda: time.monotonic() - held_at > 3 * ttl, 4 * ttl, "three TTLs")
+    ttl_left = int(etcd.call("/v3/lease/timetolive", {"ID": lease0}).get("TTL", -1))
+    assert ttl_left > 0, f"worker {w0}'s lease ran out while its mark was unconfirmed"
+    assert etcd.get(workers0)[0] is not None, f"workers/{w0} is gone"
+    assert "ran out before its mark was confirmed" not in d.log_text()
+    log(f"worker {w0}: its lease lives {ttl_left} s more after {3 * ttl} s unconfirmed "
+        f"({proxy.held} requests held)")
+    proxy.release()
+    wait_for(lambda: etcd.get(workers0)[0] is None, 10, "the old lease to be revoked")
+    assert int(etcd.call("/v3/lease/timetolive", {"ID": lease0}).get("TTL", -1)) <= 0
+    assert d.stop() == 0
 
 
 def tsc_status(port):
@@ -199,4 +246,4 @@ def test_tsc_clock(h):
 
 
 if __name__ == "__main__":
-    run([test_clock_steps, test_tsc_clock])
+    run([test_clock_steps, test_move_keeps_the_lease, test_tsc_clock])
