@@ -49,10 +49,12 @@ declare -A cfg=(
     [empty]="$small -DT=4 -DW=1 -DRENEWALS=0 -DCRASHES=0 -DLMAX=2 -DRESTORE=1 -DGAP=1 -DLOSS=0 -DEMPTYSNAP=1 -DSTALL0=0"
     [emptywit]="$small -DT=5 -DW=1 -DRENEWALS=0 -DCRASHES=0 -DLMAX=2 -DRESTORE=1 -DGAP=1 -DLOSS=0 -DEMPTYSNAP=1 -DSTALL0=0 -DLEADPREV=1 -DWITFIRST=1 -DSTALLS=0"
     [lostfence]="$small -DT=5 -DW=1 -DRENEWALS=0 -DCRASHES=0 -DLMAX=2 -DRESTORE=1 -DLOSS=0 -DLEADPREV=1 -DSTALL0=0 -DLOSTFENCE=1"
+    [side]="$small -DT=4 -DW=1 -DRENEWALS=1 -DCRASHES=0 -DLMAX=3 -DDELS=1 -DLOWERS=1 -DLOSS=0 -DSTALL0=0 -DSTOPS=1 -DSIDE=1"
+    [sidemove]="-DN=2 -DMOVES=1 -DC=1 -DIDS=1 -DTRIES=1 -DT=4 -DW=1 -DRENEWALS=1 -DCRASHES=0 -DLMAX=3 -DLOWERS=1 -DLOSS=0 -DSTALL0=0 -DSIDE=1"
     [lostlead]="$small -DT=5 -DW=1 -DRENEWALS=0 -DCRASHES=0 -DLMAX=2 -DRESTORE=1 -DLOSS=0 -DLEADPREV=1 -DSTALL0=0 -DLOSTFENCE=1 -DLOSTLEAD=1"
 )
-order=(lostfence renew move fence restore crash lower del token empty emptywit gap)
-[ "$full" = 1 ] && order=(ahead lead tokenrenew lowerexpiry lostlead "${order[@]}")
+order=(lostfence renew move fence restore side crash lower del token empty emptywit gap)
+[ "$full" = 1 ] && order=(ahead lead sidemove tokenrenew lowerexpiry lostlead "${order[@]}")
 declare -A about=(
     [fence]="three claims of one number in turn (A, B, A), takeover, late and lost claims"
     [renew]="renewals applied late, after later ones; a lease expiring under a stalled holder"
@@ -71,6 +73,8 @@ declare -A about=(
     [emptywit]="as 'empty', hosts ahead by a previous fence's lead (past the creation's clock bound), the cluster made only once every holder left its witness; no stalls"
     [lostfence]="restored to a snapshot older than the fence whose lead hosts run (as 'lead'): the fence refuses until a witness shows that lead"
     [lostlead]="as 'lostfence', the operator passing the lost fence's lead (--lost-lead)"
+    [sidemove]="two numbers, a mark lowered under a held one, a move to a fresh number at any point, in the daemon's order (as 'side')"
+    [side]="as 'lowerexpiry', in the daemon's order: the raise that gives a number up beside the next grant, scan and claim, the lease kept alive until it is confirmed"
 )
 # expected failures: what the rules cannot cover (docs/fences.md)
 declare -A known=(
@@ -92,10 +96,11 @@ declare -A kabout=(
 # are checked to pass by --full only: they take long)
 mutants=(1:token:1 2:del:2 3:fence:3 4:del:3 5:restore:3 7:lower:4 8:lower:4 10:ahead:6
     11:ahead:6 12:gap:R-A 15:lower:R-E 16:restore:R-F 17:lead:R-F 18:renew:10 19:fence:12
-    20:renew:11 21:fence:9 22:move:- 23:empty:R-H 24:emptywit:7 25:lostfence:7 26:lostfence:R-G)
+    20:renew:11 21:fence:9 22:move:- 23:empty:R-H 24:emptywit:7 25:lostfence:7 26:lostfence:R-G
+    27:side:4)
 # mutants of rules that no configuration here shows needed: searched
 # exhaustively by --full, and reported (docs/fences.md says what covers them)
-unneeded=(1:restore:1 6:ahead:3 6:lowerexpiry:3 6:tokenrenew:3 9:restore:R-B 9:tokenrenew:R-B
+unneeded=(1:restore:1 6:ahead:3 6:lowerexpiry:3 6:tokenrenew:3 6:side:3 9:restore:R-B 9:tokenrenew:R-B
     13:restore:R-C 13:tokenrenew:R-C 14:restore:R-D 14:tokenrenew:R-D)
 [ "$full" = 1 ] || unneeded=()
 declare -A mname=(
@@ -125,6 +130,7 @@ declare -A mname=(
     [24]="a daemon makes the cluster on a store that holds a witness"
     [25]="the fence ignores what the witnesses say (deadline, the lost fence's lead)"
     [26]="the fence does not refuse on a restored store without a witness or --lost-lead"
+    [27]="a number given up keeps its lease alive no longer while its mark is confirmed"
 )
 
 # the mutants whose decision the model notes for model/replay.c; 11 and

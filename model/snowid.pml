@@ -112,7 +112,12 @@
  *             number is given up (a lost lease, a lost claim, MOVES, a stop)
  *             only once etcd confirmed its mark >= the deadline published
  *             for it, raising it if needed (rule 4); a stop (STOPS, SIGTERM)
- *             that cannot confirm does not revoke (R-E).  A new fence: re-
+ *             that cannot confirm does not revoke (R-E).  SIDE=1 (without
+ *             restores and crashes): in the daemon's order, the give-up's
+ *             confirmation runs beside the next grant, scan and claim, in a
+ *             process of its own (a raiser, one raise at a time), and keeps
+ *             the lease alive until it is confirmed; a stop waits for it.
+ *             Without SIDE the daemon confirms first, then claims.  A new fence: re-
  *             raise every number published (rule 6), then wait the settle
  *             pause (no claim until every other daemon that is alive has
  *             adopted it and re-raised its own), then claim again.  Crash
@@ -174,6 +179,8 @@
  *  25 rule 7: the fence ignores what witnesses say (deadline, lost lead)
  *  26 R-G: the fence does not refuse a restored store without a witness
  *     or --lost-lead
+ *  27 rule 4 (SIDE): a number given up keeps its lease alive no longer
+ *     while its mark is confirmed
  *  22 an experiment, not a code mutant: the within-client check expects a
  *     decrease; its failure shows the check is evaluated on pairs of IDs of
  *     one client.
@@ -267,6 +274,17 @@
 #ifndef CTRIES
 #define CTRIES 2  /* attempts to confirm a mark before giving a number up */
 #endif
+#ifndef SIDE
+#define SIDE 0    /* 1: the raise that gives a number up runs beside the next acquisition */
+#endif
+#if SIDE && (RESTORE || CRASHES > 0)
+#error SIDE is modelled without restores and crashes
+#endif
+#if SIDE
+#define HA (2 * H) /* answer slots: each daemon's, then each one's raiser's */
+#else
+#define HA H
+#endif
 #ifndef SLACK
 #define SLACK 0
 #endif
@@ -358,14 +376,28 @@ typedef Req {
 Req req[P];
 
 /* one answer slot per host */
-byte ans[H];        /* 0 none, 1 succeeded, 2 failed */
-bool ans_ours[H];   /* read back: workers/<n> has our lease and token */
-byte ans_hwm[H];    /* read back: the stored mark */
-byte ans_hrev[H];   /* read back: its mod revision (0: absent) */
-byte ans_ft[H];     /* read back: the fence token */
-byte ans_rev[H];    /* header.revision */
-byte ans_cid[H];    /* header.cluster_id */
-byte hold[H];       /* the daemon's current holding */
+byte ans[HA];        /* 0 none, 1 succeeded, 2 failed */
+bool ans_ours[HA];   /* read back: workers/<n> has our lease and token */
+byte ans_hwm[HA];    /* read back: the stored mark */
+byte ans_hrev[HA];   /* read back: its mod revision (0: absent) */
+byte ans_ft[HA];     /* read back: the fence token */
+byte ans_rev[HA];    /* header.revision */
+byte ans_cid[HA];    /* header.cluster_id */
+byte hold[HA];       /* the daemon's current holding */
+#if SIDE
+byte rq_n[H], rq_d[H], rq_L[H]; /* the raise handed to daemon h's raiser */
+bool rq_on[H];
+byte rkeep[H];      /* the lease daemon h keeps alive for its raise; 0: none */
+#if MUTANT == 27
+#define RKEPT(l) (0)
+#else
+#define RKEPT(l) (rkeep[0] == (l) || rkeep[1] == (l))
+#endif
+#define STALL_RKEEP(h) rkeep[h] = 0
+#else
+#define RKEPT(l) (0)
+#define STALL_RKEEP(h) skip
+#endif
 
 /* ---- segments ---- */
 byte gen[H];
@@ -533,7 +565,7 @@ inline expire(l) {
  * daemon cannot tell an expiry from a forgotten lease, nor needs to (R-D):
  * there any lease may expire at any moment, a superset of the stalls */
 #if STALLING
-#define MAY_EXPIRE(l) (curL[0] != l && curL[1] != l)
+#define MAY_EXPIRE(l) (curL[0] != l && curL[1] != l && !RKEPT(l))
 #define KEPT(h) (curL[h] == L)
 #else
 #define MAY_EXPIRE(l) (1)
@@ -789,9 +821,9 @@ end:    do
 #if STALLING
         /* a daemon stalls past its TTL: its lease may expire from now on */
 #if STALL0
-        :: atomic { stalls[0] < STALLS && curL[0] != 0 -> curL[0] = 0; stalls[0]++ }
+        :: atomic { stalls[0] < STALLS && curL[0] != 0 -> curL[0] = 0; STALL_RKEEP(0); stalls[0]++ }
 #endif
-        :: atomic { stalls[1] < STALLS && curL[1] != 0 -> curL[1] = 0; stalls[1]++ }
+        :: atomic { stalls[1] < STALLS && curL[1] != 0 -> curL[1] = 0; STALL_RKEEP(1); stalls[1]++ }
 #endif
 #if DELS > 0
         :: atomic { dels < DELS && hrev[0] != 0 -> delete_mark(0) }
@@ -1305,6 +1337,21 @@ stop:
 #endif
 
 giveup:
+#if SIDE
+        /* the daemon's order: the raise that confirms cn's mark runs beside
+         * the next acquisition (marks_raise()), keeps the lease alive and
+         * revokes it once confirmed (rule 4) */
+        atomic {
+                rq_on[h] == 0 && rkeep[h] == 0 ->
+                rq_n[h] = cn; rq_d[h] = cd; rq_L[h] = L; rq_on[h] = 1;
+                if :: curL[h] == L -> rkeep[h] = L :: else -> skip fi; /* not if stalled */
+                curL[h] = 0; cn = 0; cd = 0; L = 0
+        };
+        if
+        :: quit -> atomic { rq_on[h] == 0 -> rkeep[h] = 0; goto end_exit } /* a stop waits for its raises */
+        :: else -> goto new_lease
+        fi;
+#endif
         /* rule 4: number cn is given up only once etcd confirmed its mark at
          * or above cd, the deadline published for it (rules:
          * rule4_confirmed: CONFIRMED notes each decision).  Without deletions or
@@ -1451,6 +1498,44 @@ end_wait:
 end_exit:
         skip
 }
+#if SIDE
+/* The raise that gives daemon h's number up, beside its next acquisition
+ * (rule 4, as at giveup: confirmed, or raised and read again; never
+ * confirmed: the lease is left to expire).  One at a time per daemon. */
+proctype Raiser(byte h) {
+        byte cn, cd, L, crev, ctries, slot, myft, me;
+        me = h + H; /* its answer slot */
+end_idle:
+        atomic { rq_on[h] && rq_L[h] != 0 -> cn = rq_n[h]; cd = rq_d[h]; L = rq_L[h]; rq_L[h] = 0; myft = ftok };
+confirm:
+        atomic {
+                if
+                :: hrev[cn] != 0 && hwm[cn] >= cd -> CONFIRMED(1); goto confirmed
+                :: !(hrev[cn] != 0 && hwm[cn] >= cd) && ctries >= CTRIES -> CONFIRMED(0); goto unconfirmed
+                :: !(hrev[cn] != 0 && hwm[cn] >= cd) && ctries < CTRIES ->
+                        CONFIRMED(0); crev = hrev[cn]; ctries++
+                fi
+        }
+        send(me, R_RAISE, cn, 0, 0, cd, crev, slot);
+        crev = 0;
+        await(me, slot);
+        slot = 0;
+        if
+        :: ans[me] == 1 -> forget_answer(me); goto confirmed
+        :: ans[me] == 2 -> forget_answer(me); goto confirm
+        :: ans[me] == 0 -> goto confirm
+        fi;
+confirmed:
+        atomic { revoke(L); rkeep[h] = 0; cn = 0; cd = 0; L = 0; ctries = 0; rq_on[h] = 0; goto end_idle };
+unconfirmed:
+        /* never confirmed: the lease stays kept while the daemon lives (a
+         * stop exits, and leaves it to expire); this raiser takes no other */
+        atomic { cn = 0; cd = 0; L = 0; ctries = 0; rq_on[h] = 0 };
+end_stuck:
+        false
+}
+#endif
+
 proctype Client(byte h; byte c) {
         byte g, w, d, x, now, k, li, lastx, lastw, lep, tries;
         bool have;
@@ -1527,6 +1612,10 @@ init {
                 run Etcd();
                 run Daemon(0);
                 run Daemon(1);
+#if SIDE
+                run Raiser(0);
+                run Raiser(1);
+#endif
                 run Client(0, 0);
                 run Client(1, 0);
 #if C == 2
