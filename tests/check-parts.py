@@ -12,8 +12,10 @@
   beside their store_* names) is listed below;
 - etcd.h and pg.h are included only inside store/;
 - the holder asks the store by its verbs (store/verbs.h) only: it builds no
-  request, sends none by store_call(), and reads no answer's JSON (range.c,
-  which reads a region's record, a value in its own JSON form, aside).
+  request, sends none by store_call(), reads no answer's JSON (range.c,
+  which reads a region's record, a value in its own JSON form, aside), and
+  includes no txn.h (the transactions' pieces; the values it stores are
+  values.h's).
 
 Usage: check-parts.py SOURCE_ROOT
 """
@@ -91,6 +93,10 @@ def main():
         for inc in re.findall(r'#include "((?:etcd|pg|pg-int)\.h)"', open(path).read()):
             problems.append(f"{os.path.relpath(path, ROOT)} includes {inc}, private to store/")
 
+    for path in files(holder):
+        if '#include "txn.h"' in open(path, encoding="utf-8").read():
+            problems.append(f"{os.path.relpath(path, ROOT)} includes txn.h, the transactions' "
+                            "pieces: the holder asks by verbs")
     for path in files(holder, (".c",)):
         if path.endswith("range.c"):
             continue

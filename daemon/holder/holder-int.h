@@ -24,7 +24,7 @@
 #include "publish.h"
 #include "rules.h"
 #include "store.h"
-#include "txn.h"
+#include "values.h"
 #include "verbs.h"
 
 enum hstate {

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "cluster-ident.h"
+#include "values.h"
 
 struct kv {
         char *key;
@@ -44,16 +45,6 @@ json_t *txn_kvs(const json_t *root, size_t i);
 int txn_kv(const json_t *root, size_t i, struct kv *kv);
 int kv_parse(const json_t *j, struct kv *kv);
 void kv_clear(struct kv *kv);
-/* A stored mark: exactly 20 decimal digits. */
-int parse_mark(const char *v, size_t len, uint64_t *ret);
-/* A fence value: {"token": 32 hex digits, "era": unix ms, "claims_above": ms,
- * "made": true (optional), "cluster_id": decimal digits in a string
- * (optional)}. */
-int fence_parse(const char *v, size_t len, struct cluster_ident *c);
-/* A new fence value with a random token, after the era `after` (0: none),
- * naming cluster_id (0: none); made: by the cluster's creation. */
-int fence_make(uint64_t claims_above, uint64_t after, uint64_t cluster_id, bool made,
-               struct cluster_ident *c);
 /* Whether the fence and layout read at ops i (fence) and i + 1 (layout) of
  * an answer are the ones in c: 1 same, 0 changed or absent, -EBADMSG. */
 int txn_cluster_same(const json_t *root, size_t i, const struct cluster_ident *c);

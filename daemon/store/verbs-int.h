@@ -31,7 +31,6 @@ struct verb {
         void (*cb)(void); /* the verb's own type, by kind */
         void *userdata;
         const struct cluster_ident *cl;
-        uint32_t worker;
         int64_t lease;
         char value[320];
         uint64_t workers;
