@@ -15,7 +15,9 @@
   request, sends none by store_call(), reads no answer's JSON (range.c,
   which reads a region's record, a value in its own JSON form, aside), and
   includes no txn.h (the transactions' pieces; the values it stores are
-  values.h's).
+  values.h's); nor, through any header, store.h or jansson.h (range.c
+  aside): it sees the store through store-api.h and verbs.h, and answers
+  as struct store_answer.
 
 Usage: check-parts.py SOURCE_ROOT
 """
@@ -97,6 +99,31 @@ def main():
         if '#include "txn.h"' in open(path, encoding="utf-8").read():
             problems.append(f"{os.path.relpath(path, ROOT)} includes txn.h, the transactions' "
                             "pieces: the holder asks by verbs")
+    dirs = [os.path.join(DAEMON, d) for d in ("", "rules", "store", "holder", "clock", "serve")]
+    dirs += [os.path.join(ROOT, "shm"), os.path.join(ROOT, "libclient", "include")]
+
+    def closure(path, seen):
+        text = open(path, encoding="utf-8").read()
+        for sys_inc in re.findall(r"#include <([^>]+)>", text):
+            seen.add("<" + sys_inc + ">")
+        for inc in re.findall(r'#include "([^"]+)"', text):
+            if inc in seen:
+                continue
+            seen.add(inc)
+            for d in [os.path.dirname(path)] + dirs:
+                if os.path.exists(os.path.join(d, inc)):
+                    closure(os.path.join(d, inc), seen)
+                    break
+        return seen
+
+    for path in files(holder, (".c",)):
+        if path.endswith("range.c"):
+            continue
+        seen = closure(path, set())
+        for bad in ("store.h", "<jansson.h>", "txn.h", "etcd.h", "pg.h"):
+            if bad in seen:
+                problems.append(f"{os.path.relpath(path, ROOT)} includes {bad}, through its "
+                                "headers: the holder sees store-api.h and verbs.h")
     for path in files(holder, (".c",)):
         if path.endswith("range.c"):
             continue

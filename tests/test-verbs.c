@@ -190,7 +190,7 @@ static struct store_scan scan_res;
 static int64_t got_lease, got_ttl;
 static int calls;
 
-static void on_claim(void *u, const struct store_reply *r, const struct store_claimed *c)
+static void on_claim(void *u, const struct store_answer *r, const struct store_claimed *c)
 {
         (void)u;
         (void)r;
@@ -198,7 +198,7 @@ static void on_claim(void *u, const struct store_reply *r, const struct store_cl
         calls++;
 }
 
-static void on_extend(void *u, const struct store_reply *r, const struct store_extended *e)
+static void on_extend(void *u, const struct store_answer *r, const struct store_extended *e)
 {
         (void)u;
         (void)r;
@@ -206,7 +206,7 @@ static void on_extend(void *u, const struct store_reply *r, const struct store_e
         calls++;
 }
 
-static void on_read(void *u, const struct store_reply *r, const struct store_read *rd)
+static void on_read(void *u, const struct store_answer *r, const struct store_read *rd)
 {
         (void)u;
         (void)r;
@@ -214,7 +214,7 @@ static void on_read(void *u, const struct store_reply *r, const struct store_rea
         calls++;
 }
 
-static void on_raise(void *u, const struct store_reply *r, const struct store_raised *rs)
+static void on_raise(void *u, const struct store_answer *r, const struct store_raised *rs)
 {
         (void)u;
         (void)r;
@@ -222,7 +222,7 @@ static void on_raise(void *u, const struct store_reply *r, const struct store_ra
         calls++;
 }
 
-static void on_scan(void *u, const struct store_reply *r, const struct store_scan *sc)
+static void on_scan(void *u, const struct store_answer *r, const struct store_scan *sc)
 {
         (void)u;
         (void)r;
@@ -235,7 +235,7 @@ static void on_scan(void *u, const struct store_reply *r, const struct store_sca
         calls++;
 }
 
-static void on_lease(void *u, const struct store_reply *r, int64_t lease, int64_t ttl)
+static void on_lease(void *u, const struct store_answer *r, int64_t lease, int64_t ttl)
 {
         (void)u;
         (void)r;
@@ -467,7 +467,7 @@ static char record_region[32], record_value[64];
 static struct store_creating creating_res;
 static bool done_ok, done_succeeded;
 
-static void on_cluster(void *u, const struct store_reply *r, const struct store_cluster *c)
+static void on_cluster(void *u, const struct store_answer *r, const struct store_cluster *c)
 {
         (void)u;
         (void)r;
@@ -481,7 +481,7 @@ static void on_cluster(void *u, const struct store_reply *r, const struct store_
         calls++;
 }
 
-static void on_creating(void *u, const struct store_reply *r, const struct store_creating *c)
+static void on_creating(void *u, const struct store_answer *r, const struct store_creating *c)
 {
         (void)u;
         (void)r;
@@ -489,7 +489,7 @@ static void on_creating(void *u, const struct store_reply *r, const struct store
         calls++;
 }
 
-static void on_done(void *u, const struct store_reply *r, bool ok, bool succeeded)
+static void on_done(void *u, const struct store_answer *r, bool ok, bool succeeded)
 {
         (void)u;
         (void)r;

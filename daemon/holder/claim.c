@@ -67,9 +67,9 @@ unsigned claim_next_backoff(struct holder *h, unsigned max)
  * too busy to serve (5xx), backs off up to half a lease TTL, so that a
  * fleet starting at once does not keep an overloaded store overloaded with
  * retries; any other failure retries within a second. */
-unsigned claim_failure_backoff(struct holder *h, const struct store_reply *r)
+unsigned claim_failure_backoff(struct holder *h, const struct store_answer *r)
 {
-        bool overloaded = !r->answered || r->http >= 500;
+        bool overloaded = !r->answered || r->status >= 500;
         return claim_next_backoff(h, overloaded ? full_retry_max(h) : RETRY_MAX_MS);
 }
 
@@ -84,7 +84,7 @@ void claim_restart(struct holder *h, unsigned delay_ms)
 
 static void scan(struct holder *h, bool full);
 
-static void on_grant(void *userdata, const struct store_reply *r, int64_t id, int64_t ttl)
+static void on_grant(void *userdata, const struct store_answer *r, int64_t id, int64_t ttl)
 {
         struct holder *h = userdata;
         struct holding *g = holder_by_tag(h, r->tag);
@@ -125,7 +125,7 @@ static uint64_t draw(void *state, uint64_t n)
         return (uint64_t)random() % n;
 }
 
-static void on_scan(void *userdata, const struct store_reply *r, const struct store_scan *sc)
+static void on_scan(void *userdata, const struct store_answer *r, const struct store_scan *sc)
 {
         struct holder *h = userdata;
         struct holding *g = holder_acquiring(h, r, H_SCAN);
@@ -255,7 +255,7 @@ static void claimed(struct holder *h)
         holder_publish(h);
 }
 
-static void on_claim(void *userdata, const struct store_reply *r, const struct store_claimed *c)
+static void on_claim(void *userdata, const struct store_answer *r, const struct store_claimed *c)
 {
         struct holder *h = userdata;
         struct holding *g = holder_acquiring(h, r, H_CLAIM);
@@ -294,7 +294,7 @@ static void on_claim(void *userdata, const struct store_reply *r, const struct s
         }
         /* taken by another daemon, the mark moved, or the lease died */
         log_debug("Worker %" PRId32 " could not be claimed (%s)", g->worker,
-                  r->http == 200 ? "taken" : r->error);
+                  r->status == 200 ? "taken" : r->error);
         claim_restart(h, 10 + (unsigned)(random() % 50));
 }
 
@@ -353,7 +353,7 @@ static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t 
 
 static void on_settle_retry_timer(struct holder *h);
 
-static void on_settle(void *userdata, const struct store_reply *r, const struct store_read *rd)
+static void on_settle(void *userdata, const struct store_answer *r, const struct store_read *rd)
 {
         struct holder *h = userdata;
         struct holding *g = holder_acquiring(h, r, H_SETTLE);

@@ -11,5 +11,5 @@ void claim_start(struct holder *h, bool fresh);
 void claim_restart(struct holder *h, unsigned delay_ms);
 /* claim_next_backoff(), up to half a lease TTL when the store did not
  * answer or answered 5xx, else up to a second */
-unsigned claim_failure_backoff(struct holder *h, const struct store_reply *r);
+unsigned claim_failure_backoff(struct holder *h, const struct store_answer *r);
 unsigned claim_next_backoff(struct holder *h, unsigned max);

@@ -83,7 +83,7 @@ static void init_marks(struct holder *h);
 /* Whether this host creates the cluster.  Creating it is idempotent (every
  * step compares), so the key only spares the store a fleet's worth of the
  * same work when a fleet starts on a cluster that does not exist yet. */
-static void on_create_lock(void *userdata, const struct store_reply *r,
+static void on_create_lock(void *userdata, const struct store_answer *r,
                            const struct store_creating *ck)
 {
         struct holder *h = userdata;
@@ -160,7 +160,7 @@ static void init_more(struct holder *h)
 }
 
 /* the batches answer in any order */
-static void on_init(void *userdata, const struct store_reply *r, bool ok, bool succeeded)
+static void on_init(void *userdata, const struct store_answer *r, bool ok, bool succeeded)
 {
         struct holder *h = userdata;
         if (r->cluster_id)
@@ -192,7 +192,7 @@ static int init_batch(struct holder *h, uint64_t from)
         return store_init_marks(h->store, from, to < workers ? to : workers, on_init, h);
 }
 
-static void on_create(void *userdata, const struct store_reply *r, bool ok, bool succeeded)
+static void on_create(void *userdata, const struct store_answer *r, bool ok, bool succeeded)
 {
         struct holder *h = userdata;
         (void)r;
@@ -225,7 +225,7 @@ static void create_cluster(struct holder *h)
 
 /* ---- a witness: what a halted daemon knew, for the fence to cover ---- */
 
-static void on_witness(void *userdata, const struct store_reply *r, bool ok, bool succeeded)
+static void on_witness(void *userdata, const struct store_answer *r, bool ok, bool succeeded)
 {
         struct holder *h = userdata;
         (void)succeeded;
@@ -265,7 +265,8 @@ static void witness_send(struct holder *h)
                 store_witness_put(h->store, h->token, &w, on_witness, h, h->witness_gen) >= 0;
 }
 
-static void on_witness_deleted(void *userdata, const struct store_reply *r, bool ok, bool succeeded)
+static void on_witness_deleted(void *userdata, const struct store_answer *r, bool ok,
+                               bool succeeded)
 {
         struct holder *h = userdata;
         /* a witness left behind only asks more of the next fence */
@@ -289,7 +290,7 @@ void cluster_witness_done(struct holder *h)
         h->witness_sending = store_witness_delete(h->store, h->token, on_witness_deleted, h) >= 0;
 }
 
-static void on_cluster(void *userdata, const struct store_reply *r, const struct store_cluster *cr)
+static void on_cluster(void *userdata, const struct store_answer *r, const struct store_cluster *cr)
 {
         struct holder *h = userdata;
         const struct cluster_ident *c = &cr->c;
@@ -448,7 +449,7 @@ void cluster_halt(struct holder *h, enum halt why)
  * that names another fence or layout than h->cl (ok and same, as a verb's
  * result says them; same 1 for an answer that compared none).  Otherwise
  * it halts or reads the cluster again, and the answer is ignored. */
-bool cluster_ok(struct holder *h, const struct store_reply *r, bool ok, int same)
+bool cluster_ok(struct holder *h, const struct store_answer *r, bool ok, int same)
 {
         if (h->halted != HALT_NONE)
                 return false;

@@ -6,5 +6,5 @@
 
 void cluster_read(struct holder *h);
 void cluster_read_in(struct holder *h, unsigned ms);
-bool cluster_ok(struct holder *h, const struct store_reply *r, bool ok, int same);
+bool cluster_ok(struct holder *h, const struct store_answer *r, bool ok, int same);
 void cluster_halt(struct holder *h, enum halt why);

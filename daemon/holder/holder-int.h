@@ -23,7 +23,7 @@
 #include "holder.h"
 #include "publish.h"
 #include "rules.h"
-#include "store.h"
+#include "store-api.h"
 #include "values.h"
 #include "verbs.h"
 
@@ -186,13 +186,13 @@ uint64_t holder_id_ms(const struct holder *h, bool wall);
 /* The holding a request's tag names, or NULL. */
 struct holding *holder_by_tag(struct holder *h, uint64_t tag);
 /* Every answer: reachability, a full store, a restore seen. */
-void holder_note_answer(struct holder *h, const struct store_reply *r);
+void holder_note_answer(struct holder *h, const struct store_answer *r);
 /* The store full or not: said once, on every report. */
 void holder_store_full(struct holder *h, bool full, const char *member);
 void holder_check_alarms(struct holder *h);
 /* The acquisition an answer is for, if it is still at that step; NULL for an
  * answer that arrives for an earlier holding or step (ignored). */
-struct holding *holder_acquiring(struct holder *h, const struct store_reply *r, enum hstate want);
+struct holding *holder_acquiring(struct holder *h, const struct store_answer *r, enum hstate want);
 /* Whether a number read holds this holding (its lease and value). */
 bool holder_ours(const struct holding *g, const struct store_number *n);
 /* Whether the answer about a number read could not be read, or its mark

@@ -114,12 +114,12 @@ void holder_lease_lives(struct holding *g, int64_t ttl_s)
         g->lease_until_ms = rule5_lease_until(g->lease_asked_ms, ttl_s);
 }
 
-void holder_note_answer(struct holder *h, const struct store_reply *r)
+void holder_note_answer(struct holder *h, const struct store_answer *r)
 {
         const struct answer_seen seen = {
                 .refused = r->err != STORE_ERR_NONE, /* refused.c says why */
                 .answered = r->answered,
-                .status = r->http,
+                .status = r->status,
                 .kv = r->kv,
                 .went_back = r->went_back,
                 .behind = r->behind,
@@ -171,7 +171,7 @@ void holder_store_full(struct holder *h, bool full, const char *member)
         holder_update_status(h);
 }
 
-static void on_alarms(void *userdata, const struct store_reply *r, bool ok, const char *member)
+static void on_alarms(void *userdata, const struct store_answer *r, bool ok, const char *member)
 {
         struct holder *h = userdata;
         (void)r;
@@ -195,7 +195,7 @@ void holder_check_alarms(struct holder *h)
 
 /* The acquisition an answer is for, if it is still at that step; NULL for an
  * answer that arrives for an earlier holding or step (ignored). */
-struct holding *holder_acquiring(struct holder *h, const struct store_reply *r, enum hstate want)
+struct holding *holder_acquiring(struct holder *h, const struct store_answer *r, enum hstate want)
 {
         struct holding *g = holder_by_tag(h, r->tag);
         holder_note_answer(h, r);
@@ -337,7 +337,7 @@ void holder_halted(struct holder *h)
 
 /* ---- acquiring a number: grant, scan, claim, settle ---- */
 
-static void on_revoke(void *userdata, const struct store_reply *r, bool gone)
+static void on_revoke(void *userdata, const struct store_answer *r, bool gone)
 {
         struct holder *h = userdata;
         if (!gone)

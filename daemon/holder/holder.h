@@ -18,7 +18,7 @@
 #include "config.h"
 #include "publish.h"
 #include "snowid.h"
-#include "store.h"
+#include "store-api.h"
 
 struct holder;
 

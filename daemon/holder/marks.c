@@ -149,7 +149,7 @@ static void raise_later(struct holder *h)
  * raises end or the stop's time runs out. */
 static void raise_keep_arm(struct holder *h);
 
-static void on_raise_keepalive(void *userdata, const struct store_reply *r, int64_t lease,
+static void on_raise_keepalive(void *userdata, const struct store_answer *r, int64_t lease,
                                int64_t ttl_s)
 {
         struct holder *h = userdata;
@@ -197,7 +197,7 @@ static void raise_keep_arm(struct holder *h)
                                 on_raise_keep_timer);
 }
 
-static void on_raise(void *userdata, const struct store_reply *r, const struct store_raised *rs)
+static void on_raise(void *userdata, const struct store_answer *r, const struct store_raised *rs)
 {
         struct holder *h = userdata;
         struct mark_raise *m = raise_by_tag(h, r->tag);

@@ -16,7 +16,7 @@
 #include "range.h"
 #include "region.h"
 
-static void on_record(void *userdata, const struct store_reply *r, bool ok, bool succeeded)
+static void on_record(void *userdata, const struct store_answer *r, bool ok, bool succeeded)
 {
         struct holder *h = userdata;
         if (!ok) {

@@ -76,7 +76,8 @@ static bool taken_back(struct holder *h, const struct holding *g, bool other, bo
         return true;
 }
 
-static void on_lease_check(void *userdata, const struct store_reply *r, const struct store_read *rd)
+static void on_lease_check(void *userdata, const struct store_answer *r,
+                           const struct store_read *rd)
 {
         struct holder *h = userdata;
         struct holding *g = holder_by_tag(h, r->tag);
@@ -118,7 +119,7 @@ static void lease_check(struct holder *h, struct holding *g)
                 holder_lost(h, "its lease is unknown and its mark could not be read");
 }
 
-static void on_keepalive(void *userdata, const struct store_reply *r, int64_t id, int64_t ttl)
+static void on_keepalive(void *userdata, const struct store_answer *r, int64_t id, int64_t ttl)
 {
         struct holder *h = userdata;
         struct holding *g = holder_by_tag(h, r->tag);
@@ -161,7 +162,7 @@ static void on_keepalive(void *userdata, const struct store_reply *r, int64_t id
         holder_lost(h, "its lease expired");
 }
 
-static void on_extend(void *userdata, const struct store_reply *r, const struct store_extended *e)
+static void on_extend(void *userdata, const struct store_answer *r, const struct store_extended *e)
 {
         struct holder *h = userdata;
         struct holding *g = holder_by_tag(h, r->tag);

@@ -201,3 +201,20 @@ void store_history_note(struct store_history *hist, int64_t rev_at_send, unsigne
                 hist->max_rev = r->revision;
         r->went_back = hist->went_back;
 }
+
+struct store_answer store_answer_of(const struct store_reply *r)
+{
+        return (struct store_answer){
+                .answered = r->answered,
+                .status = r->http,
+                .error = r->error,
+                .tag = r->tag,
+                .revision = r->revision,
+                .cluster_id = r->cluster_id,
+                .went_back = r->went_back,
+                .behind = r->behind,
+                .nospace = r->nospace,
+                .err = r->err,
+                .kv = r->kv,
+        };
+}

@@ -48,6 +48,7 @@ static bool range_at(const json_t *root, size_t i)
 /* [layout, fence, floor, workers/, hwm/, ranges/, witness/, hwm/<own>] */
 static void cluster_answer(struct verb *v, const struct store_reply *r)
 {
+        const struct store_answer a = store_answer_of(r);
         struct store_cluster c = {.ok = store_ok(r), .own_worker = v->own_worker};
         struct kv lk = {0}, fk = {0}, flk = {0}, *kvs = NULL;
         struct store_record *records = NULL;
@@ -120,7 +121,7 @@ static void cluster_answer(struct verb *v, const struct store_reply *r)
         }
         kv_clear(&own);
 done:
-        ((verb_cluster_cb)v->cb)(v->userdata, r, &c);
+        ((verb_cluster_cb)v->cb)(v->userdata, &a, &c);
         for (size_t k = 0; kvs && k < c.n_records; k++)
                 kv_clear(&kvs[k]);
         free(kvs);
@@ -196,6 +197,7 @@ int store_read_cluster(struct store *s, bool marks, int32_t own_worker, verb_clu
 /* [layout, creating]: the failure branch, or the poll */
 static void creating_answer(struct verb *v, const struct store_reply *r)
 {
+        const struct store_answer a = store_answer_of(r);
         struct store_creating c = {
                 .ok = store_ok(r), .succeeded = verb_succeeded(r), .layout = -1, .creating = -1};
         struct kv lk = {0}, ck = {0};
@@ -207,7 +209,7 @@ static void creating_answer(struct verb *v, const struct store_reply *r)
                         c.mod_rev = ck.mod_revision;
                 }
         }
-        ((verb_creating_cb)v->cb)(v->userdata, r, &c);
+        ((verb_creating_cb)v->cb)(v->userdata, &a, &c);
         kv_clear(&lk);
         kv_clear(&ck);
 }
@@ -326,17 +328,18 @@ int store_record_range(struct store *s, const char *region, const char *value, i
 
 static void alarms_answer(struct verb *v, const struct store_reply *r)
 {
+        const struct store_answer a = store_answer_of(r);
         const char *member = NULL;
-        json_t *a;
+        json_t *al;
         size_t i;
         if (store_ok(r))
-                json_array_foreach(json_object_get(r->json, "alarms"), i, a)
+                json_array_foreach(json_object_get(r->json, "alarms"), i, al)
                 {
-                        const char *kind = json_string_value(json_object_get(a, "alarm"));
+                        const char *kind = json_string_value(json_object_get(al, "alarm"));
                         if (kind && !strcmp(kind, "NOSPACE"))
-                                member = json_string_value(json_object_get(a, "memberID"));
+                                member = json_string_value(json_object_get(al, "memberID"));
                 }
-        ((verb_alarms_cb)v->cb)(v->userdata, r, store_ok(r), member);
+        ((verb_alarms_cb)v->cb)(v->userdata, &a, store_ok(r), member);
 }
 
 int store_alarms(struct store *s, verb_alarms_cb cb, void *userdata)
@@ -347,6 +350,7 @@ int store_alarms(struct store *s, verb_alarms_cb cb, void *userdata)
 
 void verb_cluster_answer(struct verb *v, const struct store_reply *r)
 {
+        const struct store_answer a = store_answer_of(r);
         switch (v->kind) {
         case V_CLUSTER:
                 cluster_answer(v, r);
@@ -355,7 +359,7 @@ void verb_cluster_answer(struct verb *v, const struct store_reply *r)
                 creating_answer(v, r);
                 break;
         case V_DONE:
-                ((verb_done_cb)v->cb)(v->userdata, r, store_ok(r), verb_succeeded(r));
+                ((verb_done_cb)v->cb)(v->userdata, &a, store_ok(r), verb_succeeded(r));
                 break;
         case V_ALARMS:
                 alarms_answer(v, r);

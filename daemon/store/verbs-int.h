@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include "store.h"
 #include "verbs.h"
 
 enum verb_kind {

@@ -135,6 +135,7 @@ static void scan_read(const struct store_reply *r, const struct verb *v, struct 
 static void on_answer(void *userdata, const struct store_reply *r)
 {
         struct verb *v = userdata;
+        const struct store_answer a = store_answer_of(r);
         int64_t id = 0, ttl = -1;
         switch (v->kind) {
         case V_GRANT:
@@ -142,7 +143,7 @@ static void on_answer(void *userdata, const struct store_reply *r)
                         id = 0;
                 if (!store_ok(r) || store_int64(r->json, "TTL", &ttl) < 0)
                         ttl = -1;
-                ((verb_lease_cb)v->cb)(v->userdata, r, id, ttl);
+                ((verb_lease_cb)v->cb)(v->userdata, &a, id, ttl);
                 break;
         case V_KEEPALIVE: {
                 json_t *res = r->json ? json_object_get(r->json, "result") : NULL;
@@ -150,17 +151,17 @@ static void on_answer(void *userdata, const struct store_reply *r)
                         ttl = -1;
                 else if (ttl < 0)
                         ttl = 0; /* unknown, said as a negative TTL */
-                ((verb_lease_cb)v->cb)(v->userdata, r, v->lease, ttl);
+                ((verb_lease_cb)v->cb)(v->userdata, &a, v->lease, ttl);
                 break;
         }
         case V_REVOKE:
-                ((verb_revoke_cb)v->cb)(v->userdata, r,
+                ((verb_revoke_cb)v->cb)(v->userdata, &a,
                                         store_ok(r) || (r->answered && r->http == 404));
                 break;
         case V_SCAN: {
                 struct store_scan sc = {0};
                 scan_read(r, v, &sc);
-                ((verb_scan_cb)v->cb)(v->userdata, r, &sc);
+                ((verb_scan_cb)v->cb)(v->userdata, &a, &sc);
                 free(sc.numbers);
                 break;
         }
@@ -177,7 +178,7 @@ static void on_answer(void *userdata, const struct store_reply *r)
                         number_at(r, v, -1, 4, &c.own);
                         c.own_read = !c.own.malformed;
                 }
-                ((verb_claim_cb)v->cb)(v->userdata, r, &c);
+                ((verb_claim_cb)v->cb)(v->userdata, &a, &c);
                 break;
         }
         case V_READ: {
@@ -186,7 +187,7 @@ static void on_answer(void *userdata, const struct store_reply *r)
                                         .succeeded = verb_succeeded(r),
                                         .same = verb_same_at(r, v, 2)};
                 number_at(r, v, 0, 1, &rd.n);
-                ((verb_read_cb)v->cb)(v->userdata, r, &rd);
+                ((verb_read_cb)v->cb)(v->userdata, &a, &rd);
                 break;
         }
         case V_EXTEND: {
@@ -197,7 +198,7 @@ static void on_answer(void *userdata, const struct store_reply *r)
                                            .same = write_same(r, v, 2)};
                 if (e.ok && !e.succeeded)
                         number_at(r, v, 0, 1, &e.n);
-                ((verb_extend_cb)v->cb)(v->userdata, r, &e);
+                ((verb_extend_cb)v->cb)(v->userdata, &a, &e);
                 break;
         }
         case V_RAISE: {
@@ -210,7 +211,7 @@ static void on_answer(void *userdata, const struct store_reply *r)
                                          "response_put");
                 if (!rs.put)
                         number_at(r, v, -1, 0, &rs.n);
-                ((verb_raise_cb)v->cb)(v->userdata, r, &rs);
+                ((verb_raise_cb)v->cb)(v->userdata, &a, &rs);
                 break;
         }
         default:

@@ -6,9 +6,9 @@
  * reads no JSON; verbs.c says each verb in the transactions both backends
  * speak today, and reads their answers back.
  *
- * Every result comes with the store_reply it was read from, for what every
- * answer carries (answered, status, revision, cluster ID, a restore seen, a
- * full store, a refusal); its body is verbs.c's to read.
+ * Every result comes with what its answer said besides (struct
+ * store_answer: answered, status, revision, cluster ID, a restore seen, a
+ * full store, a refusal); the answer itself is verbs.c's to read.
  *
  * `same` in a result: whether the answer names the fence and layout of cl,
  * the cluster ident the caller passed (read when the answer comes: the
@@ -23,7 +23,7 @@
 
 #include "cluster-ident.h"
 #include "reads.h"
-#include "store.h"
+#include "store-api.h"
 
 /* The keys' prefix, "/snowid/<cluster>/", for every verb after. */
 void store_set_prefix(struct store *s, const char *prefix);
@@ -37,12 +37,12 @@ void store_verbs_drop(struct store *s);
 /* lease: the lease granted (0: none, or malformed); ttl_s: its TTL (-1: no
  * answer, or malformed); for a keepalive, 0: the store does not know the
  * lease. */
-typedef void (*verb_lease_cb)(void *userdata, const struct store_reply *r, int64_t lease,
+typedef void (*verb_lease_cb)(void *userdata, const struct store_answer *r, int64_t lease,
                               int64_t ttl_s);
 int store_grant(struct store *s, unsigned ttl_s, verb_lease_cb cb, void *userdata, uint64_t tag);
 int store_keepalive(struct store *s, int64_t lease, verb_lease_cb cb, void *userdata, uint64_t tag);
 /* gone: revoked, or the store did not know it */
-typedef void (*verb_revoke_cb)(void *userdata, const struct store_reply *r, bool gone);
+typedef void (*verb_revoke_cb)(void *userdata, const struct store_answer *r, bool gone);
 int store_revoke(struct store *s, int64_t lease, verb_revoke_cb cb, void *userdata);
 
 /* ---- numbers ---- */
@@ -56,7 +56,7 @@ struct store_scan {
         uint64_t workers;             /* numbers[] has this many */
         struct store_number *numbers; /* numbers not read: as if held; NULL: none read */
 };
-typedef void (*verb_scan_cb)(void *userdata, const struct store_reply *r,
+typedef void (*verb_scan_cb)(void *userdata, const struct store_answer *r,
                              const struct store_scan *scan);
 #define STORE_SAMPLE_MAX 8
 /* sample: the numbers to read (sampled, at most STORE_SAMPLE_MAX), or NULL
@@ -90,7 +90,7 @@ struct store_claimed {
         bool own_read;
         struct store_number own;
 };
-typedef void (*verb_claim_cb)(void *userdata, const struct store_reply *r,
+typedef void (*verb_claim_cb)(void *userdata, const struct store_answer *r,
                               const struct store_claimed *c);
 int store_claim(struct store *s, const struct store_claim_req *req, verb_claim_cb cb,
                 void *userdata, uint64_t tag);
@@ -102,7 +102,7 @@ struct store_read {
         int same;
         struct store_number n;
 };
-typedef void (*verb_read_cb)(void *userdata, const struct store_reply *r,
+typedef void (*verb_read_cb)(void *userdata, const struct store_answer *r,
                              const struct store_read *rd);
 int store_read_number(struct store *s, const struct cluster_ident *cl, uint32_t worker,
                       const char *value, verb_read_cb cb, void *userdata, uint64_t tag);
@@ -116,7 +116,7 @@ struct store_extended {
         int same;
         struct store_number n;
 };
-typedef void (*verb_extend_cb)(void *userdata, const struct store_reply *r,
+typedef void (*verb_extend_cb)(void *userdata, const struct store_answer *r,
                                const struct store_extended *e);
 int store_extend(struct store *s, const struct cluster_ident *cl, uint32_t worker, int64_t lease,
                  const char *value, uint64_t mark, int64_t own_rev, verb_extend_cb cb,
@@ -130,14 +130,14 @@ struct store_raised {
         int same;
         struct store_number n;
 };
-typedef void (*verb_raise_cb)(void *userdata, const struct store_reply *r,
+typedef void (*verb_raise_cb)(void *userdata, const struct store_answer *r,
                               const struct store_raised *rs);
 int store_raise(struct store *s, const struct cluster_ident *cl, uint32_t worker, bool put,
                 uint64_t mark, int64_t modrev, verb_raise_cb cb, void *userdata, uint64_t tag);
 
 /* ---- the cluster (verbs-cluster.c) ---- */
 
-typedef void (*verb_cluster_cb)(void *userdata, const struct store_reply *r,
+typedef void (*verb_cluster_cb)(void *userdata, const struct store_answer *r,
                                 const struct store_cluster *c);
 /* marks: read the highest mark (the host that makes the cluster); own_worker
  * >= 0: read the mark of that number too */
@@ -153,13 +153,13 @@ struct store_creating {
         char value[128];
         int64_t mod_rev;
 };
-typedef void (*verb_creating_cb)(void *userdata, const struct store_reply *r,
+typedef void (*verb_creating_cb)(void *userdata, const struct store_answer *r,
                                  const struct store_creating *c);
 int store_creating(struct store *s, bool poll, const char *value, int64_t stale_rev,
                    verb_creating_cb cb, void *userdata, uint64_t tag);
 
 /* A write's answer: ok (answered, 200, JSON) and whether it was applied. */
-typedef void (*verb_done_cb)(void *userdata, const struct store_reply *r, bool ok, bool succeeded);
+typedef void (*verb_done_cb)(void *userdata, const struct store_answer *r, bool ok, bool succeeded);
 /* Marks 0 for numbers [from, to) where absent, while there is no layout and
  * no floor. */
 int store_init_marks(struct store *s, uint64_t from, uint64_t to, verb_done_cb cb, void *userdata);
@@ -184,6 +184,6 @@ int store_record_range(struct store *s, const char *region, const char *value, i
 
 /* Whether the store says it is full (etcd's NOSPACE alarm): member, the
  * member that said so, or NULL; ok: the store answered the question. */
-typedef void (*verb_alarms_cb)(void *userdata, const struct store_reply *r, bool ok,
+typedef void (*verb_alarms_cb)(void *userdata, const struct store_answer *r, bool ok,
                                const char *member);
 int store_alarms(struct store *s, verb_alarms_cb cb, void *userdata);
