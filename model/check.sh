@@ -80,6 +80,7 @@ declare -A about=(
 declare -A known=(
     [sameid]="$small -DT=4 -DW=1 -DRENEWALS=1 -DCRASHES=1 -DLMAX=3 -DRESTORE=1 -DGAP=1 -DLOSS=0 -DNEWID=0"
     [aheadstall]="$small -DT=5 -DW=1 -DRENEWALS=1 -DCRASHES=0 -DLMAX=3 -DRESTORE=1 -DLOSS=0 -DHOSTAHEAD=1"
+    [lowerloss]="$small -DT=4 -DW=1 -DRENEWALS=1 -DCRASHES=0 -DLMAX=3 -DDELS=1 -DLOWERS=1 -DLOSS=1 -DSTALL0=0 -DSTOPS=1 -DSTALLS=0"
     [lowstall]="$small -DT=4 -DW=1 -DRENEWALS=1 -DCRASHES=0 -DLMAX=3 -DDELS=1 -DLOWERS=1 -DLOSS=0 -DSTOPS=1"
     [inflight]="$small -DT=4 -DW=1 -DRENEWALS=1 -DCRASHES=0 -DLMAX=2 -DRESTORE=1 -DGAP=1 -DLOSS=0 -DSTALL0=0 -DNEWID=0 -DREFILL=0"
     [emptylead]="$small -DT=5 -DW=1 -DRENEWALS=0 -DCRASHES=0 -DLMAX=2 -DRESTORE=1 -DGAP=1 -DLOSS=0 -DEMPTYSNAP=1 -DSTALL0=0 -DLEADPREV=1"
@@ -87,6 +88,7 @@ declare -A known=(
 declare -A kabout=(
     [sameid]="restored without a new cluster ID, daemons reaching it before the fence (the procedure's step: a new --initial-cluster-token)"
     [aheadstall]="a host's deadline past the fence's clock bound, and that host stalled across the fence (the assumption of --ahead)"
+    [lowerloss]="as 'lower', with answers lost: a stop whose confirmation never comes leaves its lease to run out, and the mark is lowered meanwhile"
     [lowstall]="as 'lower', host 0 may stall: a mark lowered under a holder that stalls before it raised it again"
     [inflight]="restored without a new cluster ID and not refilled by other writes, reached before the fence: a claim sent before the restore, applied after it"
     [emptylead]="as 'empty', hosts ahead by a fence's lead, past the creation's clock bound: a daemon makes the cluster before they leave their witnesses (or they are stalled)"
@@ -189,7 +191,7 @@ pool() { # pool NAME FLAGS: starts one search, once fewer than two run
 for c in "${order[@]}"; do
     pool "model-$c" "${cfg[$c]}"
 done
-[ "$full" = 1 ] || unset 'known[aheadstall]'
+[ "$full" = 1 ] || unset 'known[aheadstall]' 'known[lowerloss]'
 for k in "${!known[@]}"; do
     pool "known-$k" "${known[$k]}"
 done
