@@ -8,6 +8,7 @@ import base64
 import contextlib
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -33,6 +34,24 @@ def log(msg):
 
 
 def free_port():
+    """A port nothing is bound to, below the kernel's ephemeral range: a
+    port bind() picks itself comes from that range, where an outgoing
+    connection (a client of another test's server) can take it as its own
+    local port before the server meant for it binds it."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    rng = random.Random()
+    for _ in range(1000):
+        port = rng.randint(10000, max(low - 1, 10001))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
