@@ -18,6 +18,7 @@
 #include "fence.h"
 #include "log.h"
 #include "rules.h"
+#include "trace.h"
 #include "txn.h"
 
 struct fence_run {
@@ -387,6 +388,8 @@ int cmd_fence(int argc, char **argv)
 {
         struct fence_run f = {.ahead_ms = FENCE_AHEAD_MS, .lost_lead_ms = -1, .result = 1};
         struct settings cfg;
+        if (trace_start("snowid fence") < 0)
+                return 1;
         /* --ahead is ours; everything else is snowidd's settings */
         char **args = calloc((size_t)argc + 1, sizeof(char *));
         int n = 0;

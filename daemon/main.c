@@ -22,6 +22,7 @@
 #include "holder.h"
 #include "http.h"
 #include "log.h"
+#include "trace.h"
 #include "handshake.h"
 #include "macro.h"
 #include "publish.h"
@@ -320,6 +321,8 @@ int main(int argc, char **argv)
         log_max_level = cfg.log_level;
         if (cfg.prepare_runtime_dir)
                 return prepare_runtime_dir(cfg.runtime_dir, cfg.prepare_uid, cfg.prepare_gid);
+        if (trace_start("snowidd") < 0)
+                return EXIT_FAILURE;
 
         /* under systemd, what an earlier snowidd stored comes back */
         int ctl_fd = -1, ctr_fd = -1, listen_fd = -1;

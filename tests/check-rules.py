@@ -9,8 +9,11 @@
   model (MUTANT == k or != k), and is built into a test that must fail
   (tests/meson.build's rules_mutants), and that list has no other number;
 - every decision the model notes for its replay ("@rule..." printed) is
-  one rules.h declares and one model/replay.c replays, and every one
-  model/replay.c replays is noted by the model;
+  one rules.h declares and one model/replay.c replays in the model's shape,
+  and every one model/replay.c replays so is noted by the model;
+- rules.c notes every decision rules.h declares but rule3_mark (a part of
+  the claim start) for a trace, and model/replay.c replays each in the
+  code's shape;
 - daemon/rules/ includes nothing but the C library's pure headers, its own,
   and the plain data of cluster-ident.h, reads.h and snowid.h.
 
@@ -61,7 +64,16 @@ def main():
         problems.append(f"mutant {k}: only in {where} (rules.c's and rules_mutants must agree)")
 
     noted = set(re.findall(r'"@(rule[0-9]+_[a-z0-9_]+) ', model))
-    replayed = set(re.findall(r'\{"(rule[0-9]+_[a-z0-9_]+)", [0-9]+, d_', read("model", "replay.c")))
+    shapes = re.findall(r'\{"(rule[0-9]+_[a-z0-9_]+)", [0-9]+, d_[a-z0-9_]+, (MODEL|CODE|BOTH)\}',
+                        read("model", "replay.c"))
+    replayed = {n for n, by in shapes if by != "CODE"}
+    code_replayed = {n for n, by in shapes if by != "MODEL"}
+    traced = set(re.findall(r'NOTE\("(rule[0-9]+_[a-z0-9_]+)"', rules))
+    for name in sorted(declared - {"rule3_mark"} - traced):
+        problems.append(f"{name}: rules.c does not note it for a trace")
+    for name in sorted(traced ^ code_replayed):
+        where = "rules.c notes" if name in traced else "model/replay.c replays"
+        problems.append(f"{name}: only {where} it in the code's shape (the two must agree)")
     if not noted:
         problems.append("model/snowid.pml notes no decision for model/replay.c")
     for name in sorted(noted - declared):
@@ -79,7 +91,8 @@ def main():
 
     for p in problems:
         print(f"check-rules: {p}", file=sys.stderr)
-    print(f"check-rules: {len(declared)} decisions ({len(noted)} replayed), {len(code_mutants)} mutants; "
+    print(f"check-rules: {len(declared)} decisions ({len(noted)} replayed from the model, {len(traced)} "
+          f"from traces), {len(code_mutants)} mutants; "
           f"{len(problems)} problems")
     return 1 if problems else 0
 

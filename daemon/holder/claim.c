@@ -24,6 +24,7 @@
 #include "cluster.h"
 #include "log.h"
 #include "marks.h"
+#include "trace.h"
 
 #define RETRY_MIN_MS 100
 #define RETRY_MAX_MS 1000
@@ -252,6 +253,7 @@ static void claimed(struct holder *h)
                  g->worker, (uint64_t)g->lease, g->mark);
         g->state = H_HELD;
         h->backoff_ms = 0;
+        TRACE_STEP("claimed", g->worker, (int64_t)g->start_ms, (int64_t)g->mark);
         holder_publish(h);
 }
 

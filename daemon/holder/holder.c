@@ -20,6 +20,7 @@
 #include "renew.h"
 #include "steps.h"
 #include "verdict.h"
+#include "trace.h"
 
 #define RETRY_MAX_MS 1000
 
@@ -389,6 +390,7 @@ void holder_publish(struct holder *h)
                 claim_restart(h, claim_next_backoff(h, RETRY_MAX_MS));
                 return;
         }
+        TRACE_STEP("publish", g->worker, (int64_t)p.start_ms, (int64_t)p.deadline);
         if (h->pub->replaced != h->pub_replaced) {
                 h->pub_replaced = h->pub->replaced;
                 h->stats.segments_replaced++;

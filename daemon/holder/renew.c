@@ -17,6 +17,7 @@
 #include "marks.h"
 #include "renew.h"
 #include "schedule.h"
+#include "trace.h"
 
 void holder_lost(struct holder *h, const char *why)
 {
@@ -221,11 +222,13 @@ static void on_extend(void *userdata, const struct store_answer *r, const struct
                 break;
         }
         h->stats.renewals++;
+        TRACE_STEP("marked", g->worker, (int64_t)v);
         if (v > g->mark)
                 g->mark = v;
         if (succeeded && e->revision > g->mark_rev)
                 g->mark_rev = e->revision; /* the put's mod revision is the txn's */
         shm_pub_extend(h->pub, g->mark);
+        TRACE_STEP("extend", g->worker, (int64_t)g->mark);
         if (h->store_full)
                 holder_store_full(h, false, NULL); /* a write went through */
         shm_pub_set_state(h->pub, SHM_STATE_LEASED);

@@ -12,6 +12,19 @@
 #define SNOWID_MUTANT 0
 #endif
 
+rules_note_fn *rules_note;
+
+/* Each decision as rules.h declares it: decided (decide_...), then noted
+ * for a trace if one is recorded.  The inputs are noted in the order
+ * model/replay.c reads them. */
+#define NOTE(name, result, ...)                                                                    \
+        do {                                                                                       \
+                if (rules_note) {                                                                  \
+                        const int64_t in_[] = {__VA_ARGS__};                                       \
+                        rules_note(name, sizeof(in_) / sizeof(in_[0]), in_, (int64_t)(result));    \
+                }                                                                                  \
+        } while (0)
+
 static uint64_t max2(uint64_t a, uint64_t b)
 {
         return a > b ? a : b;
@@ -31,7 +44,7 @@ uint64_t rule3_mark(bool marked, uint64_t mark, uint64_t floor)
 #endif
 }
 
-uint64_t rule3_claim_start(const struct rule3_claim *c)
+static uint64_t decide_rule3_claim_start(const struct rule3_claim *c)
 {
         uint64_t start = max2(c->now, rule3_mark(c->marked, c->mark, c->floor) + 1);
 #if SNOWID_MUTANT == 3 /* a marked number starts at now */
@@ -49,7 +62,8 @@ uint64_t rule3_claim_start(const struct rule3_claim *c)
 
 /* ---- rule 4 ---- */
 
-enum rule4_extension rule4_extension(bool succeeded, bool ours, uint64_t stored, uint64_t asked)
+static enum rule4_extension decide_rule4_extension(bool succeeded, bool ours, uint64_t stored,
+                                                   uint64_t asked)
 {
         if (succeeded)
                 return RULE4_EXTENDED;
@@ -62,7 +76,7 @@ enum rule4_extension rule4_extension(bool succeeded, bool ours, uint64_t stored,
 #endif
 }
 
-bool rule4_confirmed(bool valid, uint64_t stored, uint64_t target)
+static bool decide_rule4_confirmed(bool valid, uint64_t stored, uint64_t target)
 {
 #if SNOWID_MUTANT == 8 || SNOWID_MUTANT == 15 /* given up unconfirmed */
         (void)valid;
@@ -76,8 +90,8 @@ bool rule4_confirmed(bool valid, uint64_t stored, uint64_t target)
 
 /* ---- rule 5 ---- */
 
-enum rule5_answer rule5_answer(uint64_t known, uint64_t cluster, int64_t rev_at_send,
-                               int64_t revision, bool linearizable)
+static enum rule5_answer decide_rule5_answer(uint64_t known, uint64_t cluster, int64_t rev_at_send,
+                                             int64_t revision, bool linearizable)
 {
 #if SNOWID_MUTANT != 12
         if (known && cluster && cluster != known)
@@ -95,7 +109,7 @@ enum rule5_answer rule5_answer(uint64_t known, uint64_t cluster, int64_t rev_at_
         return RULE5_AS_SEEN;
 }
 
-bool rule5_foreign_fence(uint64_t fence_cluster, uint64_t answer_cluster)
+static bool decide_rule5_foreign_fence(uint64_t fence_cluster, uint64_t answer_cluster)
 {
 #if SNOWID_MUTANT == 12
         (void)fence_cluster;
@@ -106,7 +120,7 @@ bool rule5_foreign_fence(uint64_t fence_cluster, uint64_t answer_cluster)
 #endif
 }
 
-bool rule5_forgotten(int64_t acked_rev, int64_t modrev)
+static bool decide_rule5_forgotten(int64_t acked_rev, int64_t modrev)
 {
 #if SNOWID_MUTANT == 13
         (void)acked_rev;
@@ -117,7 +131,7 @@ bool rule5_forgotten(int64_t acked_rev, int64_t modrev)
 #endif
 }
 
-uint64_t rule5_lease_until(uint64_t asked_ms, int64_t ttl_s)
+static uint64_t decide_rule5_lease_until(uint64_t asked_ms, int64_t ttl_s)
 {
         if (ttl_s <= 0)
                 return 0;
@@ -127,7 +141,8 @@ uint64_t rule5_lease_until(uint64_t asked_ms, int64_t ttl_s)
         return ttl_ms > margin ? asked_ms + ttl_ms - margin : 0;
 }
 
-enum rule5_lease rule5_lease_answer(int64_t ttl_s, uint64_t boot_ms, uint64_t lease_until_ms)
+static enum rule5_lease decide_rule5_lease_answer(int64_t ttl_s, uint64_t boot_ms,
+                                                  uint64_t lease_until_ms)
 {
         if (ttl_s > 0)
                 return RULE5_LEASE_LIVES;
@@ -140,15 +155,15 @@ enum rule5_lease rule5_lease_answer(int64_t ttl_s, uint64_t boot_ms, uint64_t le
 #endif
 }
 
-bool rule5_taken_back(bool other, bool present, uint64_t stored, uint64_t acked_mark)
+static bool decide_rule5_taken_back(bool other, bool present, uint64_t stored, uint64_t acked_mark)
 {
         return other || (present && stored < acked_mark);
 }
 
 /* ---- rule 6 ---- */
 
-enum rule6_fence rule6_fence_read(const struct cluster_ident *known,
-                                  const struct cluster_ident *read, bool restore_seen)
+static enum rule6_fence decide_rule6_fence_read(const struct cluster_ident *known,
+                                                const struct cluster_ident *read, bool restore_seen)
 {
         if (!known)
                 return RULE6_ADOPT;
@@ -165,7 +180,7 @@ enum rule6_fence rule6_fence_read(const struct cluster_ident *known,
         return newer && !fence_first(read) ? RULE6_ADOPT : RULE6_RESTORED;
 }
 
-bool rule6_reraise(uint64_t published, uint64_t claims_above)
+static bool decide_rule6_reraise(uint64_t published, uint64_t claims_above)
 {
 #if SNOWID_MUTANT == 10
         (void)published;
@@ -178,7 +193,8 @@ bool rule6_reraise(uint64_t published, uint64_t claims_above)
 
 #define SETTLE_CLOCKS_MS 1000
 
-uint64_t rule6_settle_ms(unsigned mark_step_s, unsigned renew_ms, unsigned store_timeout_ms)
+static uint64_t decide_rule6_settle_ms(unsigned mark_step_s, unsigned renew_ms,
+                                       unsigned store_timeout_ms)
 {
 #if SNOWID_MUTANT == 11
         (void)mark_step_s;
@@ -191,7 +207,8 @@ uint64_t rule6_settle_ms(unsigned mark_step_s, unsigned renew_ms, unsigned store
 #endif
 }
 
-uint64_t rule6_settle_left_ms(const struct cluster_ident *c, uint64_t wall_ms, uint64_t settle_ms)
+static uint64_t decide_rule6_settle_left_ms(const struct cluster_ident *c, uint64_t wall_ms,
+                                            uint64_t settle_ms)
 {
         if (fence_first(c) || !c->era)
                 return 0;
@@ -199,15 +216,15 @@ uint64_t rule6_settle_left_ms(const struct cluster_ident *c, uint64_t wall_ms, u
         return age < settle_ms ? settle_ms - age : 0;
 }
 
-uint64_t rule6_clock_bound(uint64_t epoch_ms, uint64_t wall_unix_ms, uint64_t ahead_ms,
-                           unsigned window_s, unsigned mark_step_s)
+static uint64_t decide_rule6_clock_bound(uint64_t epoch_ms, uint64_t wall_unix_ms,
+                                         uint64_t ahead_ms, unsigned window_s, unsigned mark_step_s)
 {
         uint64_t id_ms = wall_unix_ms > epoch_ms ? wall_unix_ms - epoch_ms : 0;
         return id_ms + ahead_ms + ((uint64_t)window_s + mark_step_s) * 1000;
 }
 
-uint64_t rule6_lead_left(uint64_t epoch_ms, uint64_t era, uint64_t claims_above, uint64_t now_id_ms,
-                         unsigned slew_us_per_s)
+static uint64_t decide_rule6_lead_left(uint64_t epoch_ms, uint64_t era, uint64_t claims_above,
+                                       uint64_t now_id_ms, unsigned slew_us_per_s)
 {
 #if SNOWID_MUTANT == 17 /* the lead of the fence before not counted */
         (void)epoch_ms;
@@ -227,7 +244,7 @@ uint64_t rule6_lead_left(uint64_t epoch_ms, uint64_t era, uint64_t claims_above,
 #endif
 }
 
-uint64_t rule6_fence_lead(const struct rule6_fence_in *in)
+static uint64_t decide_rule6_fence_lead(const struct rule6_fence_in *in)
 {
         uint64_t left = in->lead_left;
 #if SNOWID_MUTANT != 25
@@ -241,9 +258,9 @@ uint64_t rule6_fence_lead(const struct rule6_fence_in *in)
 #endif
 }
 
-uint64_t rule6_fence_above(const struct rule6_fence_in *in)
+static uint64_t decide_rule6_fence_above(const struct rule6_fence_in *in)
 {
-        uint64_t above = rule6_fence_lead(in);
+        uint64_t above = decide_rule6_fence_lead(in);
 #if SNOWID_MUTANT != 25
         above = max2(above, in->witness_deadline);
 #endif
@@ -254,7 +271,7 @@ uint64_t rule6_fence_above(const struct rule6_fence_in *in)
 
 /* ---- rule 7 ---- */
 
-bool rule7_may_make(bool never_used, bool witnessed)
+static bool decide_rule7_may_make(bool never_used, bool witnessed)
 {
 #if SNOWID_MUTANT == 24
         (void)witnessed;
@@ -264,8 +281,8 @@ bool rule7_may_make(bool never_used, bool witnessed)
 #endif
 }
 
-uint64_t rule7_made_above(uint64_t epoch_ms, uint64_t wall_unix_ms, unsigned window_s,
-                          unsigned mark_step_s)
+static uint64_t decide_rule7_made_above(uint64_t epoch_ms, uint64_t wall_unix_ms, unsigned window_s,
+                                        unsigned mark_step_s)
 {
 #if SNOWID_MUTANT == 23 /* a cluster made anew claims above 0 */
         (void)epoch_ms;
@@ -274,11 +291,13 @@ uint64_t rule7_made_above(uint64_t epoch_ms, uint64_t wall_unix_ms, unsigned win
         (void)mark_step_s;
         return 0;
 #else
-        return rule6_clock_bound(epoch_ms, wall_unix_ms, FENCE_AHEAD_MS, window_s, mark_step_s);
+        return decide_rule6_clock_bound(epoch_ms, wall_unix_ms, FENCE_AHEAD_MS, window_s,
+                                        mark_step_s);
 #endif
 }
 
-bool rule7_fence_refuses(bool replaced_or_fenceless, bool witness_current, bool lost_lead_given)
+static bool decide_rule7_fence_refuses(bool replaced_or_fenceless, bool witness_current,
+                                       bool lost_lead_given)
 {
 #if SNOWID_MUTANT == 26
         (void)replaced_or_fenceless;
@@ -288,4 +307,166 @@ bool rule7_fence_refuses(bool replaced_or_fenceless, bool witness_current, bool 
 #else
         return replaced_or_fenceless && !witness_current && !lost_lead_given;
 #endif
+}
+
+/* ---- each decision, noted ---- */
+
+uint64_t rule3_claim_start(const struct rule3_claim *c)
+{
+        uint64_t r = decide_rule3_claim_start(c);
+        /* own: the last deadline published + 1, 0 for none (as the model) */
+        NOTE("rule3_claim_start", r, RULE3_FLOOR_SLACK_MS, c->now, c->marked, c->mark, c->floor,
+             c->claims_above, c->own_last ? c->own_last + 1 : 0);
+        return r;
+}
+
+enum rule4_extension rule4_extension(bool succeeded, bool ours, uint64_t stored, uint64_t asked)
+{
+        enum rule4_extension r = decide_rule4_extension(succeeded, ours, stored, asked);
+        NOTE("rule4_extension", r, succeeded, ours, stored, asked);
+        return r;
+}
+
+bool rule4_confirmed(bool valid, uint64_t stored, uint64_t target)
+{
+        bool r = decide_rule4_confirmed(valid, stored, target);
+        NOTE("rule4_confirmed", r, valid, stored, target);
+        return r;
+}
+
+enum rule5_answer rule5_answer(uint64_t known, uint64_t cluster, int64_t rev_at_send,
+                               int64_t revision, bool linearizable)
+{
+        enum rule5_answer r =
+                decide_rule5_answer(known, cluster, rev_at_send, revision, linearizable);
+        NOTE("rule5_answer", r, known, cluster, rev_at_send, revision, linearizable);
+        return r;
+}
+
+bool rule5_foreign_fence(uint64_t fence_cluster, uint64_t answer_cluster)
+{
+        bool r = decide_rule5_foreign_fence(fence_cluster, answer_cluster);
+        NOTE("rule5_foreign_fence", r, fence_cluster, answer_cluster);
+        return r;
+}
+
+bool rule5_forgotten(int64_t acked_rev, int64_t modrev)
+{
+        bool r = decide_rule5_forgotten(acked_rev, modrev);
+        NOTE("rule5_forgotten", r, acked_rev, modrev);
+        return r;
+}
+
+uint64_t rule5_lease_until(uint64_t asked_ms, int64_t ttl_s)
+{
+        uint64_t r = decide_rule5_lease_until(asked_ms, ttl_s);
+        NOTE("rule5_lease_until", r, asked_ms, ttl_s);
+        return r;
+}
+
+enum rule5_lease rule5_lease_answer(int64_t ttl_s, uint64_t boot_ms, uint64_t lease_until_ms)
+{
+        enum rule5_lease r = decide_rule5_lease_answer(ttl_s, boot_ms, lease_until_ms);
+        NOTE("rule5_lease_answer", r, ttl_s, boot_ms, lease_until_ms);
+        return r;
+}
+
+bool rule5_taken_back(bool other, bool present, uint64_t stored, uint64_t acked_mark)
+{
+        bool r = decide_rule5_taken_back(other, present, stored, acked_mark);
+        NOTE("rule5_taken_back", r, other, present, stored, acked_mark);
+        return r;
+}
+
+enum rule6_fence rule6_fence_read(const struct cluster_ident *known,
+                                  const struct cluster_ident *read, bool restore_seen)
+{
+        enum rule6_fence r = decide_rule6_fence_read(known, read, restore_seen);
+        /* the fences as the decision sees them: known at all, the same
+         * bytes, their eras, another token, the read one a cluster's first */
+        bool same = known && read->fence_len == known->fence_len &&
+                    !memcmp(read->fence, known->fence, read->fence_len);
+        NOTE("rule6_fence_read", r, known != NULL, same, restore_seen, read->era,
+             known ? known->era : 0, known && strcmp(read->token, known->token) != 0,
+             fence_first(read));
+        return r;
+}
+
+bool rule6_reraise(uint64_t published, uint64_t claims_above)
+{
+        bool r = decide_rule6_reraise(published, claims_above);
+        NOTE("rule6_reraise", r, published, claims_above);
+        return r;
+}
+
+uint64_t rule6_settle_ms(unsigned mark_step_s, unsigned renew_ms, unsigned store_timeout_ms)
+{
+        uint64_t r = decide_rule6_settle_ms(mark_step_s, renew_ms, store_timeout_ms);
+        NOTE("rule6_settle_ms", r, mark_step_s, renew_ms, store_timeout_ms);
+        return r;
+}
+
+uint64_t rule6_settle_left_ms(const struct cluster_ident *c, uint64_t wall_ms, uint64_t settle_ms)
+{
+        uint64_t r = decide_rule6_settle_left_ms(c, wall_ms, settle_ms);
+        NOTE("rule6_settle_left_ms", r, fence_first(c), c->era, wall_ms, settle_ms);
+        return r;
+}
+
+uint64_t rule6_clock_bound(uint64_t epoch_ms, uint64_t wall_unix_ms, uint64_t ahead_ms,
+                           unsigned window_s, unsigned mark_step_s)
+{
+        uint64_t r =
+                decide_rule6_clock_bound(epoch_ms, wall_unix_ms, ahead_ms, window_s, mark_step_s);
+        NOTE("rule6_clock_bound", r, epoch_ms, wall_unix_ms, ahead_ms, window_s, mark_step_s);
+        return r;
+}
+
+uint64_t rule6_lead_left(uint64_t epoch_ms, uint64_t era, uint64_t claims_above, uint64_t now_id_ms,
+                         unsigned slew_us_per_s)
+{
+        uint64_t r = decide_rule6_lead_left(epoch_ms, era, claims_above, now_id_ms, slew_us_per_s);
+        NOTE("rule6_lead_left", r, epoch_ms, era, claims_above, now_id_ms, slew_us_per_s);
+        return r;
+}
+
+#define FENCE_IN(in)                                                                               \
+        (in)->clock_bound, (in)->lead_left, (in)->witness_lead_left, (in)->witness_deadline,       \
+                (in)->lost_lead, (in)->stored_above, (in)->floor, (in)->highest_mark
+
+uint64_t rule6_fence_lead(const struct rule6_fence_in *in)
+{
+        uint64_t r = decide_rule6_fence_lead(in);
+        NOTE("rule6_fence_lead", r, FENCE_IN(in));
+        return r;
+}
+
+uint64_t rule6_fence_above(const struct rule6_fence_in *in)
+{
+        uint64_t r = decide_rule6_fence_above(in);
+        NOTE("rule6_fence_above", r, FENCE_IN(in));
+        return r;
+}
+
+bool rule7_may_make(bool never_used, bool witnessed)
+{
+        bool r = decide_rule7_may_make(never_used, witnessed);
+        NOTE("rule7_may_make", r, never_used, witnessed);
+        return r;
+}
+
+uint64_t rule7_made_above(uint64_t epoch_ms, uint64_t wall_unix_ms, unsigned window_s,
+                          unsigned mark_step_s)
+{
+        uint64_t r = decide_rule7_made_above(epoch_ms, wall_unix_ms, window_s, mark_step_s);
+        NOTE("rule7_made_above", r, FENCE_AHEAD_MS, epoch_ms, wall_unix_ms, window_s, mark_step_s);
+        return r;
+}
+
+bool rule7_fence_refuses(bool replaced_or_fenceless, bool witness_current, bool lost_lead_given)
+{
+        bool r =
+                decide_rule7_fence_refuses(replaced_or_fenceless, witness_current, lost_lead_given);
+        NOTE("rule7_fence_refuses", r, replaced_or_fenceless, witness_current, lost_lead_given);
+        return r;
 }

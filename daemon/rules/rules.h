@@ -19,6 +19,15 @@
 
 #include "cluster-ident.h"
 
+/* Whoever records a trace of the decisions (the daemon with SNOWID_TRACE
+ * set, docs/testing.md): called with each decision's name, its inputs in
+ * the order model/replay.c reads them, and what it gave.  NULL (the
+ * default): nothing is noted.  The decisions stay pure either way: a note
+ * changes nothing they give.  rule3_mark() is noted only through the claim
+ * start it is part of. */
+typedef void rules_note_fn(const char *name, unsigned n, const int64_t *in, int64_t result);
+extern rules_note_fn *rules_note;
+
 /* ---- rule 3: a claim never trusts an absent mark ---- */
 
 /* Above the floor by this much: floors raised by other hosts' renewals

@@ -546,8 +546,9 @@ def kill_quietly(p):
 
 
 class Daemon:
-    def __init__(self, h, etcd, instance=None, args=(), env=None, name="d", wrap=()):
+    def __init__(self, h, etcd, instance=None, args=(), env=None, name="d", wrap=(), binary=None):
         self.h = h
+        self.binary = binary or SNOWIDD
         self.wrap = list(wrap)
         self.name = name
         self.instance = instance or h.instance
@@ -567,7 +568,7 @@ class Daemon:
         self.h.cleanup(self.sock.close)
         env = dict(os.environ, NOTIFY_SOCKET=sock_path, **self.env)
         self.logf = self.h.path(f"{self.name}.log")
-        cmd = self.wrap + [SNOWIDD, "--config", "/dev/null", *store_args(self.etcd),
+        cmd = self.wrap + [self.binary, "--config", "/dev/null", *store_args(self.etcd),
                "--instance", self.instance,
                "--runtime-dir", self.h.rundir, "--log-level", "debug",
                # the tests time outages against the window: a mark written
