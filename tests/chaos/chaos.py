@@ -23,6 +23,7 @@ import json
 import os
 import pwd
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -388,7 +389,9 @@ class Host:
         shim = os.path.join(harness.BUILD, "tests", "libtimerfd-shim.so")
         env = {"LD_PRELOAD": f"{shim} {faketime_lib}", "FAKETIME_TIMESTAMP_FILE": self.clock_file,
                "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1",
-               "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
+               "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0",
+               # every decision of the rules, replayed on them at the end
+               "SNOWID_TRACE": h.path(f"trace-h{i}.txt")}
         self.daemon = Daemon(h, etcd, instance=self.instance, env=env, name=f"snowidd-h{i}",
                              wrap=net.wrap(self.ns),
                              args=["--cluster", CLUSTER, "--lease-ttl", str(LEASE_TTL_S),
@@ -703,7 +706,8 @@ class Chaos:
             "--cluster", CLUSTER, "--window", str(WINDOW_S), "--lost-lead", str(lost_ms)]
         t = time.monotonic()
         try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=30,
+                               env=dict(os.environ, SNOWID_TRACE=self.h.path("trace-fence.txt")))
         except subprocess.TimeoutExpired:
             self.note(f"snowid fence ({why}): no answer in 30 s")
             self.fences.append(f"{why}: timed out")
@@ -1197,6 +1201,26 @@ def recoveries(healed, began, per_host, t0, t1):
     return out, cut
 
 
+def replay_traces(h):
+    """Replays each trace (hosts' and the fences') on the rules
+    (build/tests/snowid-replay): (decisions replayed, [the first decision
+    each trace that differs took, or why it could not be read])."""
+    replay = os.path.join(harness.BUILD, "tests", "snowid-replay")
+    total, untrue = 0, []
+    for name in sorted(f for f in os.listdir(h.dir) if f.startswith("trace-")):
+        r = subprocess.run([replay, h.path(name)], capture_output=True, text=True, timeout=300)
+        out = (r.stdout + r.stderr).strip()
+        m = re.match(r"([0-9]+) decisions, each the same", out)
+        if r.returncode == 0 and m:
+            total += int(m.group(1))
+        else:
+            untrue.append(f"{name}: {out}")
+            log(f"trace {name} differs from the rules: {out}")
+    if not total:
+        untrue.append("no decision traced")
+    return total, untrue
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--store", choices=["etcd", "postgres"], default="etcd",
@@ -1298,6 +1322,7 @@ def main():
             f"{' + '.join(str(len(e)) for _, e in eras)} events, "
             f"{sum(len(v) for v in held.values())} holdings")
         total, dups, disorder, outside = check_ids(hosts, held, fresh)
+        traced, untrue = replay_traces(h)
 
         errors = {}
         for name, (lib, web) in results.items():
@@ -1338,7 +1363,7 @@ def main():
             restores = (f"; restores: {back} after {max(r[0] for r in chaos.restores):.1f} s "
                         f"at most, fenced after {max(r[1] for r in chaos.restores):.1f} s at most"
                         f" (from {since})")
-        ok = dups == 0 and disorder == 0 and outside == 0 and not mismatched
+        ok = dups == 0 and disorder == 0 and outside == 0 and not mismatched and not untrue
         print(f"chaos: seed {seed}, {a.duration:.0f} s, {a.hosts} hosts: {total:,} IDs checked, "
               f"{dups} duplicates, {disorder} out of order, {outside} outside their host's "
               f"holdings; faults: {faults} ({sum(chaos.counts.values())} in all); client errors: "
@@ -1348,7 +1373,8 @@ def main():
               f"after a fault ended: {slow[0]} ms ({slow[1]} on {slow[2]} at "
               f"+{(slow[3] - start_ms) / 1000:.1f} s; median {median} ms over the {len(stopped)} "
               f"that had stopped IDs; "
-              f"{cut} cut short by the next fault){restores}",
+              f"{cut} cut short by the next fault){restores}; traces: {traced:,} decisions "
+              f"replayed on the rules, {len(untrue)} differing",
               flush=True)
     except KeyboardInterrupt as e:
         log(f"chaos: interrupted ({e})")
