@@ -131,6 +131,7 @@ static unsigned fake_members(const struct settings *cfg)
 static const struct store_ops fake_ops = {
         .name = "fake",
         .title = "Fake",
+        .verbs = &store_txn_verbs,
         .new = fake_new,
         .free = fake_free,
         .call = fake_call,

@@ -90,6 +90,7 @@ static const struct store_stats *fake_stats(const void *b)
 static const struct store_ops fake_ops = {
         .name = "fake",
         .title = "Fake",
+        .verbs = &store_txn_verbs,
         .new = fake_new,
         .free = fake_free,
         .call = fake_call,

@@ -590,6 +590,7 @@ static unsigned ops_members(const struct settings *cfg)
 const struct store_ops store_etcd_ops = {
         .name = "etcd",
         .title = "etcd",
+        .verbs = &store_txn_verbs,
         .new = etcd_new,
         .free = etcd_free,
         .call = etcd_call,

@@ -462,6 +462,7 @@ static unsigned ops_members(const struct settings *cfg)
 const struct store_ops store_pg_ops = {
         .name = "postgres",
         .title = "PostgreSQL",
+        .verbs = &store_txn_verbs,
         .new = ops_new,
         .free = ops_free,
         .call = ops_call,

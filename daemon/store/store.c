@@ -131,3 +131,97 @@ unsigned store_members(const struct store *s, const struct settings *cfg)
 {
         return s->ops->members(cfg);
 }
+
+/* ---- the verbs: the backend's ---- */
+
+int store_grant(struct store *s, unsigned ttl_s, verb_lease_cb cb, void *userdata, uint64_t tag)
+{
+        return s->ops->verbs->grant(s, ttl_s, cb, userdata, tag);
+}
+
+int store_keepalive(struct store *s, int64_t lease, verb_lease_cb cb, void *userdata, uint64_t tag)
+{
+        return s->ops->verbs->keepalive(s, lease, cb, userdata, tag);
+}
+
+int store_revoke(struct store *s, int64_t lease, verb_revoke_cb cb, void *userdata)
+{
+        return s->ops->verbs->revoke(s, lease, cb, userdata);
+}
+
+int store_scan(struct store *s, const struct cluster_ident *cl, uint64_t workers,
+               const uint32_t *sample, unsigned sampled, unsigned time_bits, verb_scan_cb cb,
+               void *userdata, uint64_t tag)
+{
+        return s->ops->verbs->scan(s, cl, workers, sample, sampled, time_bits, cb, userdata, tag);
+}
+
+int store_claim(struct store *s, const struct store_claim_req *c, verb_claim_cb cb, void *userdata,
+                uint64_t tag)
+{
+        return s->ops->verbs->claim(s, c, cb, userdata, tag);
+}
+
+int store_read_number(struct store *s, const struct cluster_ident *cl, uint32_t worker,
+                      const char *value, verb_read_cb cb, void *userdata, uint64_t tag)
+{
+        return s->ops->verbs->read_number(s, cl, worker, value, cb, userdata, tag);
+}
+
+int store_extend(struct store *s, const struct cluster_ident *cl, uint32_t worker, int64_t lease,
+                 const char *value, uint64_t mark, int64_t own_rev, verb_extend_cb cb,
+                 void *userdata, uint64_t tag)
+{
+        return s->ops->verbs->extend(s, cl, worker, lease, value, mark, own_rev, cb, userdata, tag);
+}
+
+int store_raise(struct store *s, const struct cluster_ident *cl, uint32_t worker, bool put,
+                uint64_t mark, int64_t modrev, verb_raise_cb cb, void *userdata, uint64_t tag)
+{
+        return s->ops->verbs->raise(s, cl, worker, put, mark, modrev, cb, userdata, tag);
+}
+
+int store_read_cluster(struct store *s, bool marks, int32_t own_worker, verb_cluster_cb cb,
+                       void *userdata, uint64_t tag)
+{
+        return s->ops->verbs->read_cluster(s, marks, own_worker, cb, userdata, tag);
+}
+
+int store_creating(struct store *s, bool poll, const char *value, int64_t stale_rev,
+                   verb_creating_cb cb, void *userdata, uint64_t tag)
+{
+        return s->ops->verbs->creating(s, poll, value, stale_rev, cb, userdata, tag);
+}
+
+int store_init_marks(struct store *s, uint64_t from, uint64_t to, verb_done_cb cb, void *userdata)
+{
+        return s->ops->verbs->init_marks(s, from, to, cb, userdata);
+}
+
+int store_make_cluster(struct store *s, const snowid_layout *l, const char *fence, uint64_t floor,
+                       bool marked, verb_done_cb cb, void *userdata)
+{
+        return s->ops->verbs->make_cluster(s, l, fence, floor, marked, cb, userdata);
+}
+
+int store_witness_put(struct store *s, const char *token, const struct store_witness *w,
+                      verb_done_cb cb, void *userdata, uint64_t tag)
+{
+        return s->ops->verbs->witness_put(s, token, w, cb, userdata, tag);
+}
+
+int store_witness_delete(struct store *s, const char *token, verb_done_cb cb, void *userdata)
+{
+        return s->ops->verbs->witness_delete(s, token, cb, userdata);
+}
+
+int store_record_range(struct store *s, const char *region, const char *value, int64_t rev,
+                       int64_t layout_rev, verb_done_cb cb, void *userdata)
+{
+        return s->ops->verbs->record_range(s, region, value, rev, layout_rev, cb, userdata);
+}
+
+int store_alarms(struct store *s, verb_alarms_cb cb, void *userdata)
+{
+        return s->ops->verbs->alarms(s, cb, userdata);
+}

@@ -22,6 +22,7 @@
 
 #include "config.h"
 #include "store-api.h"
+#include "verbs.h"
 
 struct store_reply {
         bool answered;     /* an answer came (any status) */
@@ -59,10 +60,52 @@ typedef void (*store_cb)(void *userdata, const struct store_reply *reply);
 /* What the reply says besides its body, for the verbs' callers. */
 struct store_answer store_answer_of(const struct store_reply *r);
 
+/* The verbs (verbs.h) as a backend says them: the store's contract
+ * (docs/design.md, "The store's verbs"), one function each, called by
+ * store_grant() and the others with their arguments as they are.  Both
+ * backends say them in etcd's transactions today (store_txn_verbs:
+ * verbs.c, verbs-cluster.c); a backend may say any of them its own way. */
+struct store_verb_ops {
+        int (*grant)(struct store *s, unsigned ttl_s, verb_lease_cb cb, void *userdata,
+                     uint64_t tag);
+        int (*keepalive)(struct store *s, int64_t lease, verb_lease_cb cb, void *userdata,
+                         uint64_t tag);
+        int (*revoke)(struct store *s, int64_t lease, verb_revoke_cb cb, void *userdata);
+        int (*scan)(struct store *s, const struct cluster_ident *cl, uint64_t workers,
+                    const uint32_t *sample, unsigned sampled, unsigned time_bits, verb_scan_cb cb,
+                    void *userdata, uint64_t tag);
+        int (*claim)(struct store *s, const struct store_claim_req *c, verb_claim_cb cb,
+                     void *userdata, uint64_t tag);
+        int (*read_number)(struct store *s, const struct cluster_ident *cl, uint32_t worker,
+                           const char *value, verb_read_cb cb, void *userdata, uint64_t tag);
+        int (*extend)(struct store *s, const struct cluster_ident *cl, uint32_t worker,
+                      int64_t lease, const char *value, uint64_t mark, int64_t own_rev,
+                      verb_extend_cb cb, void *userdata, uint64_t tag);
+        int (*raise)(struct store *s, const struct cluster_ident *cl, uint32_t worker, bool put,
+                     uint64_t mark, int64_t modrev, verb_raise_cb cb, void *userdata, uint64_t tag);
+        int (*read_cluster)(struct store *s, bool marks, int32_t own_worker, verb_cluster_cb cb,
+                            void *userdata, uint64_t tag);
+        int (*creating)(struct store *s, bool poll, const char *value, int64_t stale_rev,
+                        verb_creating_cb cb, void *userdata, uint64_t tag);
+        int (*init_marks)(struct store *s, uint64_t from, uint64_t to, verb_done_cb cb,
+                          void *userdata);
+        int (*make_cluster)(struct store *s, const snowid_layout *l, const char *fence,
+                            uint64_t floor, bool marked, verb_done_cb cb, void *userdata);
+        int (*witness_put)(struct store *s, const char *token, const struct store_witness *w,
+                           verb_done_cb cb, void *userdata, uint64_t tag);
+        int (*witness_delete)(struct store *s, const char *token, verb_done_cb cb, void *userdata);
+        int (*record_range)(struct store *s, const char *region, const char *value, int64_t rev,
+                            int64_t layout_rev, verb_done_cb cb, void *userdata);
+        int (*alarms)(struct store *s, verb_alarms_cb cb, void *userdata);
+};
+
+extern const struct store_verb_ops store_txn_verbs;
+
 /* What a backend does.  `b` is the backend's own object, made by new(). */
 struct store_ops {
         const char *name;  /* "etcd", "postgres": for settings and JSON */
         const char *title; /* "etcd", "PostgreSQL": for sentences */
+        const struct store_verb_ops *verbs;
         int (*new)(sd_event *event, const struct settings *cfg, void **ret);
         void (*free)(void *b);
         /* body taken over; cb runs exactly once, from the loop (never from

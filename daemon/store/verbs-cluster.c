@@ -131,8 +131,8 @@ done:
         kv_clear(&flk);
 }
 
-int store_read_cluster(struct store *s, bool marks, int32_t own_worker, verb_cluster_cb cb,
-                       void *userdata, uint64_t tag)
+int txn_read_cluster(struct store *s, bool marks, int32_t own_worker, verb_cluster_cb cb,
+                     void *userdata, uint64_t tag)
 {
         const char *p = store_prefix(s);
         struct verb *v = verb_new(s, V_CLUSTER, (void (*)(void))cb, userdata);
@@ -214,8 +214,8 @@ static void creating_answer(struct verb *v, const struct store_reply *r)
         kv_clear(&ck);
 }
 
-int store_creating(struct store *s, bool poll, const char *value, int64_t stale_rev,
-                   verb_creating_cb cb, void *userdata, uint64_t tag)
+int txn_creating(struct store *s, bool poll, const char *value, int64_t stale_rev,
+                 verb_creating_cb cb, void *userdata, uint64_t tag)
 {
         const char *p = store_prefix(s);
         struct verb *v = verb_new(s, V_CREATING, (void (*)(void))cb, userdata);
@@ -236,7 +236,7 @@ int store_creating(struct store *s, bool poll, const char *value, int64_t stale_
         return verb_send(v, "/v3/kv/txn", body, tag);
 }
 
-int store_init_marks(struct store *s, uint64_t from, uint64_t to, verb_done_cb cb, void *userdata)
+int txn_init_marks(struct store *s, uint64_t from, uint64_t to, verb_done_cb cb, void *userdata)
 {
         const char *p = store_prefix(s);
         json_t *ops = json_array();
@@ -254,8 +254,8 @@ int store_init_marks(struct store *s, uint64_t from, uint64_t to, verb_done_cb c
         return verb_send(verb_new(s, V_DONE, (void (*)(void))cb, userdata), "/v3/kv/txn", body, 0);
 }
 
-int store_make_cluster(struct store *s, const snowid_layout *l, const char *fence, uint64_t floor,
-                       bool marked, verb_done_cb cb, void *userdata)
+int txn_make_cluster(struct store *s, const snowid_layout *l, const char *fence, uint64_t floor,
+                     bool marked, verb_done_cb cb, void *userdata)
 {
         const char *p = store_prefix(s);
         json_t *body =
@@ -288,8 +288,8 @@ static json_t *witness_key(struct store *s, const char *token)
         return txn_key(store_prefix(s), what, -1);
 }
 
-int store_witness_put(struct store *s, const char *token, const struct store_witness *w,
-                      verb_done_cb cb, void *userdata, uint64_t tag)
+int txn_witness_put(struct store *s, const char *token, const struct store_witness *w,
+                    verb_done_cb cb, void *userdata, uint64_t tag)
 {
         json_t *v = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "host", w->host, "instance",
                               w->instance, "era", (json_int_t)w->era, "claims_above",
@@ -306,15 +306,15 @@ int store_witness_put(struct store *s, const char *token, const struct store_wit
                          tag);
 }
 
-int store_witness_delete(struct store *s, const char *token, verb_done_cb cb, void *userdata)
+int txn_witness_delete(struct store *s, const char *token, verb_done_cb cb, void *userdata)
 {
         json_t *body = json_pack("{s:[{s:{s:o}}]}", "success", "request_delete_range", "key",
                                  witness_key(s, token));
         return verb_send(verb_new(s, V_DONE, (void (*)(void))cb, userdata), "/v3/kv/txn", body, 0);
 }
 
-int store_record_range(struct store *s, const char *region, const char *value, int64_t rev,
-                       int64_t layout_rev, verb_done_cb cb, void *userdata)
+int txn_record_range(struct store *s, const char *region, const char *value, int64_t rev,
+                     int64_t layout_rev, verb_done_cb cb, void *userdata)
 {
         const char *p = store_prefix(s);
         json_t *any = txn_cmp(txn_key(p, "ranges/", -1), "MOD", "LESS", NULL, rev + 1);
@@ -342,7 +342,7 @@ static void alarms_answer(struct verb *v, const struct store_reply *r)
         ((verb_alarms_cb)v->cb)(v->userdata, &a, store_ok(r), member);
 }
 
-int store_alarms(struct store *s, verb_alarms_cb cb, void *userdata)
+int txn_alarms(struct store *s, verb_alarms_cb cb, void *userdata)
 {
         return verb_send(verb_new(s, V_ALARMS, (void (*)(void))cb, userdata),
                          "/v3/maintenance/alarm", json_pack("{s:s}", "action", "GET"), 0);

@@ -52,3 +52,34 @@ int verb_same_at(const struct store_reply *r, const struct verb *v, size_t i);
 bool verb_succeeded(const struct store_reply *r);
 /* Reads the answer of a verb of verbs-cluster.c and runs its callback. */
 void verb_cluster_answer(struct verb *v, const struct store_reply *r);
+
+/* The verbs in etcd's transactions (store_txn_verbs), which both backends
+ * speak today: verbs.c's and verbs-cluster.c's. */
+int txn_grant(struct store *s, unsigned ttl_s, verb_lease_cb cb, void *userdata, uint64_t tag);
+int txn_keepalive(struct store *s, int64_t lease, verb_lease_cb cb, void *userdata, uint64_t tag);
+int txn_revoke(struct store *s, int64_t lease, verb_revoke_cb cb, void *userdata);
+int txn_scan(struct store *s, const struct cluster_ident *cl, uint64_t workers,
+             const uint32_t *sample, unsigned sampled, unsigned time_bits, verb_scan_cb cb,
+             void *userdata, uint64_t tag);
+int txn_claim(struct store *s, const struct store_claim_req *c, verb_claim_cb cb, void *userdata,
+              uint64_t tag);
+int txn_read_number(struct store *s, const struct cluster_ident *cl, uint32_t worker,
+                    const char *value, verb_read_cb cb, void *userdata, uint64_t tag);
+int txn_extend(struct store *s, const struct cluster_ident *cl, uint32_t worker, int64_t lease,
+               const char *value, uint64_t mark, int64_t own_rev, verb_extend_cb cb, void *userdata,
+               uint64_t tag);
+int txn_raise(struct store *s, const struct cluster_ident *cl, uint32_t worker, bool put,
+              uint64_t mark, int64_t modrev, verb_raise_cb cb, void *userdata, uint64_t tag);
+int txn_read_cluster(struct store *s, bool marks, int32_t own_worker, verb_cluster_cb cb,
+                     void *userdata, uint64_t tag);
+int txn_creating(struct store *s, bool poll, const char *value, int64_t stale_rev,
+                 verb_creating_cb cb, void *userdata, uint64_t tag);
+int txn_init_marks(struct store *s, uint64_t from, uint64_t to, verb_done_cb cb, void *userdata);
+int txn_make_cluster(struct store *s, const snowid_layout *l, const char *fence, uint64_t floor,
+                     bool marked, verb_done_cb cb, void *userdata);
+int txn_witness_put(struct store *s, const char *token, const struct store_witness *w,
+                    verb_done_cb cb, void *userdata, uint64_t tag);
+int txn_witness_delete(struct store *s, const char *token, verb_done_cb cb, void *userdata);
+int txn_record_range(struct store *s, const char *region, const char *value, int64_t rev,
+                     int64_t layout_rev, verb_done_cb cb, void *userdata);
+int txn_alarms(struct store *s, verb_alarms_cb cb, void *userdata);

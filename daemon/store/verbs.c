@@ -266,7 +266,7 @@ int verb_send(struct verb *v, const char *path, json_t *body, uint64_t tag)
 
 /* ---- leases ---- */
 
-int store_grant(struct store *s, unsigned ttl_s, verb_lease_cb cb, void *userdata, uint64_t tag)
+int txn_grant(struct store *s, unsigned ttl_s, verb_lease_cb cb, void *userdata, uint64_t tag)
 {
         return verb_send(verb_new(s, V_GRANT, (void (*)(void))cb, userdata), "/v3/lease/grant",
                          json_pack("{s:I}", "TTL", (json_int_t)ttl_s), tag);
@@ -279,7 +279,7 @@ static json_t *lease_body(int64_t lease)
         return json_pack("{s:s}", "ID", l);
 }
 
-int store_keepalive(struct store *s, int64_t lease, verb_lease_cb cb, void *userdata, uint64_t tag)
+int txn_keepalive(struct store *s, int64_t lease, verb_lease_cb cb, void *userdata, uint64_t tag)
 {
         struct verb *v = verb_new(s, V_KEEPALIVE, (void (*)(void))cb, userdata);
         if (v)
@@ -287,7 +287,7 @@ int store_keepalive(struct store *s, int64_t lease, verb_lease_cb cb, void *user
         return verb_send(v, "/v3/lease/keepalive", lease_body(lease), tag);
 }
 
-int store_revoke(struct store *s, int64_t lease, verb_revoke_cb cb, void *userdata)
+int txn_revoke(struct store *s, int64_t lease, verb_revoke_cb cb, void *userdata)
 {
         return verb_send(verb_new(s, V_REVOKE, (void (*)(void))cb, userdata), "/v3/lease/revoke",
                          lease_body(lease), 0);
@@ -295,9 +295,9 @@ int store_revoke(struct store *s, int64_t lease, verb_revoke_cb cb, void *userda
 
 /* ---- numbers ---- */
 
-int store_scan(struct store *s, const struct cluster_ident *cl, uint64_t workers,
-               const uint32_t *sample, unsigned sampled, unsigned time_bits, verb_scan_cb cb,
-               void *userdata, uint64_t tag)
+int txn_scan(struct store *s, const struct cluster_ident *cl, uint64_t workers,
+             const uint32_t *sample, unsigned sampled, unsigned time_bits, verb_scan_cb cb,
+             void *userdata, uint64_t tag)
 {
         const char *p = store_prefix(s);
         struct verb *v = verb_new(s, V_SCAN, (void (*)(void))cb, userdata);
@@ -330,8 +330,8 @@ int store_scan(struct store *s, const struct cluster_ident *cl, uint64_t workers
         return verb_send(v, "/v3/kv/txn", json_pack("{s:o}", "success", ops), tag);
 }
 
-int store_claim(struct store *s, const struct store_claim_req *c, verb_claim_cb cb, void *userdata,
-                uint64_t tag)
+int txn_claim(struct store *s, const struct store_claim_req *c, verb_claim_cb cb, void *userdata,
+              uint64_t tag)
 {
         const char *p = store_prefix(s);
         struct verb *v = verb_new(s, V_CLAIM, (void (*)(void))cb, userdata);
@@ -368,8 +368,8 @@ int store_claim(struct store *s, const struct store_claim_req *c, verb_claim_cb 
         return verb_send(v, "/v3/kv/txn", body, tag);
 }
 
-int store_read_number(struct store *s, const struct cluster_ident *cl, uint32_t worker,
-                      const char *value, verb_read_cb cb, void *userdata, uint64_t tag)
+int txn_read_number(struct store *s, const struct cluster_ident *cl, uint32_t worker,
+                    const char *value, verb_read_cb cb, void *userdata, uint64_t tag)
 {
         const char *p = store_prefix(s);
         struct verb *v = verb_new(s, V_READ, (void (*)(void))cb, userdata);
@@ -384,9 +384,9 @@ int store_read_number(struct store *s, const struct cluster_ident *cl, uint32_t 
         return verb_send(v, "/v3/kv/txn", body, tag);
 }
 
-int store_extend(struct store *s, const struct cluster_ident *cl, uint32_t worker, int64_t lease,
-                 const char *value, uint64_t mark, int64_t own_rev, verb_extend_cb cb,
-                 void *userdata, uint64_t tag)
+int txn_extend(struct store *s, const struct cluster_ident *cl, uint32_t worker, int64_t lease,
+               const char *value, uint64_t mark, int64_t own_rev, verb_extend_cb cb, void *userdata,
+               uint64_t tag)
 {
         const char *p = store_prefix(s);
         struct verb *v = verb_new(s, V_EXTEND, (void (*)(void))cb, userdata);
@@ -413,8 +413,8 @@ int store_extend(struct store *s, const struct cluster_ident *cl, uint32_t worke
         return verb_send(v, "/v3/kv/txn", body, tag);
 }
 
-int store_raise(struct store *s, const struct cluster_ident *cl, uint32_t worker, bool put,
-                uint64_t mark, int64_t modrev, verb_raise_cb cb, void *userdata, uint64_t tag)
+int txn_raise(struct store *s, const struct cluster_ident *cl, uint32_t worker, bool put,
+              uint64_t mark, int64_t modrev, verb_raise_cb cb, void *userdata, uint64_t tag)
 {
         const char *p = store_prefix(s);
         struct verb *v = verb_new(s, V_RAISE, (void (*)(void))cb, userdata);
@@ -439,3 +439,22 @@ int store_raise(struct store *s, const struct cluster_ident *cl, uint32_t worker
                                    failure),
                          tag);
 }
+
+const struct store_verb_ops store_txn_verbs = {
+        .grant = txn_grant,
+        .keepalive = txn_keepalive,
+        .revoke = txn_revoke,
+        .scan = txn_scan,
+        .claim = txn_claim,
+        .read_number = txn_read_number,
+        .extend = txn_extend,
+        .raise = txn_raise,
+        .read_cluster = txn_read_cluster,
+        .creating = txn_creating,
+        .init_marks = txn_init_marks,
+        .make_cluster = txn_make_cluster,
+        .witness_put = txn_witness_put,
+        .witness_delete = txn_witness_delete,
+        .record_range = txn_record_range,
+        .alarms = txn_alarms,
+};
