@@ -360,13 +360,16 @@ int main(int argc, char **argv)
         struct store_claimed c1 = claim(3, l1.lease, va, 2000, 5000, nums[3].mark_rev);
         check(c1.ok && c1.succeeded && c1.same == 1 && c1.revision > 0,
               "store_claim of a free number");
-        struct store_claimed c2 = claim(3, l2.lease, vb, 2000, 5000, nums[3].mark_rev);
-        check(c2.ok && !c2.succeeded, "store_claim of a held number, with the mark as scanned: "
-                                      "refused");
+        /* with the mark as it is now, so that only the holder refuses it */
+        struct store_read held = read_number(3, vb);
+        struct store_claimed c2 = claim(3, l2.lease, vb, 6000, 9000, held.n.mark_rev);
+        check(held.ok && held.n.held && c2.ok && !c2.succeeded,
+              "store_claim of a held number, comparing its current mark: refused");
         struct store_claimed c3 = claim(4, l2.lease, vb, 2000, 5000, nums[4].mark_rev + 1000);
         check(c3.ok && !c3.succeeded,
               "store_claim comparing another mark than the stored: refused");
-        struct store_claimed c4 = claim(4, l2.lease, vb, 500, 900, 0);
+        /* above the floor, so that only the mark refuses it */
+        struct store_claimed c4 = claim(4, l2.lease, vb, 20000, 25000, 0);
         check(c4.ok && !c4.succeeded, "store_claim of a marked number as unmarked: refused");
 
         /* two claims of one number at once: one wins */

@@ -272,6 +272,16 @@ static void test_backends_complete(void **state)
                 assert_non_null(o->full_text);
                 assert_non_null(o->members);
                 assert_null(o->err_name(STORE_ERR_NONE));
+                /* every verb of the contract */
+                const struct store_verb_ops *v = o->verbs;
+                assert_non_null(v);
+                const void *verbs[] = {
+                        v->grant,        v->keepalive,      v->revoke,       v->scan,
+                        v->claim,        v->read_number,    v->extend,       v->raise,
+                        v->read_cluster, v->creating,       v->init_marks,   v->make_cluster,
+                        v->witness_put,  v->witness_delete, v->record_range, v->alarms};
+                for (size_t k = 0; k < sizeof(verbs) / sizeof(verbs[0]); k++)
+                        assert_non_null(verbs[k]);
         }
         assert_string_equal(store_etcd_ops.err_name(STORE_ERR_AUTH), "etcd-auth");
         assert_string_equal(store_pg_ops.err_name(STORE_ERR_AUTH), "postgres-auth");
