@@ -321,8 +321,6 @@ int main(int argc, char **argv)
         log_max_level = cfg.log_level;
         if (cfg.prepare_runtime_dir)
                 return prepare_runtime_dir(cfg.runtime_dir, cfg.prepare_uid, cfg.prepare_gid);
-        if (trace_start("snowidd") < 0)
-                return EXIT_FAILURE;
 
         /* under systemd, what an earlier snowidd stored comes back */
         int ctl_fd = -1, ctr_fd = -1, listen_fd = -1;
@@ -353,6 +351,10 @@ int main(int argc, char **argv)
                             "time: a new one; clients move to it at their deadline");
         log_info("Segment %s",
                  pub->reused ? "kept across the restart: clients go on with it" : "created");
+        /* after the instance's lock: a second snowidd of the instance, which
+         * exits above, writes nothing into the running one's trace */
+        if (trace_start("snowidd") < 0)
+                return EXIT_FAILURE;
         r = listen_socket(&cfg, &listen_fd);
         if (r < 0) {
                 log_error_errno(r, "Cannot listen on %s/%s.sock: %m", cfg.runtime_dir,

@@ -12,6 +12,21 @@
 
 static int trace_fd = -1;
 
+/* 0, or -1 with errno: the whole of buf, short writes and signals retried */
+static int write_all(const char *buf, size_t len)
+{
+        while (len) {
+                ssize_t n = write(trace_fd, buf, len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return -1;
+                buf += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}
+
 /* One line ("<kind><name> values[ = result]"), in one write: lines of
  * several processes appended to one file do not interleave. */
 static void line_out(char kind, const char *name, unsigned n, const int64_t *v,
@@ -25,10 +40,11 @@ static void line_out(char kind, const char *name, unsigned n, const int64_t *v,
                 len += snprintf(line + len, sizeof(line) - (size_t)len, " = %" PRId64, *result);
         if (len > 0 && (size_t)len < sizeof(line) - 1) {
                 line[len++] = '\n';
-                if (write(trace_fd, line, (size_t)len) == len)
+                if (write_all(line, (size_t)len) == 0)
                         return;
         }
-        /* a trace with a line missing could pass where it should not */
+        /* a trace with a line missing could pass where it should not: the
+         * tests that read traces look for this line in the daemon's log */
         log_error("Cannot write the trace SNOWID_TRACE names: no more of it is written");
         rules_note = NULL;
         close(trace_fd);
@@ -55,8 +71,18 @@ int trace_start(const char *program)
         if (trace_fd < 0)
                 return log_error_errno(errno, "Cannot open the trace SNOWID_TRACE names, %s: %m",
                                        path);
-        dprintf(trace_fd, "# %s %d: the rules' decisions and the holder's steps\n", program,
-                (int)getpid());
+        char head[128];
+        int len = snprintf(head, sizeof(head),
+                           "# %s %d: the rules' decisions and the holder's "
+                           "steps\n",
+                           program, (int)getpid());
+        if (write_all(head, (size_t)len) < 0) {
+                int e = errno;
+                close(trace_fd);
+                trace_fd = -1;
+                return log_error_errno(e, "Cannot write the trace SNOWID_TRACE names, %s: %m",
+                                       path);
+        }
         rules_note = note;
         return 0;
 }

@@ -381,8 +381,10 @@ struct number {
 struct host {
         struct number n[NUMBERS_MAX];
         unsigned count;
-        bool decided;       /* the daemon decided a claim start... */
-        int64_t claim_from; /* ...this one, the last */
+        bool decided;         /* the daemon decided a claim start (rule3_claim_start)... */
+        int64_t decided_from; /* ...this one, the last */
+        bool claiming;        /* a claim of claim_worker from claim_from was sent */
+        int64_t claim_worker, claim_from;
         unsigned steps;
 };
 
@@ -402,7 +404,7 @@ static void daemon_started(struct host *h)
 {
         for (unsigned i = 0; i < h->count; i++)
                 h->n[i].held = false;
-        h->decided = false;
+        h->decided = h->claiming = false;
 }
 
 /* 0: the step is one fences.md allows; 1: it is not (said); 2: unreadable. */
@@ -411,16 +413,18 @@ static int step(struct host *h, char *line, unsigned lineno)
         static const struct {
                 const char *name;
                 unsigned n;
-        } kinds[] = {{"claimed", 3}, {"marked", 2}, {"publish", 3}, {"extend", 2}};
+        } kinds[] = {{"claimed", 3}, {"marked", 2},   {"publish", 3},
+                     {"extend", 2},  {"claiming", 2}, {"dropped", 1}};
+        const unsigned n_kinds = sizeof(kinds) / sizeof(kinds[0]);
         char *save = NULL, *name = strtok_r(line + 1, " \t\n", &save), *tok;
         int64_t v[3] = {0};
         unsigned n = 0, kind = 0;
         while ((tok = strtok_r(NULL, " \t\n", &save)))
                 if (n == 3 || number(tok, &v[n++]))
                         return bad(lineno, "a step's value not a number, or too many");
-        while (kind < 4 && (!name || strcmp(name, kinds[kind].name)))
+        while (kind < n_kinds && (!name || strcmp(name, kinds[kind].name)))
                 kind++;
-        if (kind == 4 || n != kinds[kind].n)
+        if (kind == n_kinds || n != kinds[kind].n)
                 return bad(lineno, "not a step the holder takes, or not its values");
         struct number *x = number_of(h, v[0]);
         if (!x)
@@ -430,10 +434,13 @@ static int step(struct host *h, char *line, unsigned lineno)
         int64_t was = 0;
         switch (kind) {
         case 0: /* claimed W START MARK */
-                if (!h->decided)
-                        why = "a claim with no claim start decided (rule 3)", was = -1;
+                if (!h->claiming)
+                        why = "a claim acknowledged that was not sent", was = -1;
+                else if (v[0] != h->claim_worker)
+                        why = "a claim acknowledged of another number than was sent",
+                        was = h->claim_worker;
                 else if (v[1] != h->claim_from)
-                        why = "the claim does not start where rule3_claim_start said",
+                        why = "the claim does not start where it was sent from",
                         was = h->claim_from;
                 else if (v[1] <= x->published)
                         why = "the claim starts at or below a deadline this host published for the "
@@ -441,7 +448,7 @@ static int step(struct host *h, char *line, unsigned lineno)
                         was = x->published;
                 else if (v[2] < v[1])
                         why = "the claim's mark is below its start", was = v[1];
-                h->decided = false;
+                h->claiming = false;
                 x->held = true;
                 x->start = v[1];
                 x->mark = v[2];
@@ -465,6 +472,22 @@ static int step(struct host *h, char *line, unsigned lineno)
                         why = "a deadline extended for a number not claimed", was = -1;
                 else if (v[1] > x->mark)
                         why = "a deadline above the mark the store acknowledged", was = x->mark;
+                break;
+        case 4: /* claiming W START: sent from the start rule 3 gave */
+                if (!h->decided)
+                        why = "a claim sent with no claim start decided (rule 3)", was = -1;
+                else if (v[1] != h->decided_from)
+                        why = "the claim does not start where rule3_claim_start said",
+                        was = h->decided_from;
+                h->decided = false;
+                h->claiming = true;
+                h->claim_worker = v[0];
+                h->claim_from = v[1];
+                break;
+        case 5: /* dropped W */
+                if (!x->held)
+                        why = "a number dropped that was not held", was = -1;
+                x->held = false;
                 break;
         }
         if (why) {
@@ -496,8 +519,10 @@ int main(int argc, char **argv)
         static struct host host;
         while (fgets(line, sizeof(line), in)) {
                 lineno++;
-                if (!strchr(line, '\n') && !feof(in))
-                        return bad(lineno, "too long");
+                /* a last line cut short (a trace whose writer stopped) is
+                 * not read as a shorter number */
+                if (!strchr(line, '\n'))
+                        return bad(lineno, feof(in) ? "cut short: no end of line" : "too long");
                 if (!strncmp(line, "# snowidd ", 10))
                         daemon_started(&host);
                 if (line[0] == '!') {
@@ -519,7 +544,7 @@ int main(int argc, char **argv)
                 counts[d - decisions]++;
                 if (d->decide == d_claim_start) {
                         host.decided = true;
-                        host.claim_from = r;
+                        host.decided_from = r;
                 }
                 int64_t c = d->decide(a);
                 if (c != r) {

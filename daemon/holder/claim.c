@@ -319,6 +319,7 @@ static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t 
                 .own_last = marks_own(h, (int32_t)worker),
         };
         g->start_ms = rule3_claim_start(&claim);
+        TRACE_STEP("claiming", g->worker, (int64_t)g->start_ms);
         g->mark = g->start_ms + (uint64_t)(h->cfg->window_s + h->cfg->mark_step_s) * 1000;
         g->hwm_modrev = modrev;
         g->state = H_CLAIM;

@@ -263,6 +263,8 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                                  * (rule 4), its clients going on to that
                                  * deadline meanwhile; then claimed again */
                                 bool held = h->cur.state == H_HELD;
+                                if (held)
+                                        TRACE_STEP("dropped", h->cur.worker);
                                 h->cur.state = H_LOST;
                                 h->cur.mark_rev = 0; /* of the old history too */
                                 marks_retired(h, h->cur.worker, h->cur.mark);
@@ -390,6 +392,9 @@ void holder_publish(struct holder *h)
                 claim_restart(h, claim_next_backoff(h, RETRY_MAX_MS));
                 return;
         }
+        /* the segment shows g's number now, not cur's */
+        if (h->cur.state == H_HELD)
+                TRACE_STEP("dropped", h->cur.worker);
         TRACE_STEP("publish", g->worker, (int64_t)p.start_ms, (int64_t)p.deadline);
         if (h->pub->replaced != h->pub_replaced) {
                 h->pub_replaced = h->pub->replaced;

@@ -33,6 +33,7 @@ void holder_lost(struct holder *h, const char *why)
                             " ms ago",
                             h->cur.worker, why, -left);
         h->cur.state = H_LOST;
+        TRACE_STEP("dropped", h->cur.worker);
         h->stats.leases_lost++;
         /* a lease gone with a restore (granted after the backup, or its
          * expiry restored with it) leaves the restore as the thing to say */

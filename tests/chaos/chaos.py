@@ -1203,21 +1203,28 @@ def recoveries(healed, began, per_host, t0, t1):
 
 def replay_traces(h):
     """Replays each trace (hosts' and the fences') on the rules
-    (build/tests/snowid-replay): (decisions replayed, [the first decision
-    each trace that differs took, or why it could not be read])."""
+    (build/tests/snowid-replay): (decisions and steps replayed, [the first
+    decision or step each trace that is refused took, or why it could not
+    be read])."""
     replay = os.path.join(harness.BUILD, "tests", "snowid-replay")
-    total, untrue = 0, []
+    total, untrue = [0, 0], []
     for name in sorted(f for f in os.listdir(h.dir) if f.startswith("trace-")):
         r = subprocess.run([replay, h.path(name)], capture_output=True, text=True, timeout=300)
         out = (r.stdout + r.stderr).strip()
         m = re.match(r"([0-9]+) decisions, each the same", out)
+        steps = re.search(r"; ([0-9]+) steps of the holder", out)
         if r.returncode == 0 and m:
-            total += int(m.group(1))
+            total[0] += int(m.group(1))
+            total[1] += int(steps.group(1)) if steps else 0
         else:
             untrue.append(f"{name}: {out}")
             log(f"trace {name} differs from the rules: {out}")
-    if not total:
-        untrue.append("no decision traced")
+    if not total[0] or not total[1]:
+        untrue.append("no decision or no step traced")
+    for name in sorted(f for f in os.listdir(h.dir) if f.startswith("snowidd-") and f.endswith(".log")):
+        with open(h.path(name), errors="replace") as f:
+            if "Cannot write the trace" in f.read():
+                untrue.append(f"{name}: its trace could not be written whole")
     return total, untrue
 
 
@@ -1373,8 +1380,8 @@ def main():
               f"after a fault ended: {slow[0]} ms ({slow[1]} on {slow[2]} at "
               f"+{(slow[3] - start_ms) / 1000:.1f} s; median {median} ms over the {len(stopped)} "
               f"that had stopped IDs; "
-              f"{cut} cut short by the next fault){restores}; traces: {traced:,} decisions "
-              f"replayed on the rules, {len(untrue)} differing",
+              f"{cut} cut short by the next fault){restores}; traces: {traced[0]:,} decisions "
+              f"and {traced[1]:,} steps replayed on the rules, {len(untrue)} refused",
               flush=True)
     except KeyboardInterrupt as e:
         log(f"chaos: interrupted ({e})")
