@@ -138,6 +138,9 @@ declare -A mname=(
 # the mutants whose decision the model notes for model/replay.c; 11 and
 # 14 break a wait and a lease's time, which the model keeps abstract
 noted=" 3 4 5 6 7 8 9 10 12 13 15 16 17 23 24 25 26 "
+# the mutants that break a step a trace shows (model/replay.c refuses the
+# counterexample's steps): 18 publishes a deadline before etcd acknowledged it
+stepped=" 18 "
 sims=${SNOWID_MODEL_SIMS:-100} # random runs per configuration
 
 # replay_build "CFLAGS" OUT: model/replay.c on the rules, set as the model is
@@ -147,14 +150,49 @@ replay_build() {
         "$root/daemon/rules/rules.c"
 }
 
+# decisions: the "@rule..." lines of a run, without the daemon's tag that
+# some carry ("0:@rule3_claim_start ...")
+decisions() {
+    sed -n -e 's/^[0-9][0-9]*:\(@.*\)/\1/p' -e '/^@/p'
+}
+
+# steps RUN: each daemon's steps of a run (its claim starts, claims, marks,
+# publications, restarts: the lines tagged with it) checked by
+# model/replay.c as a trace of one host; prints the steps checked, or the
+# first refused (and returns 1)
+steps() {
+    local h out total=0 n
+    for h in 0 1; do
+        sed -n "s/^$h://p" "$1" >"$1.host"
+        if ! out=$("$work/replay-0" "$1.host" 2>&1); then
+            echo "daemon $h: $out"
+            return 1
+        fi
+        n=$(sed -n 's/.*; \([0-9]*\) steps of the holder.*/\1/p' <<<"$out")
+        total=$((total + ${n:-0}))
+    done
+    echo "$total"
+}
+
 # replay M NAME: mutant M's counterexample (spin -t), its decisions asked of
 # the rules built with the same mutant (each must be the same) and of the
 # rules without it (one must differ: they refuse the counterexample)
 replay() {
     local m=$1 d="$work/$2" c=${2#mutant-*-} same refused rc0 rcm
+    (cd "$d" && spin -T -DMUTANT=$m ${cfg[$c]} -t -k snowid.pml.trail "$here/snowid.pml" >run.txt 2>&1)
+    case "$stepped" in *" $m "*)
+        s=$(steps "$d/run.txt")
+        case "$s" in
+        "daemon "[0-9]": step "*)
+            echo "ok: mutant $m's counterexample refused as a trace: $s"
+            passed=$((passed + 1)) ;;
+        *)
+            echo "FAIL: mutant $m's counterexample: not refused by a step of model/replay.c's checks ($s)"
+            failed=$((failed + 1)) ;;
+        esac ;;
+    esac
     case "$noted" in *" $m "*) ;; *) return ;; esac
-    (cd "$d" && spin -T -DMUTANT=$m ${cfg[$c]} -t -k snowid.pml.trail "$here/snowid.pml" 2>&1 |
-        grep '^@' >notes.txt)
+    decisions <"$d/run.txt" >"$d/notes.txt"
     replay_build "-DSNOWID_MUTANT=$m" "$d/replay" || { echo "FAIL: mutant $m: the rules do not build"; failed=$((failed + 1)); return; }
     same=$("$d/replay" "$d/notes.txt" 2>&1); rcm=$?
     refused=$("$work/replay-0" "$d/notes.txt" 2>&1); rc0=$?
@@ -236,16 +274,27 @@ if ! replay_build "" "$work/replay-0"; then
     failed=$((failed + 1))
 fi
 # random runs of the model in each configuration: the rules take every
-# decision the model took
+# decision the model took, and each daemon's steps are ones a trace of a
+# real host must show (model/replay.c's checks of a trace)
 for c in "${order[@]}"; do
+    nsteps=0 stepfail=""
+    : >"$work/sim-$c.txt"
     for seed in $(seq 1 "$sims"); do
-        spin -T -n"$seed" -u100000 ${cfg[$c]} "$here/snowid.pml" 2>&1 | grep '^@'
-    done >"$work/sim-$c.txt"
-    if out=$("$work/replay-0" "$work/sim-$c.txt" 2>&1); then
-        echo "ok: $sims random runs of the model in '$c', replayed on the rules: $out"
+        spin -T -n"$seed" -u100000 ${cfg[$c]} "$here/snowid.pml" >"$work/run-$c.txt" 2>&1
+        decisions <"$work/run-$c.txt" >>"$work/sim-$c.txt"
+        if [ -z "$stepfail" ]; then
+            if s=$(steps "$work/run-$c.txt"); then
+                nsteps=$((nsteps + s))
+            else
+                stepfail="seed $seed, $s"
+            fi
+        fi
+    done
+    if out=$("$work/replay-0" "$work/sim-$c.txt" 2>&1) && [ -z "$stepfail" ] && [ "$nsteps" -gt 0 ]; then
+        echo "ok: $sims random runs of the model in '$c', replayed on the rules: $out; $nsteps steps of the daemons, each one a trace allows"
         passed=$((passed + 1))
     else
-        echo "FAIL: $sims random runs of the model in '$c', replayed on the rules: $out"
+        echo "FAIL: $sims random runs of the model in '$c', replayed on the rules: $out; steps: ${stepfail:-$nsteps checked}"
         failed=$((failed + 1))
     fi
 done

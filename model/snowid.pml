@@ -1005,6 +1005,16 @@ inline crash_point() {
         fi
 }
 
+/* The daemon's steps, as a trace of the daemon notes them (daemon/trace.h):
+ * "<h>:!claimed n start mark" and so on, tagged with the daemon; the
+ * claim start's decision is tagged too.  model/check.sh checks each
+ * daemon's steps of a random run with model/replay.c, as a real trace. */
+#define STEP_CLAIMING(a, b) printf("%d:!claiming %d %d\n", h, a, b)
+#define STEP_CLAIMED(a, b, c) printf("%d:!claimed %d %d %d\n", h, a, b, c)
+#define STEP_PUBLISH(a, b, c) printf("%d:!publish %d %d %d\n", h, a, b, c)
+#define STEP_MARKED(a, b) printf("%d:!marked %d %d\n", h, a, b)
+#define STEP_EXTEND(a, b) printf("%d:!extend %d %d\n", h, a, b)
+
 /* what a daemon published: the deadline, for rule 3's own term and rule 6 */
 #if FAULTS
 inline published(num, d) {
@@ -1140,8 +1150,9 @@ scan:
                 /* above the last deadline this daemon published for n */
                 if :: start < pubd[n] -> start = pubd[n] :: else -> skip fi;
 #endif
-                printf("@rule3_claim_start %d %d %d %d %d %d %d = %d\n", SLACK, now, srev != 0, shwm,
-                       sfl, sca, pubd[n], start);
+                printf("%d:@rule3_claim_start %d %d %d %d %d %d %d = %d\n", h, SLACK, now, srev != 0,
+                       shwm, sfl, sca, pubd[n], start);
+                STEP_CLAIMING(n, start);
                 now = 0; shwm = 0; sfl = 0; sca = 0
         }
         /* claim: one attempt per lease */
@@ -1196,6 +1207,7 @@ scan:
 held:
         /* publish: the generation protocol of shm_pub_switch() */
         atomic {
+                STEP_CLAIMED(n, start, mark);
                 if
                 :: gen[h] % 2 == 0 -> gen[h]++
                 :: else -> skip /* a crashed daemon left it odd: finish that switch */
@@ -1216,6 +1228,7 @@ held:
                 if :: line[li] < s -> line[li] = s :: else -> skip fi;
                 sworker[h] = n;
                 sdead[h] = mark;
+                STEP_PUBLISH(n, start, mark);
                 published(n, mark);
                 f = 0;
                 s = 0;
@@ -1235,7 +1248,7 @@ renew:
                 :: V >= T || V <= acked -> skip
                 :: else ->
 #if MUTANT == 18
-                        atomic { sdead[h] = V; published(n, V) } /* before etcd acknowledged it */
+                        atomic { sdead[h] = V; STEP_EXTEND(n, V); published(n, V) } /* before etcd acknowledged it */
 #endif
                         send(h, R_EXTEND, n, L, tok, V, 0, slot);
                         crash_point();
@@ -1253,7 +1266,9 @@ renew:
                                         forget_extension(h, 0);
                                         acked = V;
                                         atomic {
+                                                STEP_MARKED(n, V);
                                                 if :: sdead[h] < V -> sdead[h] = V :: else -> skip fi;
+                                                STEP_EXTEND(n, sdead[h]);
                                                 published(n, V)
                                         }
                                 :: ans[h] == 2 && ans_ours[h] && OWN_FORGOTTEN(h) ->
@@ -1472,6 +1487,7 @@ crashed:
          * to expire; requests in flight may still be applied */
         skip;
         atomic {
+                printf("%d:# snowidd (model): a new daemon process\n", h);
                 hold[h]++;
                 L = 0; n = 0; start = 0; mark = 0; V = 0; tok = 0; slot = 0; acked = 0; renewals = 0;
                 ans[h] = 0; ans_ours[h] = 0; ans_hwm[h] = 0; ans_hrev[h] = 0; ans_ft[h] = 0;

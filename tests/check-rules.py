@@ -63,7 +63,7 @@ def main():
         where = "rules.c" if k in code_mutants else "tests/meson.build"
         problems.append(f"mutant {k}: only in {where} (rules.c's and rules_mutants must agree)")
 
-    noted = set(re.findall(r'"@(rule[0-9]+_[a-z0-9_]+) ', model))
+    noted = set(re.findall(r'[":]@(rule[0-9]+_[a-z0-9_]+) ', model))
     shapes = re.findall(r'\{"(rule[0-9]+_[a-z0-9_]+)", [0-9]+, d_[a-z0-9_]+, (MODEL|CODE|BOTH)\}',
                         read("model", "replay.c"))
     replayed = {n for n, by in shapes if by != "CODE"}
