@@ -218,3 +218,20 @@ struct store_answer store_answer_of(const struct store_reply *r)
                 .kv = r->kv,
         };
 }
+
+void store_history_forget(struct store_history *hist)
+{
+        *hist = (struct store_history){.gen = hist->gen + 1};
+}
+
+void store_stats_count(struct store_stats *st, uint64_t usec, bool ok)
+{
+        static const uint64_t bounds_ms[] = {1, 2, 5, 10, 50, 100, 1000};
+        st->requests++;
+        st->failures += !ok;
+        st->latency_sum_s += (double)usec / 1e6;
+        for (size_t i = 0; i < 7; i++)
+                if (usec <= bounds_ms[i] * 1000)
+                        st->latency_le[i]++;
+        st->latency_le[7]++;
+}

@@ -240,24 +240,12 @@ static void rotate(struct etcd *e)
         e->cur = (e->cur + 1) % e->cfg->n_etcd;
 }
 
-static void account(struct etcd *e, uint64_t usec, bool ok)
-{
-        static const uint64_t bounds_ms[] = {1, 2, 5, 10, 50, 100, 1000};
-        e->stats.requests++;
-        e->stats.failures += !ok;
-        e->stats.latency_sum_s += (double)usec / 1e6;
-        for (size_t i = 0; i < 7; i++)
-                if (usec <= bounds_ms[i] * 1000)
-                        e->stats.latency_le[i]++;
-        e->stats.latency_le[7]++;
-}
-
 static void auth_done(struct etcd *e, const struct store_reply *r);
 
 static void etcd_history_reset(void *b)
 {
         struct etcd *e = b;
-        e->hist = (struct store_history){.gen = e->hist.gen + 1};
+        store_history_forget(&e->hist);
 }
 
 static void etcd_expect_cluster(void *b, uint64_t cluster_id)
@@ -352,7 +340,7 @@ static void finish(struct request *q, CURLcode result)
                           : q->errbuf[0] ? q->errbuf
                                          : curl_easy_strerror(result);
         }
-        account(e, r.usec, store_ok(&r));
+        store_stats_count(&e->stats, r.usec, store_ok(&r));
         /* a member whose certificate fails, or that refuses ours, may be
          * the only one set up wrong */
         if (!r.answered || r.http >= 500 || r.err == STORE_ERR_TLS || r.err == STORE_ERR_CERT)

@@ -55,21 +55,9 @@ static void endpoint_from_conninfo(struct pg *p)
 
 /* ---- counters and history ---- */
 
-static void account(struct pg *p, uint64_t usec, bool ok)
-{
-        static const uint64_t bounds_ms[] = {1, 2, 5, 10, 50, 100, 1000};
-        p->stats.requests++;
-        p->stats.failures += !ok;
-        p->stats.latency_sum_s += (double)usec / 1e6;
-        for (size_t i = 0; i < 7; i++)
-                if (usec <= bounds_ms[i] * 1000)
-                        p->stats.latency_le[i]++;
-        p->stats.latency_le[7]++;
-}
-
 void pg_history_reset(struct pg *p)
 {
-        p->hist = (struct store_history){.gen = p->hist.gen + 1};
+        store_history_forget(&p->hist);
 }
 
 void pg_expect_cluster(struct pg *p, uint64_t cluster_id)
@@ -168,7 +156,7 @@ void pg_finish(struct pg *p, struct request *q, struct store_reply *r)
                 r->json = json_pack("{s:[{s:s, s:s}]}", "alarms", "alarm", "NOSPACE", "memberID",
                                     p->endpoint);
         }
-        account(p, r->usec, store_ok(r));
+        store_stats_count(&p->stats, r->usec, store_ok(r));
         p->in_flight--;
         if (r->err != STORE_ERR_NONE && r->answered)
                 pg_problem_seen(p, r->err, r->error);

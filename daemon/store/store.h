@@ -150,6 +150,12 @@ struct store_history {
         bool went_back;      /* sticky until reset */
         unsigned gen;        /* resets so far: answers to requests sent before one are not noted */
 };
+/* Forgets the revisions and cluster seen (store_history_reset()): answers
+ * to requests sent before are not noted. */
+void store_history_forget(struct store_history *hist);
+/* One answer counted in a backend's stats: how long it took, whether ok. */
+void store_stats_count(struct store_stats *st, uint64_t usec, bool ok);
+
 /* Reads an answer's header (a keepalive's: result.header) into r->revision
  * and r->cluster_id.  Sets r->went_back if it is from another cluster, or
  * (linearizable: a kv answer) lower than rev_at_send (the history's max_rev
