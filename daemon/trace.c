@@ -19,16 +19,20 @@ static int write_all(const char *buf, size_t len)
                 ssize_t n = write(trace_fd, buf, len);
                 if (n < 0 && errno == EINTR)
                         continue;
-                if (n <= 0)
+                if (n <= 0) {
+                        if (n == 0)
+                                errno = EIO;
                         return -1;
+                }
                 buf += n;
                 len -= (size_t)n;
         }
         return 0;
 }
 
-/* One line ("<kind><name> values[ = result]"), in one write: lines of
- * several processes appended to one file do not interleave. */
+/* One line ("<kind><name> values[ = result]"), in one write (unless the
+ * file takes it in parts): lines of several processes appended to one file
+ * do not interleave. */
 static void line_out(char kind, const char *name, unsigned n, const int64_t *v,
                      const int64_t *result)
 {

@@ -369,6 +369,7 @@ static int parse(char *line, unsigned lineno, const struct decision **d, int64_t
  * with a "# snowidd <pid>" line. ---- */
 
 #define NUMBERS_MAX 4096
+#define NO_VALUE INT64_MIN /* a refusal that names no value */
 
 /* A worker number this host claimed. */
 struct number {
@@ -426,7 +427,8 @@ static int step(struct host *h, char *line, unsigned lineno)
                 kind++;
         if (kind == n_kinds || n != kinds[kind].n)
                 return bad(lineno, "not a step the holder takes, or not its values");
-        struct number *x = number_of(h, v[0]);
+        /* a claim sent takes no slot: only one acknowledged does */
+        struct number spare = {.worker = v[0]}, *x = kind == 4 ? &spare : number_of(h, v[0]);
         if (!x)
                 return bad(lineno, "too many worker numbers");
         h->steps++;
@@ -435,7 +437,7 @@ static int step(struct host *h, char *line, unsigned lineno)
         switch (kind) {
         case 0: /* claimed W START MARK */
                 if (!h->claiming)
-                        why = "a claim acknowledged that was not sent", was = -1;
+                        why = "a claim acknowledged that was not sent", was = NO_VALUE;
                 else if (v[0] != h->claim_worker)
                         why = "a claim acknowledged of another number than was sent",
                         was = h->claim_worker;
@@ -455,13 +457,13 @@ static int step(struct host *h, char *line, unsigned lineno)
                 break;
         case 1: /* marked W MARK */
                 if (!x->held)
-                        why = "a mark acknowledged for a number not claimed", was = -1;
+                        why = "a mark acknowledged for a number not claimed", was = NO_VALUE;
                 else if (v[1] > x->mark)
                         x->mark = v[1];
                 break;
         case 2: /* publish W START DEADLINE */
                 if (!x->held)
-                        why = "a number published that was not claimed", was = -1;
+                        why = "a number published that was not claimed", was = NO_VALUE;
                 else if (v[1] != x->start)
                         why = "published from another start than claimed", was = x->start;
                 else if (v[2] > x->mark)
@@ -469,13 +471,13 @@ static int step(struct host *h, char *line, unsigned lineno)
                 break;
         case 3: /* extend W DEADLINE */
                 if (!x->held)
-                        why = "a deadline extended for a number not claimed", was = -1;
+                        why = "a deadline extended for a number not claimed", was = NO_VALUE;
                 else if (v[1] > x->mark)
                         why = "a deadline above the mark the store acknowledged", was = x->mark;
                 break;
         case 4: /* claiming W START: sent from the start rule 3 gave */
                 if (!h->decided)
-                        why = "a claim sent with no claim start decided (rule 3)", was = -1;
+                        why = "a claim sent with no claim start decided (rule 3)", was = NO_VALUE;
                 else if (v[1] != h->decided_from)
                         why = "the claim does not start where rule3_claim_start said",
                         was = h->decided_from;
@@ -486,7 +488,7 @@ static int step(struct host *h, char *line, unsigned lineno)
                 break;
         case 5: /* dropped W */
                 if (!x->held)
-                        why = "a number dropped that was not held", was = -1;
+                        why = "a number dropped that was not held", was = NO_VALUE;
                 x->held = false;
                 break;
         }
@@ -496,7 +498,7 @@ static int step(struct host *h, char *line, unsigned lineno)
                 for (unsigned i = 1; i < n; i++)
                         printf(" %" PRId64, v[i]);
                 printf(": %s", why);
-                if (was >= 0)
+                if (was != NO_VALUE)
                         printf(" (%" PRId64 ")", was);
                 printf("\n");
                 return 1;

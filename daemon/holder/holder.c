@@ -389,6 +389,7 @@ void holder_publish(struct holder *h)
         int r = shm_pub_switch(h->pub, &p);
         if (r < 0) {
                 log_error_errno(r, "Cannot publish worker %" PRId32 ": %m", g->worker);
+                TRACE_STEP("dropped", g->worker);
                 claim_restart(h, claim_next_backoff(h, RETRY_MAX_MS));
                 return;
         }
