@@ -1014,6 +1014,7 @@ inline crash_point() {
 #define STEP_PUBLISH(a, b, c) printf("%d:!publish %d %d %d\n", h, a, b, c)
 #define STEP_MARKED(a, b) printf("%d:!marked %d %d\n", h, a, b)
 #define STEP_EXTEND(a, b) printf("%d:!extend %d %d\n", h, a, b)
+#define STEP_DROPPED(a) printf("%d:!dropped %d\n", h, a)
 
 /* what a daemon published: the deadline, for rule 3's own term and rule 6 */
 #if FAULTS
@@ -1307,11 +1308,11 @@ renew:
                 fi
         :: atomic { !alive[L] -> kalost = 0 }; goto keepalive
 #if MOVES > 0
-        :: atomic { moves < MOVES -> moves++; cn = n; cd = acked }; goto giveup /* a move to a fresh number */
+        :: atomic { moves < MOVES -> moves++; cn = n; cd = acked; STEP_DROPPED(n) }; goto giveup /* a move to a fresh number */
 #endif
 #if STOPS > 0
         :: atomic { h == 0 && stops < STOPS && STOP_OK ->
-                stops++; quit = 1; cn = n; cd = acked }; goto stop
+                stops++; quit = 1; cn = n; cd = acked; STEP_DROPPED(n) }; goto stop
 #endif
         :: renewals >= RENEWALS -> break
         od;
@@ -1328,16 +1329,16 @@ keepalive:
                 if
                 :: alive[L] && !kalost -> goto renew /* not reached: asked only when gone */
 #if MUTANT == 13
-                :: alive[L] && kalost -> kalost = 0; cn = n; cd = acked; goto giveup
+                :: alive[L] && kalost -> kalost = 0; cn = n; cd = acked; STEP_DROPPED(n); goto giveup
 #else
                 :: alive[L] && kalost -> kalost = 0; goto restored /* R-C: workers/<n> gone, lease alive */
 #endif
 #if MUTANT == 14
-                :: !alive[L] && KEPT(h) -> kalost = 0; cn = n; cd = acked; goto giveup
+                :: !alive[L] && KEPT(h) -> kalost = 0; cn = n; cd = acked; STEP_DROPPED(n); goto giveup
 #else
                 :: !alive[L] && KEPT(h) -> kalost = 0; goto restored /* R-D: it could not have expired (rules: rule5_lease_answer) */
 #endif
-                :: !alive[L] && !KEPT(h) -> kalost = 0; cn = n; cd = acked; goto giveup /* lost */
+                :: !alive[L] && !KEPT(h) -> kalost = 0; cn = n; cd = acked; STEP_DROPPED(n); goto giveup /* lost */
                 fi
         }
 
