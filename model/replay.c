@@ -125,7 +125,19 @@ static int64_t d_lead_left(const int64_t *a)
         return (int64_t)rule6_lead_left(0, 1, 1 + (uint64_t)a[0], 1, 0);
 }
 
-static void fence_in(const int64_t *a, struct rule6_fence_in *in);
+static void fence_in(const int64_t *a, struct rule6_fence_in *in)
+{
+        *in = (struct rule6_fence_in){
+                .clock_bound = (uint64_t)a[0],
+                .lead_left = (uint64_t)a[1],
+                .witness_lead_left = (uint64_t)a[2],
+                .witness_deadline = (uint64_t)a[3],
+                .lost_lead = (uint64_t)a[4],
+                .stored_above = (uint64_t)a[5],
+                .floor = (uint64_t)a[6],
+                .highest_mark = (uint64_t)a[7],
+        };
+}
 
 static int64_t d_fence_above(const int64_t *a)
 {
@@ -230,20 +242,6 @@ static int64_t d_lead_left_code(const int64_t *a)
         /* epoch_ms era claims_above now_id_ms slew_us_per_s */
         return (int64_t)rule6_lead_left((uint64_t)a[0], (uint64_t)a[1], (uint64_t)a[2],
                                         (uint64_t)a[3], (unsigned)a[4]);
-}
-
-static void fence_in(const int64_t *a, struct rule6_fence_in *in)
-{
-        *in = (struct rule6_fence_in){
-                .clock_bound = (uint64_t)a[0],
-                .lead_left = (uint64_t)a[1],
-                .witness_lead_left = (uint64_t)a[2],
-                .witness_deadline = (uint64_t)a[3],
-                .lost_lead = (uint64_t)a[4],
-                .stored_above = (uint64_t)a[5],
-                .floor = (uint64_t)a[6],
-                .highest_mark = (uint64_t)a[7],
-        };
 }
 
 static int64_t d_fence_lead(const int64_t *a)

@@ -162,14 +162,19 @@ static bool decide_rule5_taken_back(bool other, bool present, uint64_t stored, u
 
 /* ---- rule 6 ---- */
 
+/* the fence read is the one known, byte for byte */
+static bool fence_same(const struct cluster_ident *known, const struct cluster_ident *read)
+{
+        return read->fence_len == known->fence_len &&
+               !memcmp(read->fence, known->fence, read->fence_len);
+}
+
 static enum rule6_fence decide_rule6_fence_read(const struct cluster_ident *known,
                                                 const struct cluster_ident *read, bool restore_seen)
 {
         if (!known)
                 return RULE6_ADOPT;
-        bool same = read->fence_len == known->fence_len &&
-                    !memcmp(read->fence, known->fence, read->fence_len);
-        if (same)
+        if (fence_same(known, read))
                 return restore_seen ? RULE6_RESTORED : RULE6_SAME;
         /* later, or (a fence made after a restore brought an older one back)
          * the same era with another token */
@@ -384,10 +389,8 @@ enum rule6_fence rule6_fence_read(const struct cluster_ident *known,
         enum rule6_fence r = decide_rule6_fence_read(known, read, restore_seen);
         /* the fences as the decision sees them: known at all, the same
          * bytes, their eras, another token, the read one a cluster's first */
-        bool same = known && read->fence_len == known->fence_len &&
-                    !memcmp(read->fence, known->fence, read->fence_len);
-        NOTE("rule6_fence_read", r, known != NULL, same, restore_seen, read->era,
-             known ? known->era : 0, known && strcmp(read->token, known->token) != 0,
+        NOTE("rule6_fence_read", r, known != NULL, known && fence_same(known, read), restore_seen,
+             read->era, known ? known->era : 0, known && strcmp(read->token, known->token) != 0,
              fence_first(read));
         return r;
 }
