@@ -26,6 +26,35 @@ struct store_number {
         bool malformed;   /* the answer about it could not be read */
 };
 
+/* The numbers of a scan: every number [0, workers), or a sample. */
+struct store_scan {
+        bool ok, succeeded;
+        int same;
+        int floor_read; /* 1 read and valid, 0 absent or not a mark, -1 unknown */
+        uint64_t floor;
+        uint64_t workers;             /* numbers[] has this many */
+        struct store_number *numbers; /* numbers not read: as if held; NULL: none read */
+};
+
+/* A claim's answer (store_claim()). */
+struct store_claimed {
+        bool no_answer; /* none, or a 5xx: it may or may not be applied */
+        bool ok, succeeded;
+        int64_t revision; /* of the claim's writes */
+        int same;
+        /* failed: hwm/<own_worker> as read (own_read: the answer has it) */
+        bool own_read;
+        struct store_number own;
+};
+
+/* A number read: its two keys (value_is against value), with the fence
+ * and layout. */
+struct store_read {
+        bool ok, succeeded;
+        int same;
+        struct store_number n;
+};
+
 /* A region's record under ranges/: the region it names (NULL: the key is
  * not a record's), and its value as stored. */
 struct store_record {

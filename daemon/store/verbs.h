@@ -47,15 +47,6 @@ int store_revoke(struct store *s, int64_t lease, verb_revoke_cb cb, void *userda
 
 /* ---- numbers ---- */
 
-/* The numbers of a scan: every number [0, workers), or a sample. */
-struct store_scan {
-        bool ok, succeeded;
-        int same;
-        int floor_read; /* 1 read and valid, 0 absent or not a mark, -1 unknown */
-        uint64_t floor;
-        uint64_t workers;             /* numbers[] has this many */
-        struct store_number *numbers; /* numbers not read: as if held; NULL: none read */
-};
 typedef void (*verb_scan_cb)(void *userdata, const struct store_answer *r,
                              const struct store_scan *scan);
 #define STORE_SAMPLE_MAX 8
@@ -81,27 +72,11 @@ struct store_claim_req {
         int32_t own_worker;
         int64_t own_rev;
 };
-struct store_claimed {
-        bool no_answer; /* none, or a 5xx: it may or may not be applied */
-        bool ok, succeeded;
-        int64_t revision; /* of the claim's writes */
-        int same;
-        /* failed: hwm/<own_worker> as read (own_read: the answer has it) */
-        bool own_read;
-        struct store_number own;
-};
 typedef void (*verb_claim_cb)(void *userdata, const struct store_answer *r,
                               const struct store_claimed *c);
 int store_claim(struct store *s, const struct store_claim_req *req, verb_claim_cb cb,
                 void *userdata, uint64_t tag);
 
-/* A number read: its two keys (value_is against value), with the fence
- * and layout. */
-struct store_read {
-        bool ok, succeeded;
-        int same;
-        struct store_number n;
-};
 typedef void (*verb_read_cb)(void *userdata, const struct store_answer *r,
                              const struct store_read *rd);
 int store_read_number(struct store *s, const struct cluster_ident *cl, uint32_t worker,
