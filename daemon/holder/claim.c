@@ -1,16 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Acquiring a worker number: grant a lease, scan workers/ and hwm/, claim
- * one number under that lease (one attempt per lease), and settle a claim
- * whose answer never came (docs/design.md rules 3, 8 and 9; docs/fences.md
- * rules 1 and 3).
- *
- * The scan first reads a sample of SCAN_SAMPLE numbers at random (their
- * workers/ keys and marks: a constant cost, however many hosts hold
- * numbers); only when none of them is free with its mark behind the clock
- * does it read every number of the range.  A claim's transaction compares
- * exactly what its scan read of the number it claims, so which numbers the
- * scan read changes nothing of its safety.
+ * Acquiring a worker number: the driver of the pure core in
+ * daemon/core/acquire.c, which decides every step (grant, scan, claim,
+ * settle; docs/design.md rules 3, 8 and 9; docs/fences.md rules 1 and 3).
+ * Here each store answer and timer becomes an input, and each action the
+ * core returns is done: a verb sent, a timer armed, a lease revoked, the
+ * number published, an event worded in the log.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -19,407 +14,344 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "choose.h"
 #include "claim.h"
 #include "cluster.h"
 #include "log.h"
 #include "marks.h"
 #include "trace.h"
 
-#define RETRY_MIN_MS 100
-#define RETRY_MAX_MS 1000
-#define FULL_RETRY_MAX_MS 30000
-#define FRESH_THROTTLE_MS 10000
-
-static void step_grant(struct holder *h);
-
-/* ---- retries ---- */
-
-static int on_retry(sd_event_source *s, uint64_t usec, void *userdata)
-{
-        struct holder *h = userdata;
-        (void)s;
-        (void)usec;
-        if (h->next.state == H_GRANT)
-                step_grant(h);
-        return 0;
-}
-
-static void retry_in(struct holder *h, unsigned ms)
-{
-        holder_timer_in(h, &h->retry_timer, ms, on_retry);
-}
-
-static unsigned full_retry_max(const struct holder *h)
-{
-        unsigned half_ttl = h->cfg->lease_ttl_s * 500;
-        return half_ttl < FULL_RETRY_MAX_MS ? half_ttl : FULL_RETRY_MAX_MS;
-}
+/* ---- backoffs, for the cluster's reads (cluster.c) ---- */
 
 unsigned claim_next_backoff(struct holder *h, unsigned max)
 {
-        unsigned ms = h->backoff_ms ? h->backoff_ms : RETRY_MIN_MS;
-        h->backoff_ms = ms * 2 > max ? max : ms * 2;
-        /* jitter, so that many daemons do not retry in step */
-        return ms / 2 + (unsigned)(random() % (ms / 2 + 1));
+        return acq_backoff(&h->backoff_ms, max, (uint64_t)random());
 }
 
-/* The wait after a failed request: an answer that never came, or a store
- * too busy to serve (5xx), backs off up to half a lease TTL, so that a
- * fleet starting at once does not keep an overloaded store overloaded with
- * retries; any other failure retries within a second. */
 unsigned claim_failure_backoff(struct holder *h, const struct store_answer *r)
 {
-        bool overloaded = !r->answered || r->status >= 500;
-        return claim_next_backoff(h, overloaded ? full_retry_max(h) : RETRY_MAX_MS);
+        return claim_next_backoff(h,
+                                  acq_failure_max_ms(h->cfg->lease_ttl_s, r->answered, r->status));
 }
 
-/* This holding's attempt is over: abandon its lease, start again. */
-void claim_restart(struct holder *h, unsigned delay_ms)
+/* ---- the driver ---- */
+
+static struct acq_view view(const struct holder *h)
 {
-        bool fresh = h->next.fresh;
-        holder_give_up_lease(h, h->next.lease);
-        h->next = (struct holding){.state = H_GRANT, .id = ++h->ids, .fresh = fresh, .worker = -1};
-        retry_in(h, delay_ms);
+        int32_t pref = acq_prefer(&h->acq);
+        return (struct acq_view){
+                .mono_ms = holder_mono_ms(),
+                .boot_ms = holder_boot_ms(),
+                .id_ms = holder_id_ms(h, false),
+                .wall_id_ms = holder_id_ms(h, true),
+                .layout_ready = h->layout_ready,
+                .halted = h->halted != HALT_NONE,
+                .stopping = h->stopping,
+                .range_from = h->range_from,
+                .range_to = h->range_to,
+                .worker_bits = h->layout.worker_bits,
+                .time_bits = h->layout.time_bits,
+                .claims_above = h->cl.claims_above,
+                .claims_not_before_ms = h->claims_not_before_ms,
+                .prefer_handing_over = pref >= 0 && marks_handing_over(h, pref),
+                .cur = &h->cur,
+                .published = h->published,
+                .n_published = h->n_published,
+        };
 }
 
-static void scan(struct holder *h, bool full);
+static struct acq_answer answer(const struct store_answer *r)
+{
+        return (struct acq_answer){
+                .tag = r->tag,
+                .answered = r->answered,
+                .status = r->status,
+                .refused = r->err != STORE_ERR_NONE,
+        };
+}
 
-static void on_grant(void *userdata, const struct store_answer *r, int64_t id, int64_t ttl)
+static void drive(struct holder *h, const struct acq_in *in, const struct store_answer *r);
+
+/* A verb that could not be sent: its answer, at once. */
+static void unsent(struct holder *h, enum acq_in_kind kind)
+{
+        const struct acq_in in = {.kind = kind,
+                                  .r = {.tag = acq_holding(&h->acq)->id, .unsent = true}};
+        drive(h, &in, NULL);
+}
+
+static const char *why(const struct store_answer *r)
+{
+        return r && r->error ? r->error : "malformed answer";
+}
+
+/* The core's events, in words. */
+static void word(struct holder *h, const struct acq_action *t, const struct acq_in *in,
+                 const struct store_answer *r)
+{
+        switch (t->say) {
+        case ACQ_SAY_GRANT_FAILED:
+                log_warning("Cannot get a lease from %s: %s", store_endpoint(h->store), why(r));
+                return;
+        case ACQ_SAY_SCAN_FAILED:
+                log_warning("Cannot read the worker numbers: %s", why(r));
+                return;
+        case ACQ_SAY_FENCE_CHANGED:
+                log_notice("The cluster's fence, layout or floor changed; reading them");
+                return;
+        case ACQ_SAY_MARKS_INVALID:
+                for (uint64_t n = t->a; in->scan && n <= t->b; n++)
+                        if (in->scan->numbers[n].marked && !in->scan->numbers[n].mark_valid)
+                                log_warning("The mark of worker %" PRIu64 " is not 20 digits of an "
+                                            "ID time this layout holds; skipping the number",
+                                            n);
+                return;
+        case ACQ_SAY_SCAN_ALL:
+                log_debug("No free number behind the clock among %" PRIu64 " sampled; reading all",
+                          t->a);
+                return;
+        case ACQ_SAY_NONE_FRESH:
+                log_warning("No free worker number has its mark behind the wall clock; ID time "
+                            "stays ahead of it and is brought back gradually");
+                return;
+        case ACQ_SAY_ALL_TAKEN:
+                log_warning("All %" PRIu64 " worker numbers are taken (range %" PRIu64 "-%" PRIu64
+                            "); looking again every renewal interval",
+                            t->b - t->a + 1, t->a, t->b);
+                return;
+        case ACQ_SAY_AHEAD:
+                log_notice("Every free worker number's mark is ahead of the clock; taking %" PRId32
+                           ", %" PRIu64 " ms ahead",
+                           t->worker, t->a);
+                return;
+        case ACQ_SAY_CAME_FREE:
+                log_notice("A worker number came free");
+                return;
+        case ACQ_SAY_CLAIMED:
+                log_info("Claimed worker number %" PRId32 " (lease %" PRIx64 ", mark %" PRIu64 ")",
+                         t->worker, t->a, t->b);
+                return;
+        case ACQ_SAY_NO_ANSWER:
+                log_warning("The claim of worker %" PRId32 " got no answer (%s); reading back",
+                            t->worker, why(r));
+                return;
+        case ACQ_SAY_NOT_CLAIMED:
+                log_debug("Worker %" PRId32 " could not be claimed (%s)", t->worker,
+                          r && r->status == 200 ? "taken" : why(r));
+                return;
+        case ACQ_SAY_APPLIED:
+                log_info("The claim of worker %" PRId32 " was applied", t->worker);
+                return;
+        case ACQ_SAY_NOT_APPLIED:
+                log_info("The claim of worker %" PRId32 " was not applied; claiming again under "
+                         "a new lease",
+                         t->worker);
+                return;
+        }
+}
+
+static void on_grant(void *userdata, const struct store_answer *r, int64_t lease, int64_t ttl);
+static void on_scan(void *userdata, const struct store_answer *r, const struct store_scan *sc);
+static void on_claim(void *userdata, const struct store_answer *r, const struct store_claimed *c);
+static void on_settle(void *userdata, const struct store_answer *r, const struct store_read *rd);
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata);
+
+static void claim_send(struct holder *h, const struct holding *g)
+{
+        TRACE_STEP("claiming", g->worker, (int64_t)g->start_ms);
+        const struct store_claim_req req = {
+                .cl = &h->cl,
+                .worker = (uint32_t)g->worker,
+                .lease = g->lease,
+                .value = g->value,
+                .start = g->start_ms,
+                .mark = g->mark,
+                .modrev = g->hwm_modrev,
+                .own_worker = g->own_worker,
+                .own_rev = g->own_rev,
+        };
+        if (store_claim(h->store, &req, on_claim, h, g->id) < 0)
+                unsent(h, ACQ_IN_CLAIMED);
+}
+
+/* Does one action; false: the holder is done, nothing more is done. */
+static bool run(struct holder *h, const struct acq_action *t, const struct acq_in *in,
+                const struct store_answer *r)
+{
+        const struct holding *g = acq_holding(&h->acq);
+        switch (t->what) {
+        case ACQ_DO_GRANT:
+                if (store_grant(h->store, h->cfg->lease_ttl_s, on_grant, h, g->id) < 0)
+                        unsent(h, ACQ_IN_GRANTED);
+                break;
+        case ACQ_DO_SCAN:
+                if (store_scan(h->store, &h->cl, UINT64_C(1) << h->layout.worker_bits,
+                               g->sampled ? g->sample : NULL, g->sampled, h->layout.time_bits,
+                               on_scan, h, g->id) < 0)
+                        unsent(h, ACQ_IN_SCANNED);
+                break;
+        case ACQ_DO_CLAIM:
+                claim_send(h, g);
+                break;
+        case ACQ_DO_READ:
+                if (store_read_number(h->store, &h->cl, (uint32_t)g->worker, g->value, on_settle, h,
+                                      g->id) < 0)
+                        unsent(h, ACQ_IN_READ);
+                break;
+        case ACQ_DO_WAIT:
+                holder_timer_in(h, &h->retry_timer, t->ms, on_timer);
+                break;
+        case ACQ_DO_REVOKE:
+                holder_give_up_lease(h, t->lease);
+                break;
+        case ACQ_DO_PUBLISH:
+                TRACE_STEP("claimed", g->worker, (int64_t)g->start_ms, (int64_t)g->mark);
+                holder_publish(h);
+                break;
+        case ACQ_DO_CHECK_CLUSTER:
+                cluster_halt(h, HALT_CHECKING);
+                cluster_read(h);
+                break;
+        case ACQ_DO_RESTORED:
+                holder_write_forgotten(h, t->worker, (int64_t)t->a, (int64_t)t->b,
+                                       "claiming another number");
+                break;
+        case ACQ_DO_RAISE:
+                marks_raise(h, t->worker, t->a, 0, 0, 0);
+                break;
+        case ACQ_DO_FRESH_LATER:
+                h->fresh_not_before_ms = t->a;
+                break;
+        case ACQ_DO_FATAL:
+                log_error("ID time %" PRIu64 " ms has run past the layout's %u time bits", t->a,
+                          h->layout.time_bits);
+                holder_fatal(h, EX_CONFIG_);
+                return false;
+        case ACQ_DO_SAY:
+                word(h, t, in, r);
+                break;
+        }
+        return true;
+}
+
+/* Steps the core with in, and does what it returns.  An input made while
+ * its actions are done (a verb not sent, the publication's outcome, a
+ * halt) is stepped after them, in order. */
+static void drive(struct holder *h, const struct acq_in *in, const struct store_answer *r)
+{
+        if (h->acq_driving) {
+                /* no backend answers within its call: an answer's result
+                 * lives only as long as its callback, so it cannot wait */
+                if (in->scan || in->claimed || in->read)
+                        log_error("The store answered within its call; the answer is dropped");
+                else if (h->acq_queued < ACQ_QUEUE_MAX)
+                        h->acq_queue[h->acq_queued++] = *in;
+                else
+                        log_error("The acquisition's inputs overflow; one is dropped");
+                return;
+        }
+        h->acq_driving = true;
+        struct acq_in next = *in;
+        for (;;) {
+                const struct acq_view v = view(h);
+                struct acq_ready out;
+                acq_step(&h->acq, &v, &next, &out);
+                for (unsigned i = 0; i < out.n; i++)
+                        if (!run(h, &out.a[i], &next, r)) {
+                                h->acq_driving = false;
+                                return;
+                        }
+                if (!h->acq_queued)
+                        break;
+                next = h->acq_queue[0];
+                memmove(h->acq_queue, h->acq_queue + 1, --h->acq_queued * sizeof(*h->acq_queue));
+                r = NULL;
+        }
+        h->acq_driving = false;
+}
+
+static void on_grant(void *userdata, const struct store_answer *r, int64_t lease, int64_t ttl)
 {
         struct holder *h = userdata;
-        struct holding *g = holder_by_tag(h, r->tag);
         holder_note_answer(h, r);
-        if (!g || g != &h->next || g->state != H_GRANT) {
-                holder_give_up_lease(h, id); /* granted for nobody */
-                return;
-        }
-        if (id == 0 || ttl <= 0) {
-                if (r->err == STORE_ERR_NONE) /* a refusal is said once, by refusal.c */
-                        log_warning("Cannot get a lease from %s: %s", store_endpoint(h->store),
-                                    r->error ? r->error : "malformed answer");
-                retry_in(h, claim_failure_backoff(h, r));
-                return;
-        }
-        g->lease = id;
-        holder_lease_lives(g, ttl);
-        g->state = H_SCAN;
-        scan(h, false);
+        const struct acq_in in = {
+                .kind = ACQ_IN_GRANTED, .r = answer(r), .lease = lease, .ttl_s = ttl};
+        drive(h, &in, r);
 }
 
-static void step_grant(struct holder *h)
-{
-        struct holding *g = &h->next;
-        g->state = H_GRANT;
-        g->lease_asked_ms = holder_boot_ms();
-        if (store_grant(h->store, h->cfg->lease_ttl_s, on_grant, h, g->id) < 0)
-                retry_in(h, claim_next_backoff(h, RETRY_MAX_MS));
-}
-
-static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t modrev,
-                       uint64_t floor);
-
-/* random()'s draw in [0, n) */
-static uint64_t draw(void *state, uint64_t n)
-{
-        (void)state;
-        return (uint64_t)random() % n;
-}
-
+/* The answers after a grant go through rule 1 first (cluster_ok()): one
+ * naming another fence or layout, or seen restored, halts. */
 static void on_scan(void *userdata, const struct store_answer *r, const struct store_scan *sc)
 {
         struct holder *h = userdata;
-        struct holding *g = holder_acquiring(h, r, H_SCAN);
-        if (!g || !cluster_ok(h, r, true, 1))
+        holder_note_answer(h, r);
+        if (!acq_expects(&h->acq, r->tag, ACQ_IN_SCANNED) || !cluster_ok(h, r, true, 1))
                 return;
-        bool sampled = g->sampled > 0;
-        unsigned k = sampled ? g->sampled : 1;
-        if (sc->same == 0 || sc->floor_read == 0) {
-                log_notice("The cluster's fence, layout or floor changed; reading them");
-                cluster_halt(h, HALT_CHECKING);
-                cluster_read(h);
-                return;
-        }
-        if (!sc->ok || !sc->succeeded || sc->same < 0 || sc->floor_read < 0) {
-                if (r->err == STORE_ERR_NONE)
-                        log_warning("Cannot read the worker numbers: %s",
-                                    r->error ? r->error : "malformed answer");
-                claim_restart(h, claim_failure_backoff(h, r));
-                return;
-        }
-        uint64_t workers = UINT64_C(1) << h->layout.worker_bits;
-        if (!sc->numbers || sc->workers != workers) {
-                claim_restart(h, claim_next_backoff(h, RETRY_MAX_MS));
-                return;
-        }
-        uint64_t first = h->range_from, last = h->range_to;
-        for (uint64_t n = first; n <= last; n++)
-                if (sc->numbers[n].marked && !sc->numbers[n].mark_valid)
-                        log_warning("The mark of worker %" PRIu64 " is not 20 digits of an ID "
-                                    "time this layout holds; skipping the number",
-                                    n);
-        int32_t pref = h->prefer;
-        h->prefer = -1;
-        const struct choose_in in = {
-                .numbers = sc->numbers,
-                .first = first,
-                .last = last,
-                .floor = sc->floor,
-                .now = holder_id_ms(h, g->fresh),
-                .claims_above = h->cl.claims_above,
-                .prefer = pref,
-                .prefer_handing_over = pref >= 0 && marks_handing_over(h, pref),
-                .fresh = g->fresh,
-                .sampled = sampled,
-                .draw = draw,
-        };
-        const struct choice c = claim_choose(&in);
-        switch (c.kind) {
-        case CHOOSE_WAIT:
-                /* still held by this host's own old lease, its mark not yet
-                 * confirmed: look again shortly rather than search */
-                h->prefer = pref;
-                claim_restart(h, 100 + (unsigned)(random() % 100));
-                return;
-        case CHOOSE_SCAN_ALL:
-                /* nothing free and behind the clock in the sample: look at
-                 * every number before claiming ahead or waiting */
-                log_debug("No free number behind the clock among %u sampled; reading all", k);
-                scan(h, true);
-                return;
-        case CHOOSE_NONE_FRESH:
-                log_warning("No free worker number has its mark behind the wall clock; ID time "
-                            "stays ahead of it and is brought back gradually");
-                h->fresh_not_before_ms = holder_mono_ms() + FRESH_THROTTLE_MS;
-                holder_give_up_lease(h, g->lease);
-                h->next = (struct holding){.state = H_NONE, .worker = -1};
-                return;
-        case CHOOSE_ALL_TAKEN:
-                /* said once while it lasts: a host beyond the space waits */
-                if (!h->said_full)
-                        log_warning("All %" PRIu64 " worker numbers are taken (range %" PRIu64
-                                    "-%" PRIu64 "); looking again every renewal interval",
-                                    last - first + 1, first, last);
-                h->said_full = true;
-                /* a number frees when its holder stops or its lease expires:
-                 * look again each renewal interval (jittered), so that it is
-                 * claimed within one of coming free */
-                claim_restart(h, h->cfg->renew_ms / 2 +
-                                         (unsigned)random() % (h->cfg->renew_ms / 2 + 1));
-                return;
-        case CHOOSE_CLAIM:
-                break;
-        }
-        if (c.ahead)
-                log_notice("Every free worker number's mark is ahead of the clock; taking %" PRIu32
-                           ", %" PRIu64 " ms ahead",
-                           c.worker, c.mark - in.now);
-        step_claim(h, c.worker, c.mark, sc->numbers[c.worker].mark_rev, sc->floor);
-}
-
-/* full: every number of the range; else a fresh sample of distinct numbers */
-static void scan(struct holder *h, bool full)
-{
-        struct holding *g = &h->next;
-        uint64_t span = h->range_to - h->range_from + 1;
-        g->sampled = 0;
-        if (!full && span > 4 * SCAN_SAMPLE) {
-                if (h->prefer >= (int64_t)h->range_from && h->prefer <= (int64_t)h->range_to)
-                        g->sample[g->sampled++] = (uint32_t)h->prefer;
-                while (g->sampled < SCAN_SAMPLE) {
-                        uint32_t n = (uint32_t)(h->range_from + (uint64_t)random() % span);
-                        bool dup = false;
-                        for (unsigned i = 0; i < g->sampled; i++)
-                                dup |= g->sample[i] == n;
-                        if (!dup)
-                                g->sample[g->sampled++] = n;
-                }
-        }
-        if (store_scan(h->store, &h->cl, UINT64_C(1) << h->layout.worker_bits,
-                       g->sampled ? g->sample : NULL, g->sampled, h->layout.time_bits, on_scan, h,
-                       g->id) < 0)
-                claim_restart(h, claim_next_backoff(h, RETRY_MAX_MS));
-}
-
-static void step_settle(struct holder *h);
-
-static void claimed(struct holder *h)
-{
-        struct holding *g = &h->next;
-        if (h->said_full)
-                log_notice("A worker number came free");
-        h->said_full = false;
-        log_info("Claimed worker number %" PRId32 " (lease %" PRIx64 ", mark %" PRIu64 ")",
-                 g->worker, (uint64_t)g->lease, g->mark);
-        g->state = H_HELD;
-        h->backoff_ms = 0;
-        TRACE_STEP("claimed", g->worker, (int64_t)g->start_ms, (int64_t)g->mark);
-        holder_publish(h);
+        const struct acq_in in = {.kind = ACQ_IN_SCANNED, .r = answer(r), .scan = sc};
+        drive(h, &in, r);
 }
 
 static void on_claim(void *userdata, const struct store_answer *r, const struct store_claimed *c)
 {
         struct holder *h = userdata;
-        struct holding *g = holder_acquiring(h, r, H_CLAIM);
-        if (!g || !cluster_ok(h, r, c->ok, c->same))
+        holder_note_answer(h, r);
+        if (!acq_expects(&h->acq, r->tag, ACQ_IN_CLAIMED) || !cluster_ok(h, r, c->ok, c->same))
                 return;
-        if (c->no_answer) {
-                /* the answer never came: the claim may or may not be applied */
-                log_warning("The claim of worker %" PRId32 " got no answer (%s); reading back",
-                            g->worker, r->error);
-                g->state = H_SETTLE;
-                step_settle(h);
-                return;
-        }
-        if (c->succeeded) {
-                g->mark_rev = c->revision; /* the put's mod revision is the txn's */
-                claimed(h);
-                return;
-        }
-        /* the mark of the number held when the claim was sent, whose last
-         * write by this daemon it compared */
-        if (c->ok && g->own_worker >= 0 && c->own_read) {
-                int64_t modrev = c->own.mark_rev;
-                uint64_t m = c->own.mark;
-                bool low = !c->own.marked || !c->own.mark_valid;
-                if (holder_forgotten(h, g->own_worker, g->own_rev, modrev,
-                                     "claiming another number"))
-                        return;
-                /* deleted or lowered since (by hand): raised back, or every
-                 * claim would fail on it */
-                if ((low || m < h->cur.mark) && h->cur.state != H_NONE &&
-                    h->cur.worker == g->own_worker) {
-                        marks_raise(h, h->cur.worker, h->cur.mark, 0, 0, 0);
-                        claim_restart(h, claim_next_backoff(h, RETRY_MAX_MS));
-                        return;
-                }
-        }
-        /* taken by another daemon, the mark moved, or the lease died */
-        log_debug("Worker %" PRId32 " could not be claimed (%s)", g->worker,
-                  r->status == 200 ? "taken" : r->error);
-        claim_restart(h, 10 + (unsigned)(random() % 50));
+        const struct acq_in in = {.kind = ACQ_IN_CLAIMED, .r = answer(r), .claimed = c};
+        drive(h, &in, r);
 }
-
-/* hwm is the mark read at mod revision modrev (0: no mark), floor the floor
- * read with it */
-static void step_claim(struct holder *h, uint32_t worker, uint64_t hwm, int64_t modrev,
-                       uint64_t floor)
-{
-        struct holding *g = &h->next;
-        g->worker = (int32_t)worker;
-        /* above the mark (or the floor), above what a fence set, above what
-         * this daemon itself published for the number (which a restore may
-         * have lost) */
-        const struct rule3_claim claim = {
-                .now = holder_id_ms(h, g->fresh),
-                .marked = modrev != 0,
-                .mark = hwm,
-                .floor = floor,
-                .claims_above = h->cl.claims_above,
-                .own_last = marks_own(h, (int32_t)worker),
-        };
-        g->start_ms = rule3_claim_start(&claim);
-        TRACE_STEP("claiming", g->worker, (int64_t)g->start_ms);
-        g->mark = g->start_ms + (uint64_t)(h->cfg->window_s + h->cfg->mark_step_s) * 1000;
-        g->hwm_modrev = modrev;
-        g->state = H_CLAIM;
-        snprintf(g->value, sizeof(g->value),
-                 "{\"host\":\"%s\",\"instance\":\"%s\",\"pid\":%d,\"token\":\"%s-%" PRIu64 "\"}",
-                 h->host, h->cfg->instance, (int)getpid(), h->token, g->id);
-        if (g->mark >> h->layout.time_bits) {
-                log_error("ID time %" PRIu64 " ms has run past the layout's %u time bits", g->mark,
-                          h->layout.time_bits);
-                holder_fatal(h, EX_CONFIG_);
-                return;
-        }
-        g->own_worker = -1;
-        if (h->cur.state != H_NONE && h->cur.mark_rev) {
-                g->own_worker = h->cur.worker;
-                g->own_rev = h->cur.mark_rev;
-        }
-        const struct store_claim_req req = {
-                .cl = &h->cl,
-                .worker = worker,
-                .lease = g->lease,
-                .value = g->value,
-                .start = g->start_ms,
-                .mark = g->mark,
-                .modrev = modrev,
-                .own_worker = g->own_worker,
-                .own_rev = g->own_worker >= 0 ? g->own_rev : 0,
-        };
-        if (store_claim(h->store, &req, on_claim, h, g->id) < 0) {
-                g->state = H_SETTLE;
-                step_settle(h);
-        }
-}
-
-static void on_settle_retry_timer(struct holder *h);
 
 static void on_settle(void *userdata, const struct store_answer *r, const struct store_read *rd)
 {
         struct holder *h = userdata;
-        struct holding *g = holder_acquiring(h, r, H_SETTLE);
-        if (!g || !cluster_ok(h, r, true, 1))
+        holder_note_answer(h, r);
+        if (!acq_expects(&h->acq, r->tag, ACQ_IN_READ) || !cluster_ok(h, r, true, 1))
                 return;
-        if (rd->same == 0) {
-                /* the claim compared the fence it knew: it was not applied */
-                cluster_halt(h, HALT_CHECKING);
-                cluster_read(h);
-                return;
-        }
-        bool ours = holder_ours(g, &rd->n);
-        uint64_t stored = rd->n.mark;
-        int64_t modrev = rd->n.mark_rev;
-        if (!rd->ok || rd->same < 0 || holder_read_malformed(&rd->n)) {
-                /* keep asking: the lease may expire meanwhile, which settles it too */
-                on_settle_retry_timer(h);
-                return;
-        }
-        if (ours && stored == g->mark) {
-                log_info("The claim of worker %" PRId32 " was applied", g->worker);
-                g->mark_rev = modrev;
-                claimed(h);
-                return;
-        }
-        log_info("The claim of worker %" PRId32 " was not applied; claiming again under a new "
-                 "lease",
-                 g->worker);
-        claim_restart(h, 10);
+        const struct acq_in in = {.kind = ACQ_IN_READ, .r = answer(r), .read = rd};
+        drive(h, &in, r);
 }
 
-static void step_settle(struct holder *h)
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
-        struct holding *g = &h->next;
-        if (store_read_number(h->store, &h->cl, (uint32_t)g->worker, g->value, on_settle, h,
-                              g->id) < 0)
-                on_settle_retry_timer(h);
-}
-
-static int on_settle_timer(sd_event_source *s, uint64_t usec, void *userdata)
-{
-        struct holder *h = userdata;
         (void)s;
         (void)usec;
-        if (h->next.state == H_SETTLE)
-                step_settle(h);
+        drive(userdata, &(const struct acq_in){.kind = ACQ_IN_TIMER}, NULL);
         return 0;
-}
-
-static void on_settle_retry_timer(struct holder *h)
-{
-        holder_timer_in(h, &h->settle_timer, claim_next_backoff(h, RETRY_MAX_MS), on_settle_timer);
 }
 
 void claim_start(struct holder *h, bool fresh)
 {
-        if (h->next.state != H_NONE || h->stopping || h->halted != HALT_NONE || !h->layout_ready)
-                return;
-        h->next = (struct holding){.state = H_GRANT, .id = ++h->ids, .fresh = fresh, .worker = -1};
-        uint64_t now = holder_mono_ms();
-        if (now < h->claims_not_before_ms) {
-                retry_in(h, (unsigned)(h->claims_not_before_ms - now));
-                return;
-        }
-        step_grant(h);
+        drive(h, &(const struct acq_in){.kind = ACQ_IN_START, .fresh = fresh}, NULL);
+}
+
+void claim_prefer(struct holder *h, int32_t worker)
+{
+        drive(h, &(const struct acq_in){.kind = ACQ_IN_PREFER, .worker = worker}, NULL);
+}
+
+void claim_drop(struct holder *h)
+{
+        drive(h, &(const struct acq_in){.kind = ACQ_IN_DROP}, NULL);
+}
+
+void claim_published(struct holder *h, bool published)
+{
+        const struct acq_in in = {.kind = published ? ACQ_IN_PUBLISHED : ACQ_IN_UNPUBLISHED};
+        drive(h, &in, NULL);
+}
+
+void claim_init(struct holder *h)
+{
+        uint64_t seed = ((uint64_t)random() << 32) ^ (uint64_t)random();
+        const struct acq_settings set = {
+                .lease_ttl_s = h->cfg->lease_ttl_s,
+                .renew_ms = h->cfg->renew_ms,
+                .window_s = h->cfg->window_s,
+                .mark_step_s = h->cfg->mark_step_s,
+                .host = h->host,
+                .instance = h->cfg->instance,
+                .token = h->token,
+                .pid = (int)getpid(),
+                .seed = seed | 1,
+        };
+        acq_init(&h->acq, &set);
 }

@@ -1,15 +1,23 @@
 /* SPDX-License-Identifier: MIT */
-/* claim.c: acquiring a number (lease, scan, claim, settle), and backoffs. */
+/* claim.c: acquiring a number (lease, scan, claim, settle), as the driver of
+ * the pure core daemon/core/acquire.c; and backoffs. */
 #pragma once
 
 #include "holder-int.h"
 
-/* A new acquisition into h->next (fresh: for a fresh number after a clock
- * step back). */
+/* The core made, once the holder's host and token are known. */
+void claim_init(struct holder *h);
+/* A new acquisition, unless one is under way (fresh: for a fresh number
+ * after a clock step back). */
 void claim_start(struct holder *h, bool fresh);
-/* The acquisition under way given up; another in delay_ms. */
-void claim_restart(struct holder *h, unsigned delay_ms);
-/* claim_next_backoff(), up to half a lease TTL when the store did not
- * answer or answered 5xx, else up to a second */
+/* The next scan looks at worker first (the number held when a fence came). */
+void claim_prefer(struct holder *h, int32_t worker);
+/* The acquisition under way given up (halted, stopping): its lease revoked. */
+void claim_drop(struct holder *h);
+/* holder_publish()'s outcome for the number acquired. */
+void claim_published(struct holder *h, bool published);
+/* A retry's wait, doubling up to max (acq_backoff()); claim_failure_backoff():
+ * up to half a lease TTL when the store did not answer or answered 5xx,
+ * else up to a second. */
 unsigned claim_failure_backoff(struct holder *h, const struct store_answer *r);
 unsigned claim_next_backoff(struct holder *h, unsigned max);

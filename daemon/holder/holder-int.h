@@ -7,10 +7,11 @@
  * one and no other part's.
  *
  * A holding is one lease with at most one claim attempt.  `cur` is the
- * holding published in the segment; `next` is an acquisition under way
- * (at start, after a lost lease, or for a fresh number after a clock step
- * back).  Every store request carries its holding's id, and an answer whose
- * id is neither cur's nor next's is ignored.
+ * holding published in the segment; `acq` acquires the next (at start,
+ * after a lost lease, or for a fresh number after a clock step back), as a
+ * pure core (daemon/core/acquire.h) that claim.c drives.  Every store
+ * request carries its holding's id, and an answer whose id is neither
+ * cur's nor the acquisition's is ignored.
  */
 #pragma once
 
@@ -18,64 +19,16 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "acquire.h"
 #include "clock.h"
 #include "config.h"
+#include "holding.h"
 #include "holder.h"
 #include "publish.h"
 #include "rules.h"
 #include "store-api.h"
 #include "values.h"
 #include "verbs.h"
-
-enum hstate {
-        H_NONE,   /* no holding */
-        H_GRANT,  /* waiting for a lease */
-        H_SCAN,   /* reading workers/ and hwm/ to choose a number */
-        H_CLAIM,  /* the claim transaction is in flight */
-        H_SETTLE, /* the claim's answer never came: reading back */
-        H_HELD,   /* claimed; renewing */
-        H_LOST,   /* the lease or the number is gone */
-};
-
-struct holding {
-        uint64_t id;
-        enum hstate state;
-        int64_t lease;
-        int32_t worker;
-        char value[320];    /* workers/<n>: host, instance, pid, token */
-        uint64_t start_ms;  /* the claim's first ID time */
-        uint64_t mark;      /* the claim's mark, then the highest acknowledged */
-        uint64_t pending;   /* the mark of the extension in flight */
-        int64_t hwm_modrev; /* hwm/<n>'s mod revision when scanned; 0 if absent */
-        /* the revision at which the store acknowledged this holding's last write
-         * of hwm/<n> (0: none known); a restore that forgot the write shows
-         * hwm/<n> at a lower mod revision, whatever the revisions since */
-        int64_t mark_rev;
-        /* CLOCK_BOOTTIME ms before which the lease cannot have expired
-         * (the last TTL the store gave, counted from when it was asked, less
-         * a margin): the store not knowing it before then is a restore */
-        uint64_t lease_until_ms;
-        uint64_t lease_asked_ms; /* CLOCK_BOOTTIME ms the grant or keepalive in flight was sent */
-        /* what the claim in flight compared: the holding's own last write of
-         * its mark (worker, revision), or -1 */
-        int32_t own_worker;
-        int64_t own_rev;
-        bool lease_checking; /* its lease unknown early: reading its mark to tell why */
-        /* an extension found workers/<n> another's while the lease has time:
-         * the lease is asked for at once, and its answer tells a number
-         * written over by hand (the lease lives: lost) from a restore (the
-         * lease unknown: lease_check) */
-        bool taken_seen;
-        bool fresh; /* a clock reset: ID time back to the wall clock */
-        bool keepalive_busy, extend_busy;
-        uint64_t keepalive_next_ms; /* CLOCK_MONOTONIC ms of the next keepalive */
-        bool raising;               /* its mark read back low: raised before anything else */
-        /* the scan: a sample of SCAN_SAMPLE numbers (sampled > 0), else every
-         * number of the range */
-        unsigned sampled;
-        uint32_t sample[8];
-};
-#define SCAN_SAMPLE 8
 
 /* Why the daemon extends nothing on this cluster (docs/fences.md). */
 enum halt {
@@ -103,15 +56,8 @@ struct mark_raise {
         bool lease_gone; /* a keepalive found the lease gone (said once) */
 };
 
-/* A number this daemon published, with the last deadline it published. */
-struct published {
-        int32_t worker;
-        uint64_t mark;
-        uint64_t mono_ms; /* when it was retired */
-};
-
-#define PUBLISHED_MAX 32
 #define RAISES_MAX (PUBLISHED_MAX + 2)
+#define ACQ_QUEUE_MAX 8
 
 struct holder {
         const struct settings *cfg;
@@ -123,12 +69,7 @@ struct holder {
         bool store_full;
         enum store_err store_err; /* the store refuses us: a setting is wrong (refused.c) */
         char store_err_message[256];
-        bool alarm_busy; /* an alarm list request is in flight */
-        bool said_full;  /* every number of the range was found taken (said once) */
-        /* the number this host held when a new fence came: given up once its
-         * mark is confirmed, and claimed again first (its hosts' numbers
-         * stay where they were, and a full space needs no search) */
-        int32_t prefer;
+        bool alarm_busy;         /* an alarm list request is in flight */
         bool create_waiting;     /* another host creates the cluster: ask whether it ended */
         bool check_marks;        /* holding `creating`: the cluster read reads the highest mark */
         bool witnessed;          /* halted: the store acknowledged this daemon's witness */
@@ -145,7 +86,12 @@ struct holder {
         char host[128];
         char token[17];
         uint64_t ids;
-        struct holding cur, next;
+        struct holding cur;
+        /* the acquisition of the next number (claim.c drives it) */
+        struct acquire acq;
+        bool acq_driving;
+        unsigned acq_queued;
+        struct acq_in acq_queue[ACQ_QUEUE_MAX];
         struct clock_state clock; /* offset_ns: ID time minus CLOCK_MONOTONIC, as published */
         unsigned backoff_ms;
         uint64_t fresh_not_before_ms;  /* monotonic ms: throttles fresh-number attempts */
@@ -159,7 +105,7 @@ struct holder {
         struct published published[PUBLISHED_MAX];
         unsigned n_published;
         struct mark_raise raises[RAISES_MAX];
-        sd_event_source *reread_timer, *raise_timer, *settle_timer;
+        sd_event_source *reread_timer, *raise_timer;
         sd_event_source *raise_keep_timer; /* keeps alive the leases raises revoke */
         int exit_code;
         bool done_said; /* the callbacks' done() ran */
@@ -190,9 +136,6 @@ void holder_note_answer(struct holder *h, const struct store_answer *r);
 /* The store full or not: said once, on every report. */
 void holder_store_full(struct holder *h, bool full, const char *member);
 void holder_check_alarms(struct holder *h);
-/* The acquisition an answer is for, if it is still at that step; NULL for an
- * answer that arrives for an earlier holding or step (ignored). */
-struct holding *holder_acquiring(struct holder *h, const struct store_answer *r, enum hstate want);
 /* Whether a number read holds this holding (its lease and value). */
 bool holder_ours(const struct holding *g, const struct store_number *n);
 /* Whether the answer about a number read could not be read, or its mark
@@ -203,6 +146,9 @@ bool holder_read_malformed(const struct store_number *n);
  * none known): then halted as restored. */
 bool holder_forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64_t modrev,
                       const char *where);
+/* The same, the rule having said so: said, and halted as restored. */
+void holder_write_forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64_t modrev,
+                            const char *where);
 /* How long after a fence no claim starts, with this holder's settings
  * (rule6_settle_ms()). */
 uint64_t holder_settle_ms(const struct holder *h);

@@ -48,8 +48,8 @@ struct clock_reading holder_clock_read(const struct holder *h)
         return (struct clock_reading){
                 .mono_ns = shm_monotonic_ns(),
                 .wall_ns = shm_realtime_ns() - (int64_t)h->layout.epoch_ms * 1000000,
-                .can_move = h->cur.state != H_NONE && h->next.state == H_NONE &&
-                            h->halted == HALT_NONE && holder_mono_ms() >= h->fresh_not_before_ms,
+                .can_move = h->cur.state != H_NONE && acq_idle(&h->acq) && h->halted == HALT_NONE &&
+                            holder_mono_ms() >= h->fresh_not_before_ms,
                 .counter_ms = h->cur.state == H_HELD ? (int64_t)shm_pub_counter_ms(h->pub) : -1,
         };
 }
@@ -82,8 +82,8 @@ struct holding *holder_by_tag(struct holder *h, uint64_t tag)
 {
         if (h->cur.state != H_NONE && h->cur.id == tag)
                 return &h->cur;
-        if (h->next.state != H_NONE && h->next.id == tag)
-                return &h->next;
+        if (!acq_idle(&h->acq) && acq_holding(&h->acq)->id == tag)
+                return (struct holding *)acq_holding(&h->acq);
         return NULL; /* an answer for a holding that is gone: ignored */
 }
 
@@ -92,15 +92,21 @@ bool holder_forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64
 {
         if (!rule5_forgotten(acked_rev, modrev))
                 return false;
+        holder_write_forgotten(h, worker, acked_rev, modrev, where);
+        return true;
+}
+
+void holder_write_forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64_t modrev,
+                            const char *where)
+{
         if (h->halted == HALT_RESTORED)
-                return true; /* said already */
+                return; /* said already */
         log_error("%s forgot a write it acknowledged: hwm/%" PRId32 " was written by this "
                   "daemon at revision %" PRId64 " and now reads as of revision %" PRId64
                   " (%s). It was restored from a snapshot or backup",
                   store_name(h->store), worker, acked_rev, modrev, where);
         cluster_halt(h, HALT_RESTORED);
         cluster_read_in(h, 1000);
-        return true;
 }
 
 uint64_t holder_boot_ms(void)
@@ -194,15 +200,6 @@ void holder_check_alarms(struct holder *h)
         h->alarm_busy = store_alarms(h->store, on_alarms, h) == 0;
 }
 
-/* The acquisition an answer is for, if it is still at that step; NULL for an
- * answer that arrives for an earlier holding or step (ignored). */
-struct holding *holder_acquiring(struct holder *h, const struct store_answer *r, enum hstate want)
-{
-        struct holding *g = holder_by_tag(h, r->tag);
-        holder_note_answer(h, r);
-        return g == &h->next && g->state == want ? g : NULL;
-}
-
 /* ---- the cluster (cluster.c reads it) ---- */
 
 /* The holder is done: its owner says what that means (snowidd: the loop
@@ -272,7 +269,7 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                                         marks_raise(h, h->cur.worker, h->cur.mark, h->cur.lease, 0,
                                                     0);
                                         h->cur.lease = 0; /* the raise revokes it */
-                                        h->prefer = h->cur.worker;
+                                        claim_prefer(h, h->cur.worker);
                                 }
                         }
                         marks_fence_adopted(h);
@@ -330,10 +327,7 @@ enum shm_state holder_halted_state(const struct holder *h)
  * deadline. */
 void holder_halted(struct holder *h)
 {
-        if (h->next.state != H_NONE) {
-                holder_give_up_lease(h, h->next.lease);
-                h->next = (struct holding){.state = H_NONE, .worker = -1};
-        }
+        claim_drop(h);
         if (h->cur.state != H_NONE && h->halted != HALT_CHECKING)
                 shm_pub_set_state(h->pub, holder_halted_state(h));
 }
@@ -370,7 +364,7 @@ void holder_give_up_lease(struct holder *h, int64_t lease)
 
 void holder_publish(struct holder *h)
 {
-        struct holding *g = &h->next;
+        const struct holding *g = acq_holding(&h->acq);
         /* a fresh number: ID time back on the wall clock; else the counter
          * follows, and a start ahead of the clock raises ID time to it (a
          * lead the daemon chose: slewed back, never answered by a move) */
@@ -390,7 +384,7 @@ void holder_publish(struct holder *h)
         if (r < 0) {
                 log_error_errno(r, "Cannot publish worker %" PRId32 ": %m", g->worker);
                 TRACE_STEP("dropped", g->worker);
-                claim_restart(h, claim_next_backoff(h, RETRY_MAX_MS));
+                claim_published(h, false);
                 return;
         }
         /* the segment shows g's number now, not cur's */
@@ -413,14 +407,14 @@ void holder_publish(struct holder *h)
                 marks_retired(h, h->cur.worker, h->cur.mark);
                 /* the same number again (after a fence): the claim just
                  * acknowledged its mark above the old deadline (its start is
-                 * above marks_own(), which counts the old one) */
+                 * above acq_own_last(), which counts the old one) */
                 if (h->cur.worker != g->worker || h->cur.lease)
                         marks_raise(h, h->cur.worker, h->cur.mark, h->cur.lease, 0,
                                     h->cur.mark_rev);
         }
         h->cur = *g;
         h->cur.keepalive_busy = h->cur.extend_busy = false;
-        h->next = (struct holding){.state = H_NONE, .worker = -1};
+        claim_published(h, true);
         log_info("Publishing worker %" PRId32 ", deadline %" PRIu64 " (%" PRId64 " ms ahead)",
                  h->cur.worker, h->cur.mark,
                  (int64_t)h->cur.mark - (int64_t)holder_id_ms(h, false));
@@ -472,8 +466,6 @@ static int start(struct holder *h, sd_event *event, const struct settings *cfg, 
                 .event = event,
                 .pub = pub,
                 .cur = {.state = H_NONE, .worker = -1},
-                .next = {.state = H_NONE, .worker = -1},
-                .prefer = -1,
                 .store_reachable = true,
         };
         uint64_t seed;
@@ -486,6 +478,7 @@ static int start(struct holder *h, sd_event *event, const struct settings *cfg, 
         for (char *c = h->host; *c; c++)
                 if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
                         *c = '_';
+        claim_init(h);
         snprintf(h->prefix, sizeof(h->prefix), "/snowid/%s/", cfg->cluster);
         int r = store_ops ? store_new_with(store_ops, event, cfg, &h->store)
                           : store_new(event, cfg, &h->store);
@@ -555,7 +548,7 @@ void holder_stop(struct holder *h)
         sd_event_source_set_enabled(h->clock_timer, SD_EVENT_OFF);
         if (h->cur.state != H_NONE)
                 shm_pub_set_state(h->pub, SHM_STATE_NO_LEASE);
-        holder_give_up_lease(h, h->next.lease); /* nothing was published under it */
+        claim_drop(h); /* nothing was published under its lease */
         if (h->cur.state == H_HELD && h->halted == HALT_NONE) {
                 log_info("Stopping: confirming worker %" PRId32 "'s mark at or above its deadline "
                          "%" PRIu64 ", then revoking the lease; the segment stays valid until "
@@ -567,7 +560,7 @@ void holder_stop(struct holder *h)
                          store_name(h->store));
         else
                 log_info("Stopping; the segment stays valid until its deadline");
-        h->cur.state = h->next.state = H_NONE;
+        h->cur.state = H_NONE;
         /* done once nothing is in flight and no raise is left, checked
          * after every event; at most a request's timeout (capped at 2 s,
          * so that the whole stop fits systemd's TimeoutStopSec) and a
@@ -602,11 +595,12 @@ int holder_new(sd_event *event, const struct settings *cfg, struct shm_pub *pub,
 static const char *step_name(const struct holder *h)
 {
         static const char *const names[] = {
-                [H_NONE] = "none",     [H_GRANT] = "grant", [H_SCAN] = "scan", [H_CLAIM] = "claim",
-                [H_SETTLE] = "settle", [H_HELD] = "held",   [H_LOST] = "lost",
+                [H_NONE] = "none",
+                [H_HELD] = "held",
+                [H_LOST] = "lost",
         };
-        if (h->next.state != H_NONE)
-                return names[h->next.state];
+        if (!acq_idle(&h->acq))
+                return acq_state_name(&h->acq);
         if (h->cur.state != H_NONE)
                 return names[h->cur.state];
         return h->layout_ready ? "none" : "layout";
@@ -653,7 +647,6 @@ struct holder *holder_free(struct holder *h)
         sd_event_source_disable_unref(h->stop_post);
         sd_event_source_disable_unref(h->reread_timer);
         sd_event_source_disable_unref(h->raise_timer);
-        sd_event_source_disable_unref(h->settle_timer);
         sd_event_source_disable_unref(h->raise_keep_timer);
         h->store = store_free(h->store);
         free(h);

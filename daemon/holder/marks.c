@@ -36,18 +36,6 @@ bool marks_handing_over(const struct holder *h, int32_t worker)
         return false;
 }
 
-uint64_t marks_own(const struct holder *h, int32_t worker)
-{
-        uint64_t m = 0;
-        unsigned n = h->n_published < PUBLISHED_MAX ? h->n_published : PUBLISHED_MAX;
-        for (unsigned i = 0; i < n; i++)
-                if (h->published[i].worker == worker && h->published[i].mark > m)
-                        m = h->published[i].mark;
-        if (h->cur.state != H_NONE && h->cur.worker == worker && h->cur.mark > m)
-                m = h->cur.mark;
-        return m;
-}
-
 uint64_t marks_highest(const struct holder *h)
 {
         unsigned n = h->n_published < PUBLISHED_MAX ? h->n_published : PUBLISHED_MAX;

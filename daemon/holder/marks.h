@@ -9,7 +9,6 @@ void marks_fence_adopted(struct holder *h);
 void marks_raise(struct holder *h, int32_t worker, uint64_t mark, int64_t lease,
                  uint64_t for_holding, int64_t acked_rev);
 void marks_retired(struct holder *h, int32_t worker, uint64_t mark);
-uint64_t marks_own(const struct holder *h, int32_t worker);
 /* whether a raise of the number's mark will give up a lease once confirmed */
 bool marks_handing_over(const struct holder *h, int32_t worker);
 /* A restore seen: every mark this daemon published (the held number's, and

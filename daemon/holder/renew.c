@@ -297,7 +297,7 @@ int renew_on_timer(sd_event_source *s, uint64_t usec, void *userdata)
                 holder_check_alarms(h); /* disarmed yet? */
         /* a backstop: nothing held and nothing under way is never a state
          * to stay in */
-        if (h->cur.state != H_HELD && h->next.state == H_NONE)
+        if (h->cur.state != H_HELD && acq_idle(&h->acq))
                 claim_start(h, false);
         holder_update_status(h);
         sd_event_source_set_time(s, usec + (uint64_t)h->cfg->renew_ms * 1000);
