@@ -99,7 +99,8 @@ def main():
         if '#include "txn.h"' in open(path, encoding="utf-8").read():
             problems.append(f"{os.path.relpath(path, ROOT)} includes txn.h, the transactions' "
                             "pieces: the holder asks by verbs")
-    dirs = [os.path.join(DAEMON, d) for d in ("", "rules", "store", "holder", "clock", "serve")]
+    dirs = [os.path.join(DAEMON, d)
+            for d in ("", "rules", "core", "store", "holder", "clock", "serve")]
     dirs += [os.path.join(ROOT, "shm"), os.path.join(ROOT, "libclient", "include")]
 
     def closure(path, seen):
@@ -134,6 +135,30 @@ def main():
             if m:
                 problems.append(f"{os.path.relpath(path, ROOT)}:{i}: speaks the store's wire "
                                 f"language ({m.group(0)}), not its verbs")
+
+    # the holder's core is pure: through all its headers it includes no
+    # event loop, store client, JSON or clock, and calls nothing that reads
+    # a clock, draws at random, allocates, or logs
+    core = os.path.join(DAEMON, "core")
+    allowed_sys = {"<stdbool.h>", "<stdint.h>", "<stddef.h>", "<stdio.h>", "<string.h>",
+                   "<inttypes.h>", "<limits.h>"}
+    for path in files(core):
+        checked += 1
+        seen = closure(path, set())
+        bad = sorted(i for i in seen if (i.startswith("<") and i not in allowed_sys)
+                     or i in ("store.h", "store-api.h", "verbs.h", "log.h", "trace.h",
+                              "holder.h", "holder-int.h", "config.h", "clock.h"))
+        if bad:
+            problems.append(f"{os.path.relpath(path, ROOT)} includes {', '.join(bad)}: the "
+                            "core is pure, its driver does the I/O")
+        code = strip_comments(open(path, encoding="utf-8").read())
+        for i, line in enumerate(code.split("\n"), 1):
+            m = re.search(r"\b(clock_gettime|time|random|rand|getpid|malloc|calloc|realloc|free|"
+                          r"log_\w+|sd_\w+|curl_\w+|PQ\w+|json_\w+|printf|fprintf)\s*\(", line)
+            if m:
+                problems.append(f"{os.path.relpath(path, ROOT)}:{i}: calls {m.group(1)}: the core "
+                                "reads no clock, draws from its own generator, allocates "
+                                "nothing and logs nothing")
 
     for p in problems:
         print("FAIL", p)
