@@ -55,6 +55,14 @@ struct store_read {
         struct store_number n;
 };
 
+/* A mark extension's answer (store_extend()). */
+struct store_extended {
+        bool ok, succeeded;
+        int64_t revision;
+        int same;
+        struct store_number n;
+};
+
 /* A region's record under ranges/: the region it names (NULL: the key is
  * not a record's), and its value as stored. */
 struct store_record {

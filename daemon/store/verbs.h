@@ -85,12 +85,6 @@ int store_read_number(struct store *s, const struct cluster_ident *cl, uint32_t 
 /* A mark extension: hwm/<n> to mark if workers/<n> is (lease, value), the
  * mark is below it, its mod revision is at least own_rev, and the fence and
  * layout are cl's; failed: the number as read. */
-struct store_extended {
-        bool ok, succeeded;
-        int64_t revision;
-        int same;
-        struct store_number n;
-};
 typedef void (*verb_extend_cb)(void *userdata, const struct store_answer *r,
                                const struct store_extended *e);
 int store_extend(struct store *s, const struct cluster_ident *cl, uint32_t worker, int64_t lease,
