@@ -8,6 +8,9 @@
 - every mutant rules.c has (SNOWID_MUTANT == k or != k) is a mutant of the
   model (MUTANT == k or != k), and is built into a test that must fail
   (tests/meson.build's rules_mutants), and that list has no other number;
+- every mutant the pure cores' tests are built with (tests/meson.build's
+  core_tests) is the model's, and is in rules.c or daemon/core/; every
+  mutant in daemon/core/ is built into a core's tests;
 - every decision the model notes for its replay ("@rule..." printed) is
   one rules.h declares and one model/replay.c replays in the model's shape,
   and every one model/replay.c replays so is noted by the model;
@@ -62,6 +65,23 @@ def main():
     for k in sorted(code_mutants ^ built):
         where = "rules.c" if k in code_mutants else "tests/meson.build"
         problems.append(f"mutant {k}: only in {where} (rules.c's and rules_mutants must agree)")
+
+    # the pure cores' tests, built with mutants: each a model's mutant, and
+    # each mutant a core's code has is built into its tests
+    core_lists = re.search(r"core_tests = \{(.*?)\}", meson, re.S)
+    core_built = {int(k) for k in re.findall(r"[0-9]+", core_lists.group(1))} if core_lists else set()
+    if not core_lists:
+        problems.append("tests/meson.build: no core_tests")
+    core_dir = os.path.join(ROOT, "daemon", "core")
+    core_code = "".join(read("daemon", "core", n) for n in sorted(os.listdir(core_dir))
+                        if n.endswith(".c"))
+    own = {int(k) for k in re.findall(r"SNOWID_MUTANT [!=]= ([0-9]+)", core_code)}
+    for k in sorted(core_built - model_mutants):
+        problems.append(f"mutant {k}: built into a core's tests, not in model/snowid.pml")
+    for k in sorted(own - core_built):
+        problems.append(f"mutant {k}: in daemon/core/, built into no core's tests")
+    for k in sorted(core_built - own - code_mutants):
+        problems.append(f"mutant {k}: built into a core's tests, in neither rules.c nor daemon/core/")
 
     noted = set(re.findall(r'[":]@(rule[0-9]+_[a-z0-9_]+) ', model))
     shapes = re.findall(r'\{"(rule[0-9]+_[a-z0-9_]+)", [0-9]+, d_[a-z0-9_]+, (MODEL|CODE|BOTH)\}',

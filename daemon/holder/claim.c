@@ -53,7 +53,7 @@ static struct acq_view view(const struct holder *h)
                 .claims_above = h->cl.claims_above,
                 .claims_not_before_ms = h->claims_not_before_ms,
                 .prefer_handing_over = pref >= 0 && marks_handing_over(h, pref),
-                .cur = &h->cur,
+                .cur = &h->hold.cur,
                 .published = h->published,
                 .n_published = h->n_published,
         };

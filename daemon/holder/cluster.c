@@ -417,9 +417,9 @@ void cluster_read(struct holder *h)
          * (check_marks); and the mark of the number held, to check that the
          * store still has this daemon's last write of it (tag: the revision
          * it was acknowledged at) */
-        bool own = h->halted == HALT_NONE && h->cur.state != H_NONE && h->cur.mark_rev;
-        if (store_read_cluster(h->store, h->check_marks, own ? h->cur.worker : -1, on_cluster, h,
-                               own ? (uint64_t)h->cur.mark_rev : 0) < 0)
+        bool own = h->halted == HALT_NONE && h->hold.cur.state != H_NONE && h->hold.cur.mark_rev;
+        if (store_read_cluster(h->store, h->check_marks, own ? h->hold.cur.worker : -1, on_cluster,
+                               h, own ? (uint64_t)h->hold.cur.mark_rev : 0) < 0)
                 reread_in(h, REREAD_MS);
 }
 

@@ -22,6 +22,7 @@
 #include "acquire.h"
 #include "clock.h"
 #include "config.h"
+#include "hold.h"
 #include "holding.h"
 #include "holder.h"
 #include "publish.h"
@@ -58,6 +59,7 @@ struct mark_raise {
 
 #define RAISES_MAX (PUBLISHED_MAX + 2)
 #define ACQ_QUEUE_MAX 8
+#define HOLD_QUEUE_MAX 4
 
 struct holder {
         const struct settings *cfg;
@@ -86,7 +88,12 @@ struct holder {
         char host[128];
         char token[17];
         uint64_t ids;
-        struct holding cur;
+        /* the number published, renewed (renew.c drives it); hold.cur is the
+         * holding, read by the other parts, changed only by the core */
+        struct hold hold;
+        bool hold_driving;
+        unsigned hold_queued;
+        struct hold_in hold_queue[HOLD_QUEUE_MAX];
         /* the acquisition of the next number (claim.c drives it) */
         struct acquire acq;
         bool acq_driving;
@@ -129,18 +136,11 @@ void holder_timer_in(struct holder *h, sd_event_source **src, unsigned ms,
                      sd_event_time_handler_t cb);
 /* ID time now, in ms of the layout's epoch (wall: the wall clock's) */
 uint64_t holder_id_ms(const struct holder *h, bool wall);
-/* The holding a request's tag names, or NULL. */
-struct holding *holder_by_tag(struct holder *h, uint64_t tag);
 /* Every answer: reachability, a full store, a restore seen. */
 void holder_note_answer(struct holder *h, const struct store_answer *r);
 /* The store full or not: said once, on every report. */
 void holder_store_full(struct holder *h, bool full, const char *member);
 void holder_check_alarms(struct holder *h);
-/* Whether a number read holds this holding (its lease and value). */
-bool holder_ours(const struct holding *g, const struct store_number *n);
-/* Whether the answer about a number read could not be read, or its mark
- * is not a mark. */
-bool holder_read_malformed(const struct store_number *n);
 /* Whether hwm/<worker>, read at mod revision modrev (0: absent), shows that
  * the store forgot this daemon's write of it acknowledged at acked_rev (0:
  * none known): then halted as restored. */
@@ -156,9 +156,7 @@ uint64_t holder_settle_ms(const struct holder *h);
 uint64_t marks_highest(const struct holder *h);
 /* A halt ended: the witness this daemon left for it is deleted (cluster.c). */
 void cluster_witness_done(struct holder *h);
-/* The lease's TTL as the store gave it, asked at g->lease_asked_ms: lease_until_ms. */
-void holder_lease_lives(struct holding *g, int64_t ttl_s);
-/* next becomes cur: published in the segment. */
+/* The number acquired becomes hold.cur: published in the segment. */
 void holder_publish(struct holder *h);
 void holder_update_status(struct holder *h);
 void holder_layout_read(struct holder *h, const snowid_layout *l, const struct cluster_ident *c);

@@ -48,9 +48,10 @@ struct clock_reading holder_clock_read(const struct holder *h)
         return (struct clock_reading){
                 .mono_ns = shm_monotonic_ns(),
                 .wall_ns = shm_realtime_ns() - (int64_t)h->layout.epoch_ms * 1000000,
-                .can_move = h->cur.state != H_NONE && acq_idle(&h->acq) && h->halted == HALT_NONE &&
-                            holder_mono_ms() >= h->fresh_not_before_ms,
-                .counter_ms = h->cur.state == H_HELD ? (int64_t)shm_pub_counter_ms(h->pub) : -1,
+                .can_move = h->hold.cur.state != H_NONE && acq_idle(&h->acq) &&
+                            h->halted == HALT_NONE && holder_mono_ms() >= h->fresh_not_before_ms,
+                .counter_ms =
+                        h->hold.cur.state == H_HELD ? (int64_t)shm_pub_counter_ms(h->pub) : -1,
         };
 }
 
@@ -67,25 +68,6 @@ uint64_t holder_id_ms(const struct holder *h, bool wall)
 }
 
 /* ---- answers ---- */
-
-bool holder_ours(const struct holding *g, const struct store_number *n)
-{
-        return n->held && n->lease == g->lease && n->value_is;
-}
-
-bool holder_read_malformed(const struct store_number *n)
-{
-        return n->malformed || (n->marked && !n->mark_valid);
-}
-
-struct holding *holder_by_tag(struct holder *h, uint64_t tag)
-{
-        if (h->cur.state != H_NONE && h->cur.id == tag)
-                return &h->cur;
-        if (!acq_idle(&h->acq) && acq_holding(&h->acq)->id == tag)
-                return (struct holding *)acq_holding(&h->acq);
-        return NULL; /* an answer for a holding that is gone: ignored */
-}
 
 bool holder_forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64_t modrev,
                       const char *where)
@@ -114,11 +96,6 @@ uint64_t holder_boot_ms(void)
         struct timespec ts;
         clock_gettime(CLOCK_BOOTTIME, &ts);
         return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-void holder_lease_lives(struct holding *g, int64_t ttl_s)
-{
-        g->lease_until_ms = rule5_lease_until(g->lease_asked_ms, ttl_s);
 }
 
 void holder_note_answer(struct holder *h, const struct store_answer *r)
@@ -164,16 +141,17 @@ void holder_store_full(struct holder *h, bool full, const char *member)
 {
         if (full && !h->store_full) {
                 h->stats.store_full_seen++;
-                int64_t left = h->cur.state == H_NONE ? 0
-                                                      : (int64_t)shm_pub_deadline(h->pub) -
-                                                                (int64_t)holder_id_ms(h, false);
+                int64_t left = h->hold.cur.state == H_NONE
+                                       ? 0
+                                       : (int64_t)shm_pub_deadline(h->pub) -
+                                                 (int64_t)holder_id_ms(h, false);
                 char text[768];
                 store_full_text(h->store, member, left, text, sizeof(text));
                 log_error("%s", text);
         } else if (!full && h->store_full)
                 log_notice("%s takes writes again: extending the mark", store_title(h->store));
         h->store_full = full;
-        if (h->cur.state == H_HELD && h->halted == HALT_NONE)
+        if (h->hold.cur.state == H_HELD && h->halted == HALT_NONE)
                 shm_pub_set_state(h->pub, full ? SHM_STATE_STORE_FULL : SHM_STATE_LEASED);
         holder_update_status(h);
 }
@@ -253,23 +231,22 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                         store_history_reset(h->store);
                         if (c->cluster_id)
                                 store_expect_cluster(h->store, c->cluster_id);
-                        if (h->cur.state != H_NONE) {
+                        if (h->hold.cur.state != H_NONE) {
                                 /* its workers/<n> belongs to the old history:
                                  * given up once the mark is confirmed at or
                                  * above its deadline under the new fence
                                  * (rule 4), its clients going on to that
                                  * deadline meanwhile; then claimed again */
-                                bool held = h->cur.state == H_HELD;
+                                const struct holding was = h->hold.cur;
+                                bool held = was.state == H_HELD;
                                 if (held)
-                                        TRACE_STEP("dropped", h->cur.worker);
-                                h->cur.state = H_LOST;
-                                h->cur.mark_rev = 0; /* of the old history too */
-                                marks_retired(h, h->cur.worker, h->cur.mark);
+                                        TRACE_STEP("dropped", was.worker);
+                                renew_fenced(h);
+                                marks_retired(h, was.worker, was.mark);
                                 if (held) {
-                                        marks_raise(h, h->cur.worker, h->cur.mark, h->cur.lease, 0,
-                                                    0);
-                                        h->cur.lease = 0; /* the raise revokes it */
-                                        claim_prefer(h, h->cur.worker);
+                                        /* the raise revokes its lease */
+                                        marks_raise(h, was.worker, was.mark, was.lease, 0, 0);
+                                        claim_prefer(h, was.worker);
                                 }
                         }
                         marks_fence_adopted(h);
@@ -278,7 +255,7 @@ void holder_layout_read(struct holder *h, const snowid_layout *l, const struct c
                         h->claims_not_before_ms = holder_mono_ms() + holder_settle_ms(h);
                 } else if (was_halted)
                         log_notice("The cluster is as it was; going on");
-                if (h->cur.state == H_HELD)
+                if (h->hold.cur.state == H_HELD)
                         shm_pub_set_state(h->pub, SHM_STATE_LEASED);
                 else
                         claim_start(h, false);
@@ -328,7 +305,7 @@ enum shm_state holder_halted_state(const struct holder *h)
 void holder_halted(struct holder *h)
 {
         claim_drop(h);
-        if (h->cur.state != H_NONE && h->halted != HALT_CHECKING)
+        if (h->hold.cur.state != H_NONE && h->halted != HALT_CHECKING)
                 shm_pub_set_state(h->pub, holder_halted_state(h));
 }
 
@@ -388,8 +365,8 @@ void holder_publish(struct holder *h)
                 return;
         }
         /* the segment shows g's number now, not cur's */
-        if (h->cur.state == H_HELD)
-                TRACE_STEP("dropped", h->cur.worker);
+        if (h->hold.cur.state == H_HELD)
+                TRACE_STEP("dropped", h->hold.cur.worker);
         TRACE_STEP("publish", g->worker, (int64_t)p.start_ms, (int64_t)p.deadline);
         if (h->pub->replaced != h->pub_replaced) {
                 h->pub_replaced = h->pub->replaced;
@@ -403,21 +380,20 @@ void holder_publish(struct holder *h)
         h->stats.switches++;
         /* the old number is given up once the store confirms its mark at or above
          * the last deadline published for it; the mark then fences it */
-        if (h->cur.state != H_NONE) {
-                marks_retired(h, h->cur.worker, h->cur.mark);
+        if (h->hold.cur.state != H_NONE) {
+                marks_retired(h, h->hold.cur.worker, h->hold.cur.mark);
                 /* the same number again (after a fence): the claim just
                  * acknowledged its mark above the old deadline (its start is
                  * above acq_own_last(), which counts the old one) */
-                if (h->cur.worker != g->worker || h->cur.lease)
-                        marks_raise(h, h->cur.worker, h->cur.mark, h->cur.lease, 0,
-                                    h->cur.mark_rev);
+                if (h->hold.cur.worker != g->worker || h->hold.cur.lease)
+                        marks_raise(h, h->hold.cur.worker, h->hold.cur.mark, h->hold.cur.lease, 0,
+                                    h->hold.cur.mark_rev);
         }
-        h->cur = *g;
-        h->cur.keepalive_busy = h->cur.extend_busy = false;
+        renew_published(h, g);
         claim_published(h, true);
         log_info("Publishing worker %" PRId32 ", deadline %" PRIu64 " (%" PRId64 " ms ahead)",
-                 h->cur.worker, h->cur.mark,
-                 (int64_t)h->cur.mark - (int64_t)holder_id_ms(h, false));
+                 h->hold.cur.worker, h->hold.cur.mark,
+                 (int64_t)h->hold.cur.mark - (int64_t)holder_id_ms(h, false));
         if (!h->ready_sent) {
                 sd_notify(0, "READY=1");
                 h->ready_sent = true;
@@ -438,19 +414,19 @@ void holder_update_status(struct holder *h)
         else
                 snprintf(said, sizeof(said), "%s",
                          h->store_reachable ? "reachable" : "unreachable");
-        int64_t headroom = h->cur.state == H_NONE ? 0
-                                                  : (int64_t)shm_pub_deadline(h->pub) -
-                                                            (int64_t)holder_id_ms(h, false);
+        int64_t headroom = h->hold.cur.state == H_NONE ? 0
+                                                       : (int64_t)shm_pub_deadline(h->pub) -
+                                                                 (int64_t)holder_id_ms(h, false);
         const char *store = store_name(h->store);
-        if (h->cur.state == H_HELD)
+        if (h->hold.cur.state == H_HELD)
                 snprintf(buf, sizeof(buf),
-                         "STATUS=worker %" PRId32 ", headroom %" PRId64 " ms, %s %s", h->cur.worker,
-                         headroom, store, said);
-        else if (h->cur.state == H_LOST)
+                         "STATUS=worker %" PRId32 ", headroom %" PRId64 " ms, %s %s",
+                         h->hold.cur.worker, headroom, store, said);
+        else if (h->hold.cur.state == H_LOST)
                 snprintf(buf, sizeof(buf),
                          "STATUS=lost worker %" PRId32 ", headroom %" PRId64
                          " ms, claiming another; %s %s",
-                         h->cur.worker, headroom, store, said);
+                         h->hold.cur.worker, headroom, store, said);
         else
                 snprintf(buf, sizeof(buf), "STATUS=claiming a worker number; %s %s", store, said);
         sd_notify(0, buf);
@@ -465,7 +441,6 @@ static int start(struct holder *h, sd_event *event, const struct settings *cfg, 
                 .cfg = cfg,
                 .event = event,
                 .pub = pub,
-                .cur = {.state = H_NONE, .worker = -1},
                 .store_reachable = true,
         };
         uint64_t seed;
@@ -479,6 +454,7 @@ static int start(struct holder *h, sd_event *event, const struct settings *cfg, 
                 if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
                         *c = '_';
         claim_init(h);
+        renew_init(h);
         snprintf(h->prefix, sizeof(h->prefix), "/snowid/%s/", cfg->cluster);
         int r = store_ops ? store_new_with(store_ops, event, cfg, &h->store)
                           : store_new(event, cfg, &h->store);
@@ -546,21 +522,22 @@ void holder_stop(struct holder *h)
         sd_notify(0, "STOPPING=1");
         sd_event_source_set_enabled(h->renew_timer, SD_EVENT_OFF);
         sd_event_source_set_enabled(h->clock_timer, SD_EVENT_OFF);
-        if (h->cur.state != H_NONE)
+        if (h->hold.cur.state != H_NONE)
                 shm_pub_set_state(h->pub, SHM_STATE_NO_LEASE);
         claim_drop(h); /* nothing was published under its lease */
-        if (h->cur.state == H_HELD && h->halted == HALT_NONE) {
+        if (h->hold.cur.state == H_HELD && h->halted == HALT_NONE) {
                 log_info("Stopping: confirming worker %" PRId32 "'s mark at or above its deadline "
                          "%" PRIu64 ", then revoking the lease; the segment stays valid until "
                          "its deadline",
-                         h->cur.worker, h->cur.mark);
-                marks_raise(h, h->cur.worker, h->cur.mark, h->cur.lease, 0, h->cur.mark_rev);
-        } else if (h->cur.state == H_HELD)
+                         h->hold.cur.worker, h->hold.cur.mark);
+                marks_raise(h, h->hold.cur.worker, h->hold.cur.mark, h->hold.cur.lease, 0,
+                            h->hold.cur.mark_rev);
+        } else if (h->hold.cur.state == H_HELD)
                 log_info("Stopping: %s is not trusted now; the lease is left to expire",
                          store_name(h->store));
         else
                 log_info("Stopping; the segment stays valid until its deadline");
-        h->cur.state = H_NONE;
+        renew_stop(h);
         /* done once nothing is in flight and no raise is left, checked
          * after every event; at most a request's timeout (capped at 2 s,
          * so that the whole stop fits systemd's TimeoutStopSec) and a
@@ -601,8 +578,8 @@ static const char *step_name(const struct holder *h)
         };
         if (!acq_idle(&h->acq))
                 return acq_state_name(&h->acq);
-        if (h->cur.state != H_NONE)
-                return names[h->cur.state];
+        if (h->hold.cur.state != H_NONE)
+                return names[h->hold.cur.state];
         return h->layout_ready ? "none" : "layout";
 }
 
@@ -616,10 +593,10 @@ void holder_status(const struct holder *h, struct holder_status *st)
         *st = (struct holder_status){
                 .layout = h->layout,
                 .layout_ready = h->layout_ready,
-                .worker = h->cur.state == H_HELD ? h->cur.worker : -1,
-                .lease = h->cur.state == H_HELD   ? "held"
-                         : h->cur.state == H_LOST ? "lost"
-                                                  : "claiming",
+                .worker = h->hold.cur.state == H_HELD ? h->hold.cur.worker : -1,
+                .lease = h->hold.cur.state == H_HELD   ? "held"
+                         : h->hold.cur.state == H_LOST ? "lost"
+                                                       : "claiming",
                 .step = step_name(h),
                 .store_reachable = h->store_reachable,
                 .halted = holder_halt_name(h->halted),

@@ -16,6 +16,7 @@
 #include "cluster.h"
 #include "log.h"
 #include "marks.h"
+#include "renew.h"
 
 #define PUBLISHED_KEEP_MS (3600 * 1000)
 
@@ -39,7 +40,7 @@ bool marks_handing_over(const struct holder *h, int32_t worker)
 uint64_t marks_highest(const struct holder *h)
 {
         unsigned n = h->n_published < PUBLISHED_MAX ? h->n_published : PUBLISHED_MAX;
-        uint64_t now = holder_mono_ms(), m = h->cur.state != H_NONE ? h->cur.mark : 0;
+        uint64_t now = holder_mono_ms(), m = h->hold.cur.state != H_NONE ? h->hold.cur.mark : 0;
         for (unsigned i = 0; i < n; i++)
                 if (now - h->published[i].mono_ms < PUBLISHED_KEEP_MS && h->published[i].mark > m)
                         m = h->published[i].mark;
@@ -72,8 +73,8 @@ void marks_protect(struct holder *h)
 {
         unsigned n = h->n_published < PUBLISHED_MAX ? h->n_published : PUBLISHED_MAX;
         uint64_t now = holder_mono_ms();
-        if (h->cur.state != H_NONE)
-                marks_raise(h, h->cur.worker, h->cur.mark, 0, 0, 0);
+        if (h->hold.cur.state != H_NONE)
+                marks_raise(h, h->hold.cur.worker, h->hold.cur.mark, 0, 0, 0);
         for (unsigned i = 0; i < n; i++) {
                 struct published *p = &h->published[i];
                 if (now - p->mono_ms < PUBLISHED_KEEP_MS)
@@ -95,8 +96,8 @@ static void raise_done(struct holder *h, struct mark_raise *m, bool ok)
                 holder_give_up_lease(h, m->lease);
                 holder_give_up_lease(h, m->lease2);
         }
-        if (m->for_holding && h->cur.id == m->for_holding)
-                h->cur.raising = false;
+        if (m->for_holding)
+                renew_raised(h, m->for_holding);
         m->active = false;
         holder_stop_check(h);
 }
@@ -306,8 +307,8 @@ void marks_raise(struct holder *h, int32_t worker, uint64_t mark, int64_t lease,
                             worker);
                 if (lease)
                         holder_give_up_lease(h, lease);
-                if (for_holding && h->cur.id == for_holding)
-                        h->cur.raising = false;
+                if (for_holding)
+                        renew_raised(h, for_holding);
                 return;
         }
         *m = (struct mark_raise){.id = ++h->ids,
