@@ -63,6 +63,13 @@ struct store_extended {
         struct store_number n;
 };
 
+/* A raise's answer (store_raise()). */
+struct store_raised {
+        bool ok, succeeded, put;
+        int same;
+        struct store_number n;
+};
+
 /* A region's record under ranges/: the region it names (NULL: the key is
  * not a record's), and its value as stored. */
 struct store_record {

@@ -94,11 +94,6 @@ int store_extend(struct store *s, const struct cluster_ident *cl, uint32_t worke
 /* A mark raised (rule 4): read it (put false), or put mark comparing its
  * mod revision (0: absent), the fence and layout cl's.  put: the put was
  * applied; else the mark as read (n), and same. */
-struct store_raised {
-        bool ok, succeeded, put;
-        int same;
-        struct store_number n;
-};
 typedef void (*verb_raise_cb)(void *userdata, const struct store_answer *r,
                               const struct store_raised *rs);
 int store_raise(struct store *s, const struct cluster_ident *cl, uint32_t worker, bool put,
