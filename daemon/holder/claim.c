@@ -54,8 +54,8 @@ static struct acq_view view(const struct holder *h)
                 .claims_not_before_ms = h->claims_not_before_ms,
                 .prefer_handing_over = pref >= 0 && marks_handing_over(h, pref),
                 .cur = &h->hold.cur,
-                .published = h->published,
-                .n_published = h->n_published,
+                .published = h->raises.published,
+                .n_published = h->raises.n_published,
         };
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The holder's inside (holder.h is its outside), private to holder/: the
- * state, and the calls of holder.c, the core, which the parts (claim.c,
+ * state, and the calls of holder.c, which the parts (claim.c,
  * cluster.c, region.c, refused.c) use.  Each part's own calls are in its
  * header (claim.h, cluster.h, region.h, refused.h), which includes this
  * one and no other part's.
@@ -26,6 +26,7 @@
 #include "holding.h"
 #include "holder.h"
 #include "publish.h"
+#include "raise.h"
 #include "rules.h"
 #include "store-api.h"
 #include "values.h"
@@ -40,26 +41,9 @@ enum halt {
         HALT_FENCE_LOST,  /* the fence or floor key is gone (or never made) */
 };
 
-/* A mark being raised to at least `mark` (rule 4): read, then compare its
- * mod revision and put. */
-struct mark_raise {
-        uint64_t id;
-        int32_t worker;
-        uint64_t mark;
-        uint64_t sent;        /* the mark the compare-and-put in flight writes */
-        int64_t lease;        /* revoked once the mark is confirmed; 0: none */
-        int64_t lease2;       /* a second holding of the number retiring meanwhile */
-        uint64_t for_holding; /* the holding whose renewal waits for it; 0: none */
-        int64_t acked_rev;    /* this daemon's last acknowledged write of the mark; 0: unknown */
-        int64_t acked_sent;   /* acked_rev as it was when the request in flight was sent */
-        unsigned tries;
-        bool active, waiting;
-        bool lease_gone; /* a keepalive found the lease gone (said once) */
-};
-
-#define RAISES_MAX (PUBLISHED_MAX + 2)
 #define ACQ_QUEUE_MAX 8
 #define HOLD_QUEUE_MAX 4
+#define RAISE_QUEUE_MAX 4
 
 struct holder {
         const struct settings *cfg;
@@ -87,7 +71,6 @@ struct holder {
         char prefix[96];               /* "/snowid/<cluster>/" */
         char host[128];
         char token[17];
-        uint64_t ids;
         /* the number published, renewed (renew.c drives it); hold.cur is the
          * holding, read by the other parts, changed only by the core */
         struct hold hold;
@@ -109,9 +92,11 @@ struct holder {
         struct cluster_ident cl;
         uint64_t cluster_id; /* header.cluster_id of the last answer that had one */
         enum halt halted;
-        struct published published[PUBLISHED_MAX];
-        unsigned n_published;
-        struct mark_raise raises[RAISES_MAX];
+        /* the marks published, and their raises (marks.c drives them) */
+        struct raises raises;
+        bool raise_driving;
+        unsigned raise_queued;
+        struct raise_in raise_queue[RAISE_QUEUE_MAX];
         sd_event_source *reread_timer, *raise_timer;
         sd_event_source *raise_keep_timer; /* keeps alive the leases raises revoke */
         int exit_code;
@@ -120,7 +105,7 @@ struct holder {
         struct holder_callbacks cb;
 };
 
-/* ---- holder.c, the core ---- */
+/* ---- holder.c ---- */
 
 /* Stopping, and nothing left to wait for: done. */
 void holder_stop_check(struct holder *h);

@@ -323,9 +323,8 @@ void holder_stop_check(struct holder *h)
 {
         if (!h->stopping || store_in_flight(h->store) > 0)
                 return;
-        for (unsigned i = 0; i < RAISES_MAX; i++)
-                if (h->raises[i].active)
-                        return;
+        if (raise_active(&h->raises))
+                return;
         done(h);
 }
 
@@ -455,6 +454,7 @@ static int start(struct holder *h, sd_event *event, const struct settings *cfg, 
                         *c = '_';
         claim_init(h);
         renew_init(h);
+        marks_init(h);
         snprintf(h->prefix, sizeof(h->prefix), "/snowid/%s/", cfg->cluster);
         int r = store_ops ? store_new_with(store_ops, event, cfg, &h->store)
                           : store_new(event, cfg, &h->store);
@@ -492,11 +492,11 @@ static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
         (void)s;
         (void)usec;
         for (unsigned i = 0; i < RAISES_MAX; i++)
-                if (h->raises[i].active && h->raises[i].lease)
+                if (h->raises.r[i].active && h->raises.r[i].lease)
                         log_warning("The mark of worker %" PRId32 " was not confirmed at or above "
                                     "%" PRIu64 " in time: its lease is left to expire, not "
                                     "revoked",
-                                    h->raises[i].worker, h->raises[i].mark);
+                                    h->raises.r[i].worker, h->raises.r[i].mark);
         if (store_in_flight(h->store))
                 log_warning("%s did not answer in time; leases not revoked expire by themselves",
                             store_name(h->store));

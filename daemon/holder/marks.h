@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* marks.c: the marks this daemon published, and raising them (rule 4). */
+/* marks.c: the marks this daemon published, and raising them (rule 4), as
+ * the driver of the pure core daemon/core/raise.c. */
 #pragma once
 
 #include "holder-int.h"
 
+void marks_init(struct holder *h);
 /* A new fence adopted: every mark published past it raised to its deadline. */
 void marks_fence_adopted(struct holder *h);
 void marks_raise(struct holder *h, int32_t worker, uint64_t mark, int64_t lease,
