@@ -556,18 +556,149 @@ static void test_time_bits(void **state)
                 scanned(&sc);
         assert_true(only(ACQ_DO_FATAL)->a >> 35);
         assert_int_equal(find(ACQ_DO_CLAIM, 0), -1);
+        /* its lease given up before the holder ends, and nothing started
+         * again */
+        assert_true(find(ACQ_DO_REVOKE, 0) >= 0 && find(ACQ_DO_REVOKE, 0) < find(ACQ_DO_FATAL, 0));
+        assert_true(acq_idle(&f.a));
+        assert_int_equal(step(&(struct acq_in){.kind = ACQ_IN_START})->n, 0);
+        assert_int_equal(step(&(struct acq_in){.kind = ACQ_IN_DROP})->n, 0);
+}
+
+/* Rule 14: an answer is the holding's, at the step it is at, or nothing. */
+static void test_stale(void **state)
+{
+        (void)state;
+        struct store_scan sc = scan_of(0);
+        const struct store_claimed ok = {.ok = true, .succeeded = true, .revision = 9};
+        struct store_read rd = {.ok = true,
+                                .succeeded = true,
+                                .same = 1,
+                                .n = {.held = true,
+                                      .lease = 77,
+                                      .value_is = true,
+                                      .marked = true,
+                                      .mark_valid = true}};
+        start();
+        granted(77);
+        uint64_t tag = id();
+        /* another holding's scan, claim or read: nothing */
+        step(&(struct acq_in){.kind = ACQ_IN_SCANNED, .r = {.tag = tag + 1}, .scan = &sc});
+        assert_int_equal(f.out.n, 0);
+        set_free(5, 0, 0);
+        scanned(&sc);
+        if (f.a.state == ACQ_SCAN)
+                scanned(&sc);
+        assert_int_equal(f.a.state, ACQ_CLAIM);
+        step(&(struct acq_in){.kind = ACQ_IN_CLAIMED, .r = {.tag = tag + 1}, .claimed = &ok});
+        assert_int_equal(f.out.n, 0);
+        /* this holding's, at another step: nothing */
+        step(&(struct acq_in){.kind = ACQ_IN_SCANNED, .r = {.tag = tag}, .scan = &sc});
+        assert_int_equal(f.out.n, 0);
+        step(&(struct acq_in){.kind = ACQ_IN_READ, .r = {.tag = tag}, .read = &rd});
+        assert_int_equal(f.out.n, 0);
+        step(&(struct acq_in){.kind = ACQ_IN_PUBLISHED});
+        step(&(struct acq_in){.kind = ACQ_IN_UNPUBLISHED});
+        assert_int_equal(f.out.n, 0);
+        assert_int_equal(f.a.state, ACQ_CLAIM);
+        /* a claim not sent: read back */
+        step(&(struct acq_in){.kind = ACQ_IN_CLAIMED, .r = {.tag = tag, .unsent = true}});
+        only(ACQ_DO_READ);
+        /* a claim's answer, and a timer, while reading back: nothing */
+        step(&(struct acq_in){.kind = ACQ_IN_CLAIMED, .r = {.tag = tag}, .claimed = &ok});
+        assert_int_equal(f.out.n, 0);
+        assert_int_equal(step(&(struct acq_in){.kind = ACQ_IN_TIMER})->n, 0);
+        /* the number under another lease, with this value and mark: not
+         * this claim */
+        rd.n.lease = 78;
+        rd.n.mark = acq_holding(&f.a)->mark;
+        step(&(struct acq_in){
+                .kind = ACQ_IN_READ, .r = {.tag = tag, .answered = true}, .read = &rd});
+        assert_int_equal(find(ACQ_DO_PUBLISH, 0), -1);
+        assert_int_equal(f.a.state, ACQ_WAIT);
+        /* a new attempt is a new holding: the last one's answers are stale */
+        assert_true(id() > tag);
+        step(&(struct acq_in){
+                .kind = ACQ_IN_READ, .r = {.tag = tag, .answered = true}, .read = &rd});
+        assert_int_equal(f.out.n, 0);
+}
+
+static void test_odd_answers(void **state)
+{
+        (void)state;
+        /* a lease granted without a TTL: given up */
+        start();
+        step(&(struct acq_in){.kind = ACQ_IN_GRANTED,
+                              .r = {.tag = id(), .answered = true},
+                              .lease = 555,
+                              .ttl_s = 0});
+        assert_int_equal(only(ACQ_DO_REVOKE)->lease, 555);
+        only(ACQ_DO_WAIT);
+        /* a scan naming another fence */
+        setup(NULL);
+        start();
+        granted(77);
+        struct store_scan sc = scan_of(0);
+        sc.same = 0;
+        scanned(&sc);
+        only(ACQ_DO_CHECK_CLUSTER);
+        assert_true(acq_idle(&f.a));
+        /* a claim that failed without saying which fence it compared, the
+         * cluster not halted: tried again, never left waiting */
+        setup(NULL);
+        to_claim(5, 0, 0, 0);
+        step(&(struct acq_in){.kind = ACQ_IN_CLAIMED,
+                              .r = {.tag = id(), .answered = true, .not_current = true},
+                              .claimed = &(struct store_claimed){.ok = true, .same = -1}});
+        assert_int_equal(only(ACQ_DO_REVOKE)->lease, 77);
+        only(ACQ_DO_WAIT);
+        assert_int_equal(f.a.state, ACQ_WAIT);
+        /* the number published changed since the claim was sent: its mark
+         * read low is not this claim's to raise */
+        setup(NULL);
+        f.cur = (struct holding){.state = H_HELD, .worker = 9, .mark = NOW + 500, .mark_rev = 321};
+        to_claim(5, 0, 0, 0);
+        f.cur.worker = 10;
+        claimed_as(&(struct store_claimed){
+                .ok = true,
+                .own_read = true,
+                .own = {.marked = true, .mark_valid = true, .mark = NOW - 1, .mark_rev = 400}});
+        assert_int_equal(find(ACQ_DO_RAISE, 0), -1);
+}
+
+/* A fresh number (after the wall clock went back) starts from the wall
+ * clock, any other from ID time. */
+static void test_fresh_clock(void **state)
+{
+        (void)state;
+        f.v.wall_id_ms = NOW - 5000;
+        to_claim(5, NOW - 9000, 40, 0);
+        assert_int_equal(acq_holding(&f.a)->start_ms, NOW);
+        setup(NULL);
+        f.v.wall_id_ms = NOW - 5000;
+        step(&(struct acq_in){.kind = ACQ_IN_START, .fresh = true});
+        granted(77);
+        set_free(5, NOW - 9000, 40);
+        struct store_scan sc = scan_of(0);
+        scanned(&sc);
+        if (f.a.state == ACQ_SCAN)
+                scanned(&sc);
+        only(ACQ_DO_CLAIM);
+        assert_int_equal(acq_holding(&f.a)->start_ms, NOW - 5000);
 }
 
 static void test_drop(void **state)
 {
         (void)state;
         to_claim(5, 0, 0, 0);
+        uint64_t tag = id();
         step(&(struct acq_in){.kind = ACQ_IN_DROP});
         assert_int_equal(only(ACQ_DO_REVOKE)->lease, 77);
         assert_true(acq_idle(&f.a));
         assert_null(acq_state_name(&f.a));
         /* its claim's answer comes after: ignored */
-        claimed_as(&(struct store_claimed){.ok = true, .succeeded = true});
+        step(&(struct acq_in){.kind = ACQ_IN_CLAIMED,
+                              .r = {.tag = tag, .answered = true},
+                              .claimed = &(struct store_claimed){.ok = true, .succeeded = true}});
         assert_int_equal(f.out.n, 0);
         assert_int_equal(step(&(struct acq_in){.kind = ACQ_IN_DROP})->n, 0);
 }
@@ -601,6 +732,9 @@ int main(void)
                 cmocka_unit_test_setup(test_scan_answers, setup),
                 cmocka_unit_test_setup(test_time_bits, setup),
                 cmocka_unit_test_setup(test_drop, setup),
+                cmocka_unit_test_setup(test_stale, setup),
+                cmocka_unit_test_setup(test_odd_answers, setup),
+                cmocka_unit_test_setup(test_fresh_clock, setup),
                 cmocka_unit_test(test_backoff),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

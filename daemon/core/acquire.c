@@ -201,8 +201,10 @@ static void claim(struct acquire *a, const struct acq_view *v, struct acq_ready 
         g->mark = g->start_ms + (uint64_t)(a->set.window_s + a->set.mark_step_s) * 1000;
         g->hwm_modrev = modrev;
         if (g->mark >> v->time_bits) {
-                act(out, ACQ_DO_FATAL)->a = g->mark;
+                uint64_t past = g->mark;
                 give_up(a, out);
+                a->state = ACQ_DONE; /* nothing more to acquire in this layout */
+                act(out, ACQ_DO_FATAL)->a = past;
                 return;
         }
         snprintf(g->value, sizeof(g->value),
@@ -262,7 +264,8 @@ static void on_granted(struct acquire *a, const struct acq_view *v, const struct
                 return;
         }
         if (in->lease == 0 || in->ttl_s <= 0) {
-                if (!in->r.refused) /* a refusal is said once, by refused.c */
+                revoke(out, in->lease); /* a lease without a TTL to count on */
+                if (!in->r.refused)     /* a refusal is said once, by refused.c */
                         say(out, ACQ_SAY_GRANT_FAILED, -1, 0, 0);
                 a->state = ACQ_WAIT;
                 wait_ms(out, failure_backoff(a, &in->r));
@@ -365,6 +368,13 @@ static void on_claimed(struct acquire *a, const struct acq_view *v, const struct
         struct holding *g = &a->g;
         if (in->r.unsent) {
                 settle(a, out);
+                return;
+        }
+        if (in->r.not_current) {
+                /* an answer rule 1 would not act on, while the cluster is
+                 * not halted (a failed claim whose answer does not say
+                 * which fence it compared): not applied, so tried again */
+                restart(a, out, next_backoff(a, RETRY_MAX_MS));
                 return;
         }
         if (c->no_answer) {
@@ -479,7 +489,7 @@ void acq_step(struct acquire *a, const struct acq_view *v, const struct acq_in *
                         restart(a, out, next_backoff(a, RETRY_MAX_MS));
                 return;
         case ACQ_IN_DROP:
-                if (a->state != ACQ_IDLE)
+                if (a->state != ACQ_IDLE && a->state != ACQ_DONE)
                         give_up(a, out);
                 return;
         }
@@ -512,7 +522,7 @@ bool acq_expects(const struct acquire *a, uint64_t tag, enum acq_in_kind kind)
 
 bool acq_idle(const struct acquire *a)
 {
-        return a->state == ACQ_IDLE;
+        return a->state == ACQ_IDLE || a->state == ACQ_DONE;
 }
 
 const struct holding *acq_holding(const struct acquire *a)
@@ -536,6 +546,7 @@ const char *acq_state_name(const struct acquire *a)
                 [ACQ_SETTLE] = "settle",
                 [ACQ_SETTLE_WAIT] = "settle",
                 [ACQ_PUBLISH] = "held",
+                [ACQ_DONE] = NULL,
         };
         return names[a->state];
 }

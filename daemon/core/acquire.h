@@ -32,6 +32,7 @@ enum acq_state {
         ACQ_SETTLE,      /* claim, no answer: reading the number back */
         ACQ_SETTLE_WAIT, /* the same, asked again when the wait ends */
         ACQ_PUBLISH,     /* held: the number handed over to be published */
+        ACQ_DONE,        /* ID time ran past the layout: nothing is acquired any more */
 };
 
 /* Fixed for the core's life. */
@@ -79,6 +80,9 @@ struct acq_answer {
         bool answered; /* an answer came */
         long status;
         bool refused; /* the store refuses us (a setting): said by refused.c */
+        /* CLAIMED: rule 1 (cluster_ok()) would not act on it, and the
+         * cluster is not halted */
+        bool not_current;
 };
 
 struct acq_in {
@@ -160,6 +164,8 @@ void acq_step(struct acquire *a, const struct acq_view *v, const struct acq_in *
 /* Whether an answer with this tag is for the step the acquisition is at
  * (kind: GRANTED, SCANNED, CLAIMED or READ); one that is not is ignored. */
 bool acq_expects(const struct acquire *a, uint64_t tag, enum acq_in_kind kind);
+/* Whether nothing is under way (nor will be, once ID time ran past the
+ * layout). */
 bool acq_idle(const struct acquire *a);
 /* The holding acquired: its number, lease, sample, claim... */
 const struct holding *acq_holding(const struct acquire *a);

@@ -258,6 +258,7 @@ static void drive(struct holder *h, const struct acq_in *in, const struct store_
                 for (unsigned i = 0; i < out.n; i++)
                         if (!run(h, &out.a[i], &next, r)) {
                                 h->acq_driving = false;
+                                h->acq_queued = 0;
                                 return;
                         }
                 if (!h->acq_queued)
@@ -294,9 +295,11 @@ static void on_claim(void *userdata, const struct store_answer *r, const struct 
 {
         struct holder *h = userdata;
         holder_note_answer(h, r);
-        if (!acq_expects(&h->acq, r->tag, ACQ_IN_CLAIMED) || !cluster_ok(h, r, c->ok, c->same))
+        if (!acq_expects(&h->acq, r->tag, ACQ_IN_CLAIMED))
                 return;
-        const struct acq_in in = {.kind = ACQ_IN_CLAIMED, .r = answer(r), .claimed = c};
+        /* a halt (another fence, a restore) drops the acquisition first */
+        struct acq_in in = {.kind = ACQ_IN_CLAIMED, .r = answer(r), .claimed = c};
+        in.r.not_current = !cluster_ok(h, r, c->ok, c->same);
         drive(h, &in, r);
 }
 
