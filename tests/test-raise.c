@@ -207,6 +207,26 @@ static void test_forgotten(void **state)
         assert_int_equal(count(RAISE_DO_SEND), 0);
         assert_int_equal(count(RAISE_DO_REVOKE), 0);
         assert_false(raise_active(&m));
+        /* merged while waiting: the highest write acknowledged counts */
+        setup(NULL);
+        struct store_raised none = {.ok = false};
+        raise_to(5, NOW, 0, 0, 30);
+        id = first(RAISE_DO_SEND)->id;
+        answer(id, &none);
+        raise_to(5, NOW, 0, 0, 50);
+        step(&(struct raise_in){.kind = RAISE_IN_TIMER});
+        answer(id, &rs);
+        assert_int_equal(count(RAISE_DO_RESTORED), 1);
+        /* a fence: the revisions of the old history forgotten */
+        setup(NULL);
+        raise_to(5, NOW, 0, 0, 50);
+        id = first(RAISE_DO_SEND)->id;
+        answer(id, &none);
+        step(&(struct raise_in){.kind = RAISE_IN_FENCED});
+        step(&(struct raise_in){.kind = RAISE_IN_TIMER});
+        answer(id, &rs);
+        assert_int_equal(count(RAISE_DO_RESTORED), 0);
+        assert_true(said(RAISE_SAY_READS_LOW));
 }
 
 static void test_rule1(void **state)
@@ -258,6 +278,24 @@ static void test_merged(void **state)
         assert_int_equal(count(RAISE_DO_REVOKE), 0); /* below the higher mark */
         answer(id, &(struct store_raised){.ok = true, .succeeded = true, .put = true, .same = 1});
         assert_int_equal(count(RAISE_DO_REVOKE), 2);
+        /* a put of a mark below one merged in meanwhile confirms nothing:
+         * read again */
+        raise_to(8, NOW, 81, 0, 0);
+        id = first(RAISE_DO_SEND)->id;
+        rs = read_as(true, NOW - 1, 40);
+        answer(id, &rs);
+        assert_int_equal(first(RAISE_DO_SEND)->b, 1); /* the put of NOW in flight */
+        raise_to(8, NOW + 900, 82, 0, 0);
+        answer(id, &(struct store_raised){.ok = true, .succeeded = true, .put = true, .same = 1});
+        assert_int_equal(count(RAISE_DO_REVOKE), 0);
+        assert_int_equal(first(RAISE_DO_SEND)->b, 0);
+        /* the holding waiting for a raise, named in a merge, is told */
+        raise_to(9, NOW, 0, 0, 0);
+        id = first(RAISE_DO_SEND)->id;
+        raise_to(9, NOW, 0, 42, 0);
+        rs = read_as(true, NOW, 40);
+        answer(id, &rs);
+        assert_int_equal(first(RAISE_DO_RAISED)->a, 42);
         /* a third lease at once is left to expire */
         raise_to(7, NOW, 1, 0, 0);
         raise_to(7, NOW, 2, 0, 0);
@@ -273,8 +311,13 @@ static void test_keep(void **state)
         assert_int_equal(first(RAISE_DO_KEEP_IN)->a, TTL_S * 1000 / 3);
         raise_to(6, NOW, 78, 0, 0);
         assert_int_equal(count(RAISE_DO_KEEP_IN), 0); /* armed already */
+        raise_to(6, NOW, 79, 0, 0);                   /* a second lease on 6 */
         step(&(struct raise_in){.kind = RAISE_IN_KEEP});
-        assert_int_equal(count(RAISE_DO_KEEPALIVE), 2);
+        assert_int_equal(count(RAISE_DO_KEEPALIVE), 3);
+        bool kept79 = false;
+        for (unsigned i = 0; i < out.n; i++)
+                kept79 |= out.a[i].what == RAISE_DO_KEEPALIVE && out.a[i].lease == 79;
+        assert_true(kept79);
         assert_int_equal(count(RAISE_DO_KEEP_IN), 1);
         step(&(struct raise_in){.kind = RAISE_IN_KEPT, .tag = id, .ttl_s = 0});
         assert_true(said(RAISE_SAY_LEASE_GONE));

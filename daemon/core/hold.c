@@ -136,8 +136,13 @@ static void on_checked(struct hold *k, const struct hold_in *in, struct hold_rea
                 lost(k, out, HOLD_SAY_CHECK_UNSENT);
                 return;
         }
-        if (in->not_current)
+        if (in->not_current) {
+                /* rule 1 ignores it (a halt, or another fence): the next
+                 * keepalive asks for the lease again, and an unknown one
+                 * leads to the same read */
+                g->lease_checking = false;
                 return;
+        }
         if (!rd->ok || rd->n.malformed) {
                 lease_check(k, out); /* again, at the next answer */
                 return;

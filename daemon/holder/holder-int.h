@@ -43,7 +43,9 @@ enum halt {
 
 #define ACQ_QUEUE_MAX 8
 #define HOLD_QUEUE_MAX 4
-#define RAISE_QUEUE_MAX 4
+/* a step of the marks sends at most one raise per slot, each of which may
+ * come back unsent, and a halt's protection may follow */
+#define RAISE_QUEUE_MAX (2 * RAISES_MAX)
 
 struct holder {
         const struct settings *cfg;

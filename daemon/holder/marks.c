@@ -173,7 +173,12 @@ static void on_raise(void *userdata, const struct store_answer *r, const struct 
         if (!raise_expects(&h->raises, r->tag))
                 return;
         bool restored = h->halted == HALT_RESTORED;
+        /* a halt that cluster_ok() makes protects every mark (marks_protect()):
+         * stepped after this answer, so that the raise this answer ends
+         * does not swallow the protection's raise of the same number */
+        h->raise_driving = true;
         bool current = restored || cluster_ok(h, r, rs->ok, rs->same);
+        h->raise_driving = false;
         const struct raise_in in = {.kind = RAISE_IN_ANSWER,
                                     .tag = r->tag,
                                     .restored = restored,
