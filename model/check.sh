@@ -7,7 +7,10 @@
 # notes ("@rule..." lines) are replayed on the C rules (model/replay.c on
 # daemon/rules/rules.c): each mutant's counterexample must be taken by the
 # rules with the same mutant and refused by the rules without it, and random
-# runs of the model without a mutant must agree with the rules throughout.  Prints, per line: the
+# runs of the model without a mutant must agree with the rules throughout.
+# Where a core of the holder (daemon/core/) makes the decision, the
+# counterexample is replayed through that core too (model/core-replay.c),
+# with the mutant and without: the same, and refused.  Prints, per line: the
 # configuration or mutant, the rule, the result and the states searched.
 # The test command runs the configurations and mutants that fit in its
 # minutes; --full runs every one (over an hour on two cores), including
@@ -141,6 +144,10 @@ noted=" 3 4 5 6 7 8 9 10 12 13 15 16 17 23 24 25 26 "
 # the mutants that break a step a trace shows (model/replay.c refuses the
 # counterexample's steps): 18 publishes a deadline before etcd acknowledged it
 stepped=" 18 "
+# the mutants whose counterexample has a decision a core makes
+# (model/core-replay.c): the claim start (acquire.c), an extension's answer
+# (hold.c), a raise confirmed and a mark re-raised at a fence (raise.c)
+cored=" 3 4 5 7 8 10 15 "
 sims=${SNOWID_MODEL_SIMS:-100} # random runs per configuration
 
 # replay_build "CFLAGS" OUT: model/replay.c on the rules, set as the model is
@@ -148,6 +155,15 @@ replay_build() {
     gcc -std=gnu11 -O1 -Wall -Wextra -Werror -DRULE3_FLOOR_SLACK_MS=0 -DFENCE_AHEAD_MS=0 $1 \
         -I"$root/daemon/rules" -I"$root/daemon/store" -o "$2" "$here/replay.c" \
         "$root/daemon/rules/rules.c"
+}
+
+# core_build "CFLAGS" OUT: model/core-replay.c on the holder's cores and the
+# rules, set as the model is
+core_build() {
+    gcc -std=gnu11 -O1 -Wall -Wextra -Werror -DRULE3_FLOOR_SLACK_MS=0 -DFENCE_AHEAD_MS=0 $1 \
+        -I"$root/daemon/core" -I"$root/daemon/rules" -I"$root/daemon/store" \
+        -I"$root/libclient/include" -o "$2" "$here/core-replay.c" "$root"/daemon/core/*.c \
+        "$root/daemon/rules/rules.c" "$root/daemon/rules/choose.c" "$root/daemon/rules/schedule.c"
 }
 
 # decisions: the "@rule..." lines of a run, without the daemon's tag that
@@ -201,6 +217,17 @@ replay() {
         passed=$((passed + 1))
     else
         echo "FAIL: mutant $m's counterexample replayed on the rules: with mutant $m ($rcm) $same; without it ($rc0) $refused"
+        failed=$((failed + 1))
+    fi
+    case "$cored" in *" $m "*) ;; *) return ;; esac
+    core_build "-DSNOWID_MUTANT=$m" "$d/core-replay" || { echo "FAIL: mutant $m: the cores do not build"; failed=$((failed + 1)); return; }
+    same=$("$d/core-replay" "$d/notes.txt" 2>&1); rcm=$?
+    refused=$("$work/core-replay-0" "$d/notes.txt" 2>&1); rc0=$?
+    if [ "$rcm" = 0 ] && [ "$rc0" = 1 ]; then
+        echo "ok: mutant $m's counterexample replayed on the cores: with mutant $m, $same; without it, $refused"
+        passed=$((passed + 1))
+    else
+        echo "FAIL: mutant $m's counterexample replayed on the cores: with mutant $m ($rcm) $same; without it ($rc0) $refused"
         failed=$((failed + 1))
     fi
 }
@@ -273,8 +300,12 @@ if ! replay_build "" "$work/replay-0"; then
     echo "FAIL: model/replay.c and daemon/rules/rules.c do not build"
     failed=$((failed + 1))
 fi
+if ! core_build "" "$work/core-replay-0"; then
+    echo "FAIL: model/core-replay.c and daemon/core/ do not build"
+    failed=$((failed + 1))
+fi
 # random runs of the model in each configuration: the rules take every
-# decision the model took, and each daemon's steps are ones a trace of a
+# decision the model took, and so do the cores (those they make), and each daemon's steps are ones a trace of a
 # real host must show (model/replay.c's checks of a trace)
 for c in "${order[@]}"; do
     nsteps=0 stepfail=""
@@ -290,11 +321,12 @@ for c in "${order[@]}"; do
             fi
         fi
     done
-    if out=$("$work/replay-0" "$work/sim-$c.txt" 2>&1) && [ -z "$stepfail" ] && [ "$nsteps" -gt 0 ]; then
-        echo "ok: $sims random runs of the model in '$c', replayed on the rules: $out; $nsteps steps of the daemons, each one a trace allows"
+    cores=$("$work/core-replay-0" "$work/sim-$c.txt" 2>&1); rcc=$?
+    if out=$("$work/replay-0" "$work/sim-$c.txt" 2>&1) && [ "$rcc" = 0 ] && [ -z "$stepfail" ] && [ "$nsteps" -gt 0 ]; then
+        echo "ok: $sims random runs of the model in '$c', replayed on the rules: $out; on the cores: $cores; $nsteps steps of the daemons, each one a trace allows"
         passed=$((passed + 1))
     else
-        echo "FAIL: $sims random runs of the model in '$c', replayed on the rules: $out; steps: ${stepfail:-$nsteps checked}"
+        echo "FAIL: $sims random runs of the model in '$c', replayed on the rules: $out; on the cores: $cores; steps: ${stepfail:-$nsteps checked}"
         failed=$((failed + 1))
     fi
 done
