@@ -146,8 +146,9 @@ noted=" 3 4 5 6 7 8 9 10 12 13 15 16 17 23 24 25 26 "
 stepped=" 18 "
 # the mutants whose counterexample has a decision a core makes
 # (model/core-replay.c): the claim start (acquire.c), an extension's answer
-# (hold.c), a raise confirmed and a mark re-raised at a fence (raise.c)
-cored=" 3 4 5 7 8 10 15 "
+# (hold.c), a raise confirmed and a mark re-raised at a fence (raise.c), the
+# claims above of a cluster made anew (create.c)
+cored=" 3 4 5 7 8 10 15 23 "
 sims=${SNOWID_MODEL_SIMS:-100} # random runs per configuration
 
 # replay_build "CFLAGS" OUT: model/replay.c on the rules, set as the model is

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "acquire.h"
+#include "create.h"
 #include "hold.h"
 #include "raise.h"
 #include "rules.h"
@@ -207,6 +208,34 @@ static int64_t reraise(const int64_t *a)
         return did(&out, RAISE_DO_SEND);
 }
 
+/* ---- the creation: rule7_made_above ---- */
+
+/* ahead x y = claims_above: the model's clock bound of a cluster made anew
+ * (with --ahead, at x + y); the claims above of the cluster the creation's
+ * core makes, on a store that holds none, its wall clock then at x + y */
+static int64_t made_above(const int64_t *a)
+{
+        static struct create c;
+        const struct create_settings set = {.worker_bits = 15, .token = "0", .seed = 1};
+        create_init(&c, &set);
+        const struct create_view v = {.mono_ms = 1, .wall_ms = (uint64_t)(a[1] + a[2])};
+        struct create_ready out;
+        create_step(&c, &v, &(struct create_in){.kind = CREATE_IN_MAKE}, &out);
+        create_step(&c, &v,
+                    &(struct create_in){.kind = CREATE_IN_LOCKED,
+                                        .ok = true,
+                                        .succeeded = true,
+                                        .answered = true,
+                                        .creating = 1,
+                                        .value = "0 1"},
+                    &out);
+        create_step(&c, &v, &(struct create_in){.kind = CREATE_IN_MAKE}, &out);
+        for (unsigned i = 0; i < out.n; i++)
+                if (out.a[i].what == CREATE_DO_MAKE)
+                        return (int64_t)out.a[i].a;
+        return -1;
+}
+
 struct decision {
         const char *name;
         unsigned n_args;
@@ -220,6 +249,7 @@ static const struct decision decisions[] = {
         {"rule4_confirmed", 3, confirmed, "raise"},
         {"rule5_forgotten", 2, forgotten, "raise"},
         {"rule6_reraise", 2, reraise, "raise"},
+        {"rule7_made_above", 3, made_above, "create"},
 };
 #define N_DECISIONS (sizeof(decisions) / sizeof(decisions[0]))
 

@@ -2,7 +2,8 @@
 /*
  * What the daemon does when the store forgets (docs/fences.md): the cluster's
  * layout, fence and floor; halting on a restored cluster or a lost key;
- * adopting a new fence; raising marks that read back low.
+ * leaving a witness; and, on a store that holds no cluster, making it, as
+ * the driver of the pure core daemon/core/create.c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -18,17 +19,6 @@
 #include "verdict.h"
 
 #define REREAD_MS 1000
-#define INIT_BATCH 100      /* marks made per transaction (etcd allows 128 ops) */
-#define INIT_MAX (1u << 14) /* more numbers than this: none made; absent means unmarked */
-#define INIT_IN_FLIGHT 16   /* batches sent at once */
-/* creating a cluster: one host does it, holding the key `creating`; the
- * others read again after a wait that starts at CREATE_WAIT_MS and doubles
- * to CREATE_WAIT_MAX_MS (jittered), so that a fleet waiting does not keep
- * the store from the creation, and take over a creation not finished
- * within CREATE_STALE_MS (its host gone) */
-#define CREATE_WAIT_MS 250
-#define CREATE_WAIT_MAX_MS 2000
-#define CREATE_STALE_MS 15000
 
 const char *holder_halt_name(enum halt why)
 {
@@ -49,21 +39,15 @@ const char *holder_halt_name(enum halt why)
 
 /* ---- reading (and, on a cluster never used, creating) layout, fence, floor ---- */
 
-static void create_lock(struct holder *h, int64_t stale_rev, bool poll);
+static void create_drive(struct holder *h, const struct create_in *in);
 
 static int on_reread_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
-        struct holder *h = userdata;
         (void)s;
         (void)usec;
-        /* a host waiting for another's creation asks only whether it has
-         * ended (two keys): the full read of a cluster without a layout
-         * reads every mark, and a fleet waiting would keep the store from
-         * the creation with it */
-        if (h->create_waiting)
-                create_lock(h, 0, true);
-        else
-                cluster_read(h);
+        /* the creation's core says whether to read the cluster or only ask
+         * whether another host's creation ended */
+        create_drive(userdata, &(const struct create_in){.kind = CREATE_IN_REREAD});
         return 0;
 }
 
@@ -77,86 +61,20 @@ void cluster_read_in(struct holder *h, unsigned ms)
         reread_in(h, ms);
 }
 
-static void create_cluster(struct holder *h);
-static void init_marks(struct holder *h);
-
-/* Whether this host creates the cluster.  Creating it is idempotent (every
- * step compares), so the key only spares the store a fleet's worth of the
- * same work when a fleet starts on a cluster that does not exist yet. */
 static void on_create_lock(void *userdata, const struct store_answer *r,
                            const struct store_creating *ck)
 {
-        struct holder *h = userdata;
-        bool poll = r->tag == 1;
-        /* a poll that got no answer polls again */
-        h->create_waiting = poll && !ck->ok;
-        /* a fleet waiting asks at most a quarter of the time: each host
-         * waits at least 4 times as long as its last answer took, so a
-         * store slowed by the fleet's own questions gets fewer of them */
-        unsigned took = (unsigned)(holder_mono_ms() - h->create_sent_ms), least = 4 * took;
-        if (!ck->ok) {
-                unsigned wait = claim_failure_backoff(h, r);
-                reread_in(h, wait > least ? wait : least);
-                return;
-        }
-        int rl = ck->layout, rc = ck->creating;
-        unsigned long long since = 0;
-        int64_t now_ms = shm_realtime_ns() / 1000000;
-        size_t tl = strlen(h->token);
-        /* taken now, or taken by this host before (a round of its
-         * creation failed): it creates */
-        bool mine = rl == 0 && rc == 1 && strlen(ck->value) > tl &&
-                    !strncmp(ck->value, h->token, tl) && ck->value[tl] == ' ';
-        if ((!poll && ck->succeeded) || (!poll && mine)) {
-                /* the creator, and only it, reads the marks too: whether
-                 * the cluster was used (a mark above 0) before it creates */
-                h->check_marks = true;
-                reread_in(h, 0);
-        } else if (rl != 0 || rc != 1) /* made meanwhile, or the creation just ended */
-                reread_in(h, 0);
-        else if (sscanf(ck->value, "%*16s %llu", &since) == 1 &&
-                 now_ms - (int64_t)since > CREATE_STALE_MS)
-                create_lock(h, ck->mod_rev, false);
-        else {
-                unsigned wait = claim_next_backoff(h, CREATE_WAIT_MAX_MS) + CREATE_WAIT_MS;
-                h->create_waiting = true;
-                reread_in(h, wait > least ? wait : least);
-        }
-}
-
-/* Takes the key `creating` (stale_rev: over an abandoned creation at that
- * mod revision), while there is no layout.  poll: only reads both keys, a
- * read that the store serves without a write (a transaction that may put
- * is a write whichever branch it takes) */
-static void create_lock(struct holder *h, int64_t stale_rev, bool poll)
-{
-        char value[64];
-        h->create_sent_ms = holder_mono_ms();
-        snprintf(value, sizeof(value), "%s %" PRId64, h->token, shm_realtime_ns() / 1000000);
-        if (store_creating(h->store, poll, value, stale_rev, on_create_lock, h, poll) < 0)
-                reread_in(h, REREAD_MS);
-}
-
-static int init_batch(struct holder *h, uint64_t from);
-
-/* Sends batches until INIT_IN_FLIGHT are in flight; once every batch has
- * succeeded, makes the cluster (its transaction checks every mark anyway). */
-static void init_more(struct holder *h)
-{
-        uint64_t workers = UINT64_C(1) << h->cfg->layout.worker_bits;
-        while (!h->init_failed && h->init_pending < INIT_IN_FLIGHT && h->init_next < workers) {
-                if (init_batch(h, h->init_next) < 0)
-                        h->init_failed = 2;
-                else
-                        h->init_pending++;
-                h->init_next += INIT_BATCH;
-        }
-        if (h->init_pending > 0)
-                return;
-        if (h->init_failed)
-                reread_in(h, h->init_failed == 1 ? 0 : REREAD_MS);
-        else
-                create_cluster(h);
+        const struct create_in in = {.kind = CREATE_IN_LOCKED,
+                                     .poll = r->tag == 1,
+                                     .ok = ck->ok,
+                                     .succeeded = ck->succeeded,
+                                     .answered = r->answered,
+                                     .status = r->status,
+                                     .layout = ck->layout,
+                                     .creating = ck->creating,
+                                     .value = ck->value,
+                                     .mod_rev = ck->mod_rev};
+        create_drive(userdata, &in);
 }
 
 /* the batches answer in any order */
@@ -165,62 +83,101 @@ static void on_init(void *userdata, const struct store_answer *r, bool ok, bool 
         struct holder *h = userdata;
         if (r->cluster_id)
                 h->cluster_id = r->cluster_id;
-        if (!ok || !succeeded)
-                h->init_failed = ok ? 1 : 2; /* created meanwhile, or no answer */
-        h->init_pending--;
-        init_more(h);
-}
-
-/* Before the cluster exists: every number's mark, 0, where it is absent, so
- * that later an absent mark means a deleted one (rule 3).  Only while there
- * is no layout and no floor, so never over a mark deleted after use.  Up to
- * INIT_IN_FLIGHT batches at once: a creation of the default layout's 1,024
- * marks costs the fleet waiting for it one round trip, not one per batch,
- * and no batch of a larger layout waits behind so many others that it times
- * out unsent. */
-static void init_marks(struct holder *h)
-{
-        h->init_pending = 0;
-        h->init_next = 0;
-        h->init_failed = 0;
-        init_more(h);
-}
-
-static int init_batch(struct holder *h, uint64_t from)
-{
-        uint64_t workers = UINT64_C(1) << h->cfg->layout.worker_bits, to = from + INIT_BATCH;
-        return store_init_marks(h->store, from, to < workers ? to : workers, on_init, h);
+        create_drive(h, &(const struct create_in){
+                                .kind = CREATE_IN_MARKED, .ok = ok, .succeeded = succeeded});
 }
 
 static void on_create(void *userdata, const struct store_answer *r, bool ok, bool succeeded)
 {
-        struct holder *h = userdata;
         (void)r;
-        if (ok && succeeded)
-                log_notice("Created the cluster's layout, fence, floor and marks at %s", h->prefix);
-        reread_in(h, ok ? 0 : REREAD_MS);
+        create_drive(userdata, &(const struct create_in){
+                                       .kind = CREATE_IN_MADE, .ok = ok, .succeeded = succeeded});
 }
 
-/* Layout, fence and floor together, only if the cluster is still unused */
-static void create_cluster(struct holder *h)
+static void create_run(struct holder *h, const struct create_action *t)
 {
-        bool marked = (UINT64_C(1) << h->cfg->layout.worker_bits) <= INIT_MAX;
-        struct cluster_ident c;
-        /* A store that holds no cluster may have forgotten one (restored
-         * from a snapshot taken before it was made, or its prefix wiped)
-         * whose hosts' clients still take IDs up to their deadlines: the
-         * new cluster claims above the clock bound a fence would, and its
-         * floor is there too.  The fence names the cluster it is made on
-         * (the last answer's) */
-        uint64_t above =
-                rule7_made_above(h->cfg->layout.epoch_ms, (uint64_t)(shm_realtime_ns() / 1000000),
-                                 h->cfg->window_s, h->cfg->mark_step_s);
-        if (fence_make(above, 0, h->cluster_id, true, &c) < 0) {
-                reread_in(h, REREAD_MS);
+        switch (t->what) {
+        case CREATE_DO_LOCK: {
+                char value[64];
+                snprintf(value, sizeof(value), "%s %" PRId64, h->token,
+                         shm_realtime_ns() / 1000000);
+                if (store_creating(h->store, t->b, value, (int64_t)t->a, on_create_lock, h, t->b) <
+                    0)
+                        create_drive(h, &(const struct create_in){.kind = CREATE_IN_LOCKED,
+                                                                  .poll = t->b,
+                                                                  .unsent = true});
                 return;
         }
-        if (store_make_cluster(h->store, &h->cfg->layout, c.fence, above, marked, on_create, h) < 0)
-                reread_in(h, REREAD_MS);
+        case CREATE_DO_READ:
+                cluster_read(h);
+                return;
+        case CREATE_DO_REREAD:
+                reread_in(h, (unsigned)t->a);
+                return;
+        case CREATE_DO_MARK:
+                if (store_init_marks(h->store, t->a, t->b, on_init, h) < 0)
+                        create_drive(h, &(const struct create_in){.kind = CREATE_IN_MARKED,
+                                                                  .unsent = true});
+                return;
+        case CREATE_DO_MAKE: {
+                /* the fence names the cluster it is made on (the last
+                 * answer's) */
+                struct cluster_ident c;
+                if (fence_make(t->a, 0, h->cluster_id, true, &c) < 0 ||
+                    store_make_cluster(h->store, &h->cfg->layout, c.fence, t->a, t->b, on_create,
+                                       h) < 0)
+                        create_drive(h, &(const struct create_in){.kind = CREATE_IN_MADE,
+                                                                  .unsent = true});
+                return;
+        }
+        case CREATE_DO_MADE:
+                log_notice("Created the cluster's layout, fence, floor and marks at %s", h->prefix);
+                return;
+        }
+}
+
+/* Steps the creation's core with in, and does what it returns; an input
+ * made while they are done (a verb not sent) is stepped after them. */
+static void create_drive(struct holder *h, const struct create_in *in)
+{
+        if (h->create_driving) {
+                if (in->value)
+                        log_error("The store answered within its call; the answer is dropped");
+                else if (h->create_queued < CREATE_QUEUE_MAX)
+                        h->create_queue[h->create_queued++] = *in;
+                else
+                        log_error("The creation's inputs overflow; one is dropped");
+                return;
+        }
+        h->create_driving = true;
+        struct create_in next = *in;
+        for (;;) {
+                const struct create_view v = {.mono_ms = holder_mono_ms(),
+                                              .wall_ms = (uint64_t)(shm_realtime_ns() / 1000000)};
+                struct create_ready out;
+                create_step(&h->create, &v, &next, &out);
+                for (unsigned i = 0; i < out.n; i++)
+                        create_run(h, &out.a[i]);
+                if (!h->create_queued)
+                        break;
+                next = h->create_queue[0];
+                memmove(h->create_queue, h->create_queue + 1,
+                        --h->create_queued * sizeof(*h->create_queue));
+        }
+        h->create_driving = false;
+}
+
+void cluster_init(struct holder *h)
+{
+        uint64_t seed = ((uint64_t)random() << 32) ^ (uint64_t)random();
+        const struct create_settings set = {.worker_bits = h->cfg->layout.worker_bits,
+                                            .window_s = h->cfg->window_s,
+                                            .mark_step_s = h->cfg->mark_step_s,
+                                            .lease_ttl_s = h->cfg->lease_ttl_s,
+                                            .epoch_ms = h->cfg->layout.epoch_ms,
+                                            .token = h->token,
+                                            .seed = seed | 1};
+        create_init(&h->create, &set);
 }
 
 /* ---- a witness: what a halted daemon knew, for the fence to cover ---- */
@@ -324,12 +281,7 @@ static void on_cluster(void *userdata, const struct store_answer *r, const struc
                 /* a layout the range does not fit is not made */
                 if (!region_range_fits(h, h->cfg->layout.worker_bits))
                         return;
-                if (!h->check_marks)
-                        create_lock(h, 0, false);
-                else if ((UINT64_C(1) << h->cfg->layout.worker_bits) <= INIT_MAX)
-                        init_marks(h); /* holding `creating`, every mark read */
-                else                   /* too many numbers: unmarked ones start above the floor */
-                        create_cluster(h);
+                create_drive(h, &(const struct create_in){.kind = CREATE_IN_MAKE});
                 return;
         case CLUSTER_LAYOUT_LOST:
                 if (h->halted != HALT_LAYOUT_LOST)
@@ -418,8 +370,8 @@ void cluster_read(struct holder *h)
          * store still has this daemon's last write of it (tag: the revision
          * it was acknowledged at) */
         bool own = h->halted == HALT_NONE && h->hold.cur.state != H_NONE && h->hold.cur.mark_rev;
-        if (store_read_cluster(h->store, h->check_marks, own ? h->hold.cur.worker : -1, on_cluster,
-                               h, own ? (uint64_t)h->hold.cur.mark_rev : 0) < 0)
+        if (store_read_cluster(h->store, create_marks(&h->create), own ? h->hold.cur.worker : -1,
+                               on_cluster, h, own ? (uint64_t)h->hold.cur.mark_rev : 0) < 0)
                 reread_in(h, REREAD_MS);
 }
 

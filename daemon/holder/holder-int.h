@@ -21,6 +21,7 @@
 
 #include "acquire.h"
 #include "clock.h"
+#include "create.h"
 #include "config.h"
 #include "hold.h"
 #include "holding.h"
@@ -46,6 +47,8 @@ enum halt {
 /* a step of the marks sends at most one raise per slot, each of which may
  * come back unsent, and a halt's protection may follow */
 #define RAISE_QUEUE_MAX (2 * RAISES_MAX)
+/* a step sends at most CREATE_IN_FLIGHT batches, each may come back unsent */
+#define CREATE_QUEUE_MAX (CREATE_IN_FLIGHT + 4)
 
 struct holder {
         const struct settings *cfg;
@@ -57,16 +60,15 @@ struct holder {
         bool store_full;
         enum store_err store_err; /* the store refuses us: a setting is wrong (refused.c) */
         char store_err_message[256];
-        bool alarm_busy;         /* an alarm list request is in flight */
-        bool create_waiting;     /* another host creates the cluster: ask whether it ended */
-        bool check_marks;        /* holding `creating`: the cluster read reads the highest mark */
-        bool witnessed;          /* halted: the store acknowledged this daemon's witness */
-        bool witness_sending;    /* a witness's put (or its deletion) in flight */
-        uint32_t witness_gen;    /* the halt a witness's answer is for */
-        uint64_t create_sent_ms; /* monotonic: when the last question about `creating` went */
-        unsigned init_pending;   /* creating it: batches of marks not answered yet */
-        uint64_t init_next;      /* the first number of the next batch to send */
-        int init_failed;         /* one failed: 1 answered (made meanwhile), 2 no answer */
+        bool alarm_busy;      /* an alarm list request is in flight */
+        bool witnessed;       /* halted: the store acknowledged this daemon's witness */
+        bool witness_sending; /* a witness's put (or its deletion) in flight */
+        uint32_t witness_gen; /* the halt a witness's answer is for */
+        /* making the cluster where there is none (cluster.c drives it) */
+        struct create create;
+        bool create_driving;
+        unsigned create_queued;
+        struct create_in create_queue[CREATE_QUEUE_MAX];
         snowid_layout layout;
         bool layout_ready;
         uint32_t range_from, range_to; /* the numbers claimed in, once the layout is read */

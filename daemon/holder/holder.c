@@ -455,6 +455,7 @@ static int start(struct holder *h, sd_event *event, const struct settings *cfg, 
         claim_init(h);
         renew_init(h);
         marks_init(h);
+        cluster_init(h);
         snprintf(h->prefix, sizeof(h->prefix), "/snowid/%s/", cfg->cluster);
         int r = store_ops ? store_new_with(store_ops, event, cfg, &h->store)
                           : store_new(event, cfg, &h->store);

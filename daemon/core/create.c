@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Making the cluster, as a pure core (create.h).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "acquire.h"
+#include "create.h"
+#include "rules.h"
+
+#define REREAD_MS 1000
+#define INIT_BATCH 100      /* marks made per transaction (etcd allows 128 ops) */
+#define INIT_MAX (1u << 14) /* more numbers than this: none made; absent means unmarked */
+/* the others read again after a wait that starts at CREATE_WAIT_MS and
+ * doubles to CREATE_WAIT_MAX_MS (jittered), so that a fleet waiting does
+ * not keep the store from the creation, and take over a creation not
+ * finished within CREATE_STALE_MS (its host gone) */
+#define CREATE_WAIT_MS 250
+#define CREATE_WAIT_MAX_MS 2000
+#define CREATE_STALE_MS 15000
+
+static struct create_action *act(struct create_ready *out, enum create_do what)
+{
+        /* at most CREATE_ACTIONS_MAX per step: a full list is a bug of this
+         * file, kept from overflowing */
+        unsigned i = out->n < CREATE_ACTIONS_MAX ? out->n++ : CREATE_ACTIONS_MAX - 1;
+        out->a[i] = (struct create_action){.what = what};
+        return &out->a[i];
+}
+
+static uint64_t draw(struct create *c)
+{
+        c->rng ^= c->rng >> 12;
+        c->rng ^= c->rng << 25;
+        c->rng ^= c->rng >> 27;
+        return c->rng * UINT64_C(2685821657736338717);
+}
+
+static void reread(struct create_ready *out, uint64_t ms)
+{
+        act(out, CREATE_DO_REREAD)->a = ms;
+}
+
+static uint64_t workers(const struct create *c)
+{
+        return UINT64_C(1) << c->set.worker_bits;
+}
+
+/* `creating` taken (over a stale one at stale_rev), or only read (poll) */
+static void lock(struct create *c, const struct create_view *v, struct create_ready *out,
+                 int64_t stale_rev, bool poll)
+{
+        c->sent_ms = v->mono_ms;
+        struct create_action *t = act(out, CREATE_DO_LOCK);
+        t->a = (uint64_t)stale_rev;
+        t->b = poll;
+}
+
+/* Layout, fence and floor together, only if the cluster is still unused.
+ * A store that holds no cluster may have forgotten one (restored from a
+ * snapshot taken before it was made, or its prefix wiped) whose hosts'
+ * clients still take IDs up to their deadlines: the new cluster claims
+ * above the clock bound a fence would, and its floor is there too. */
+static void make(struct create *c, const struct create_view *v, struct create_ready *out)
+{
+        c->state = CREATE_MAKING;
+        struct create_action *t = act(out, CREATE_DO_MAKE);
+        t->a = rule7_made_above(c->set.epoch_ms, v->wall_ms, c->set.window_s, c->set.mark_step_s);
+        t->b = workers(c) <= INIT_MAX;
+}
+
+/* Sends batches until CREATE_IN_FLIGHT are in flight; once every batch has
+ * succeeded, makes the cluster (its transaction checks every mark anyway). */
+static void mark_more(struct create *c, const struct create_view *v, struct create_ready *out)
+{
+        while (!c->failed && c->pending < CREATE_IN_FLIGHT && c->next < workers(c)) {
+                uint64_t to = c->next + INIT_BATCH;
+                struct create_action *t = act(out, CREATE_DO_MARK);
+                t->a = c->next;
+                t->b = to < workers(c) ? to : workers(c);
+                c->pending++;
+                c->next += INIT_BATCH;
+        }
+        if (c->pending > 0)
+                return;
+        if (c->failed) {
+                c->state = CREATE_IDLE;
+                reread(out, c->failed == 1 ? 0 : REREAD_MS);
+        } else
+                make(c, v, out);
+}
+
+/* Whether this host creates the cluster.  Creating it is idempotent (every
+ * step compares), so the key only spares the store a fleet's worth of the
+ * same work when a fleet starts on a cluster that does not exist yet. */
+static void on_locked(struct create *c, const struct create_view *v, const struct create_in *in,
+                      struct create_ready *out)
+{
+        if (in->unsent) {
+                reread(out, REREAD_MS);
+                return;
+        }
+        /* a poll that got no answer polls again */
+        c->state = in->poll && !in->ok ? CREATE_WAITING : CREATE_IDLE;
+        /* a fleet waiting asks at most a quarter of the time: each host
+         * waits at least 4 times as long as its last answer took, so a
+         * store slowed by the fleet's own questions gets fewer of them */
+        uint64_t least = 4 * (v->mono_ms - c->sent_ms);
+        if (!in->ok) {
+                unsigned max = acq_failure_max_ms(c->set.lease_ttl_s, in->answered, in->status);
+                uint64_t wait = acq_backoff(&c->backoff_ms, max, draw(c));
+                reread(out, wait > least ? wait : least);
+                return;
+        }
+        size_t tl = strlen(c->set.token);
+        const char *value = in->value ? in->value : "";
+        /* taken now, or taken by this host before (a round of its creation
+         * failed): it creates */
+        bool mine = in->layout == 0 && in->creating == 1 && strlen(value) > tl &&
+                    !strncmp(value, c->set.token, tl) && value[tl] == ' ';
+        unsigned long long since = 0;
+        if (!in->poll && (in->succeeded || mine)) {
+                /* the creator, and only it, reads the marks too: whether the
+                 * cluster was used (a mark above 0) before it creates */
+                c->marks = true;
+                reread(out, 0);
+        } else if (in->layout != 0 || in->creating != 1) /* made meanwhile, or ended */
+                reread(out, 0);
+        else if (sscanf(value, "%*16s %llu", &since) == 1 &&
+                 (int64_t)v->wall_ms - (int64_t)since > CREATE_STALE_MS)
+                lock(c, v, out, in->mod_rev, false);
+        else {
+                uint64_t wait =
+                        acq_backoff(&c->backoff_ms, CREATE_WAIT_MAX_MS, draw(c)) + CREATE_WAIT_MS;
+                c->state = CREATE_WAITING;
+                reread(out, wait > least ? wait : least);
+        }
+}
+
+void create_step(struct create *c, const struct create_view *v, const struct create_in *in,
+                 struct create_ready *out)
+{
+        out->n = 0;
+        switch (in->kind) {
+        case CREATE_IN_MAKE:
+                if (!c->marks)
+                        lock(c, v, out, 0, false);
+                else if (workers(c) <= INIT_MAX) {
+                        /* before the cluster exists: every number's mark, 0,
+                         * where it is absent, so that later an absent mark
+                         * means a deleted one (rule 3); only while there is
+                         * no layout and no floor, so never over a mark
+                         * deleted after use.  Several batches at once: the
+                         * creation costs the fleet waiting one round trip,
+                         * not one per batch */
+                        c->state = CREATE_MARKING;
+                        c->pending = 0;
+                        c->next = 0;
+                        c->failed = 0;
+                        mark_more(c, v, out);
+                } else /* too many numbers: unmarked ones start above the floor */
+                        make(c, v, out);
+                return;
+        case CREATE_IN_REREAD:
+                /* a host waiting for another's creation asks only whether it
+                 * has ended (two keys): the full read of a cluster without
+                 * a layout reads every mark, and a fleet waiting would keep
+                 * the store from the creation with it */
+                if (c->state == CREATE_WAITING)
+                        lock(c, v, out, 0, true);
+                else
+                        act(out, CREATE_DO_READ);
+                return;
+        case CREATE_IN_LOCKED:
+                on_locked(c, v, in, out);
+                return;
+        case CREATE_IN_MARKED:
+                if (c->state != CREATE_MARKING)
+                        return;
+                if (in->unsent || !in->ok || !in->succeeded)
+                        c->failed = in->ok ? 1 : 2; /* made meanwhile, or no answer */
+                if (c->pending)
+                        c->pending--;
+                mark_more(c, v, out);
+                return;
+        case CREATE_IN_MADE:
+                if (c->state != CREATE_MAKING)
+                        return;
+                c->state = CREATE_IDLE;
+                if (in->ok && in->succeeded)
+                        act(out, CREATE_DO_MADE);
+                reread(out, in->ok ? 0 : REREAD_MS);
+                return;
+        }
+}
+
+void create_init(struct create *c, const struct create_settings *set)
+{
+        *c = (struct create){.set = *set, .rng = set->seed ? set->seed : 1};
+}
+
+bool create_marks(const struct create *c)
+{
+        return c->marks;
+}
