@@ -102,6 +102,8 @@ static void test_creator(void **state)
                 step(&(struct create_in){.kind = CREATE_IN_MARKED, .ok = true, .succeeded = true});
                 assert_int_equal(out.n, 0);
         }
+        /* a poll's answer meanwhile leaves the making as it is */
+        locked(true, true, 0, 1, TOKEN " 1");
         step(&(struct create_in){.kind = CREATE_IN_MARKED, .ok = true, .succeeded = true});
         const struct create_action *m = first(CREATE_DO_MAKE);
         assert_int_equal(m->b, 1);

@@ -101,8 +101,12 @@ static void on_locked(struct create *c, const struct create_view *v, const struc
                 reread(out, REREAD_MS);
                 return;
         }
-        /* a poll that got no answer polls again */
-        c->state = in->poll && !in->ok ? CREATE_WAITING : CREATE_IDLE;
+        /* a poll that got no answer polls again; an answer that comes
+         * while this host makes the cluster (a poll sent before) leaves
+         * the making as it is */
+        bool making = c->state == CREATE_MARKING || c->state == CREATE_MAKING;
+        if (!making)
+                c->state = in->poll && !in->ok ? CREATE_WAITING : CREATE_IDLE;
         /* a fleet waiting asks at most a quarter of the time: each host
          * waits at least 4 times as long as its last answer took, so a
          * store slowed by the fleet's own questions gets fewer of them */
@@ -133,7 +137,8 @@ static void on_locked(struct create *c, const struct create_view *v, const struc
         else {
                 uint64_t wait =
                         acq_backoff(&c->backoff_ms, CREATE_WAIT_MAX_MS, draw(c)) + CREATE_WAIT_MS;
-                c->state = CREATE_WAITING;
+                if (!making)
+                        c->state = CREATE_WAITING;
                 reread(out, wait > least ? wait : least);
         }
 }
