@@ -21,14 +21,19 @@
 #define FULL_RETRY_MAX_MS 30000
 #define FRESH_THROTTLE_MS 10000
 
-/* ---- draws: xorshift64*, seeded once ---- */
+/* ---- draws (core_draw(): xorshift64*, seeded once) ---- */
+
+uint64_t core_draw(uint64_t *rng)
+{
+        *rng ^= *rng >> 12;
+        *rng ^= *rng << 25;
+        *rng ^= *rng >> 27;
+        return *rng * UINT64_C(2685821657736338717);
+}
 
 static uint64_t draw(struct acquire *a)
 {
-        a->rng ^= a->rng >> 12;
-        a->rng ^= a->rng << 25;
-        a->rng ^= a->rng >> 27;
-        return a->rng * UINT64_C(2685821657736338717);
+        return core_draw(&a->rng);
 }
 
 static uint64_t draw_below(void *state, uint64_t n)

@@ -178,6 +178,10 @@ const char *acq_state_name(const struct acquire *a);
 uint64_t acq_own_last(const struct published *p, unsigned n, const struct holding *cur,
                       int32_t worker);
 
+/* The cores' draws: xorshift64* over *rng (not 0), seeded once by the
+ * driver; the cores read no other randomness. */
+uint64_t core_draw(uint64_t *rng);
+
 /* A retry's wait: doubling from 100 ms up to max_ms (*backoff_ms keeps
  * where it is; 0: at the start), half of it drawn at random from draw, so
  * that many daemons do not retry in step. */

@@ -29,14 +29,6 @@ static struct create_action *act(struct create_ready *out, enum create_do what)
         return &out->a[i];
 }
 
-static uint64_t draw(struct create *c)
-{
-        c->rng ^= c->rng >> 12;
-        c->rng ^= c->rng << 25;
-        c->rng ^= c->rng >> 27;
-        return c->rng * UINT64_C(2685821657736338717);
-}
-
 static void reread(struct create_ready *out, uint64_t ms)
 {
         act(out, CREATE_DO_REREAD)->a = ms;
@@ -113,7 +105,7 @@ static void on_locked(struct create *c, const struct create_view *v, const struc
         uint64_t least = 4 * (v->mono_ms - c->sent_ms);
         if (!in->ok) {
                 unsigned max = acq_failure_max_ms(c->set.lease_ttl_s, in->answered, in->status);
-                uint64_t wait = acq_backoff(&c->backoff_ms, max, draw(c));
+                uint64_t wait = acq_backoff(&c->backoff_ms, max, core_draw(&c->rng));
                 reread(out, wait > least ? wait : least);
                 return;
         }
@@ -136,7 +128,8 @@ static void on_locked(struct create *c, const struct create_view *v, const struc
                 lock(c, v, out, in->mod_rev, false);
         else {
                 uint64_t wait =
-                        acq_backoff(&c->backoff_ms, CREATE_WAIT_MAX_MS, draw(c)) + CREATE_WAIT_MS;
+                        acq_backoff(&c->backoff_ms, CREATE_WAIT_MAX_MS, core_draw(&c->rng)) +
+                        CREATE_WAIT_MS;
                 if (!making)
                         c->state = CREATE_WAITING;
                 reread(out, wait > least ? wait : least);
