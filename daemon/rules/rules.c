@@ -162,13 +162,6 @@ static bool decide_rule5_taken_back(bool other, bool present, uint64_t stored, u
 
 /* ---- rule 6 ---- */
 
-/* the fence read is the one known, byte for byte */
-static bool fence_same(const struct cluster_ident *known, const struct cluster_ident *read)
-{
-        return read->fence_len == known->fence_len &&
-               !memcmp(read->fence, known->fence, read->fence_len);
-}
-
 static enum rule6_fence decide_rule6_fence_read(const struct cluster_ident *known,
                                                 const struct cluster_ident *read, bool restore_seen)
 {

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define FENCE_MAX 256
 
@@ -29,6 +30,13 @@ struct cluster_ident {
         bool made;
         int64_t layout_rev;
 };
+
+/* The fence read is the one known, byte for byte. */
+static inline bool fence_same(const struct cluster_ident *known, const struct cluster_ident *read)
+{
+        return read->fence_len == known->fence_len &&
+               !memcmp(read->fence, known->fence, read->fence_len);
+}
 
 /* A cluster's first fence: made with the cluster (or, claims_above 0, by an
  * earlier snowid), not by `snowid fence`. */
