@@ -9,7 +9,8 @@
 #include "ratelimit.h"
 #include "snowid.h"
 
-#define EX_CONFIG_ 78 /* sysexits.h EX_CONFIG: a bad setting, not worth a restart */
+#define EX_CONFIG_ 78   /* sysexits.h EX_CONFIG: a bad setting, not worth a restart */
+#define EX_SOFTWARE_ 70 /* sysexits.h EX_SOFTWARE: a bug of snowidd's; restarted */
 #define ETCD_ENDPOINTS_MAX 16
 #define ALLOW_MAX 64
 

@@ -20,19 +20,6 @@
 #include "marks.h"
 #include "trace.h"
 
-/* ---- backoffs, for the cluster's reads (cluster.c) ---- */
-
-unsigned claim_next_backoff(struct holder *h, unsigned max)
-{
-        return acq_backoff(&h->backoff_ms, max, (uint64_t)random());
-}
-
-unsigned claim_failure_backoff(struct holder *h, const struct store_answer *r)
-{
-        return claim_next_backoff(h,
-                                  acq_failure_max_ms(h->cfg->lease_ttl_s, r->answered, r->status));
-}
-
 /* ---- the driver ---- */
 
 static struct acq_view view(const struct holder *h)
@@ -43,14 +30,14 @@ static struct acq_view view(const struct holder *h)
                 .boot_ms = holder_boot_ms(),
                 .id_ms = holder_id_ms(h, false),
                 .wall_id_ms = holder_id_ms(h, true),
-                .layout_ready = h->layout_ready,
-                .halted = h->halted != HALT_NONE,
+                .layout_ready = h->known.layout_ready,
+                .halted = h->known.halted != HALT_NONE,
                 .stopping = h->stopping,
                 .range_from = h->range_from,
                 .range_to = h->range_to,
-                .worker_bits = h->layout.worker_bits,
-                .time_bits = h->layout.time_bits,
-                .claims_above = h->cl.claims_above,
+                .worker_bits = h->known.layout.worker_bits,
+                .time_bits = h->known.layout.time_bits,
+                .claims_above = h->known.cl.claims_above,
                 .claims_not_before_ms = h->claims_not_before_ms,
                 .prefer_handing_over = pref >= 0 && marks_handing_over(h, pref),
                 .cur = &h->hold.cur,
@@ -159,7 +146,7 @@ static void claim_send(struct holder *h, const struct holding *g)
 {
         TRACE_STEP("claiming", g->worker, (int64_t)g->start_ms);
         const struct store_claim_req req = {
-                .cl = &h->cl,
+                .cl = &h->known.cl,
                 .worker = (uint32_t)g->worker,
                 .lease = g->lease,
                 .value = g->value,
@@ -184,8 +171,8 @@ static bool run(struct holder *h, const struct acq_action *t, const struct acq_i
                         unsent(h, ACQ_IN_GRANTED);
                 break;
         case ACQ_DO_SCAN:
-                if (store_scan(h->store, &h->cl, UINT64_C(1) << h->layout.worker_bits,
-                               g->sampled ? g->sample : NULL, g->sampled, h->layout.time_bits,
+                if (store_scan(h->store, &h->known.cl, UINT64_C(1) << h->known.layout.worker_bits,
+                               g->sampled ? g->sample : NULL, g->sampled, h->known.layout.time_bits,
                                on_scan, h, g->id) < 0)
                         unsent(h, ACQ_IN_SCANNED);
                 break;
@@ -193,8 +180,8 @@ static bool run(struct holder *h, const struct acq_action *t, const struct acq_i
                 claim_send(h, g);
                 break;
         case ACQ_DO_READ:
-                if (store_read_number(h->store, &h->cl, (uint32_t)g->worker, g->value, on_settle, h,
-                                      g->id) < 0)
+                if (store_read_number(h->store, &h->known.cl, (uint32_t)g->worker, g->value,
+                                      on_settle, h, g->id) < 0)
                         unsent(h, ACQ_IN_READ);
                 break;
         case ACQ_DO_WAIT:
@@ -208,12 +195,11 @@ static bool run(struct holder *h, const struct acq_action *t, const struct acq_i
                 holder_publish(h);
                 break;
         case ACQ_DO_CHECK_CLUSTER:
-                cluster_halt(h, HALT_CHECKING);
-                cluster_read(h);
+                cluster_check(h);
                 break;
         case ACQ_DO_RESTORED:
-                holder_write_forgotten(h, t->worker, (int64_t)t->a, (int64_t)t->b,
-                                       "claiming another number");
+                cluster_forgotten(h, FORGOT_MARK, t->worker, (int64_t)t->a, (int64_t)t->b,
+                                  "claiming another number");
                 break;
         case ACQ_DO_RAISE:
                 marks_raise(h, t->worker, t->a, 0, 0, 0);
@@ -223,7 +209,7 @@ static bool run(struct holder *h, const struct acq_action *t, const struct acq_i
                 break;
         case ACQ_DO_FATAL:
                 log_error("ID time %" PRIu64 " ms has run past the layout's %u time bits", t->a,
-                          h->layout.time_bits);
+                          h->known.layout.time_bits);
                 holder_fatal(h, EX_CONFIG_);
                 return false;
         case ACQ_DO_SAY:

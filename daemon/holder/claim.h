@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* claim.c: acquiring a number (lease, scan, claim, settle), as the driver of
- * the pure core daemon/core/acquire.c; and backoffs. */
+ * the pure core daemon/core/acquire.c. */
 #pragma once
 
 #include "holder-int.h"
@@ -16,8 +16,3 @@ void claim_prefer(struct holder *h, int32_t worker);
 void claim_drop(struct holder *h);
 /* holder_publish()'s outcome for the number acquired. */
 void claim_published(struct holder *h, bool published);
-/* A retry's wait, doubling up to max (acq_backoff()); claim_failure_backoff():
- * up to half a lease TTL when the store did not answer or answered 5xx,
- * else up to a second. */
-unsigned claim_failure_backoff(struct holder *h, const struct store_answer *r);
-unsigned claim_next_backoff(struct holder *h, unsigned max);

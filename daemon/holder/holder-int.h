@@ -24,6 +24,7 @@
 #include "create.h"
 #include "config.h"
 #include "hold.h"
+#include "known.h"
 #include "holding.h"
 #include "holder.h"
 #include "publish.h"
@@ -33,15 +34,6 @@
 #include "values.h"
 #include "verbs.h"
 
-/* Why the daemon extends nothing on this cluster (docs/fences.md). */
-enum halt {
-        HALT_NONE,
-        HALT_CHECKING,    /* an answer named another fence or layout: reading them */
-        HALT_RESTORED,    /* revisions went back or the cluster ID changed */
-        HALT_LAYOUT_LOST, /* the layout key is gone */
-        HALT_FENCE_LOST,  /* the fence or floor key is gone (or never made) */
-};
-
 #define ACQ_QUEUE_MAX 8
 #define HOLD_QUEUE_MAX 4
 /* a step of the marks sends at most one raise per slot, each of which may
@@ -49,6 +41,9 @@ enum halt {
 #define RAISE_QUEUE_MAX (2 * RAISES_MAX)
 /* a step sends at most CREATE_IN_FLIGHT batches, each may come back unsent */
 #define CREATE_QUEUE_MAX (CREATE_IN_FLIGHT + 4)
+/* inputs made while the cluster's core steps: a verb unsent, a check or a
+ * forgotten write from another part, a read */
+#define KNOWN_QUEUE_MAX 16
 
 struct holder {
         const struct settings *cfg;
@@ -60,17 +55,19 @@ struct holder {
         bool store_full;
         enum store_err store_err; /* the store refuses us: a setting is wrong (refused.c) */
         char store_err_message[256];
-        bool alarm_busy;      /* an alarm list request is in flight */
-        bool witnessed;       /* halted: the store acknowledged this daemon's witness */
-        bool witness_sending; /* a witness's put (or its deletion) in flight */
-        uint32_t witness_gen; /* the halt a witness's answer is for */
+        bool alarm_busy; /* an alarm list request is in flight */
         /* making the cluster where there is none (cluster.c drives it) */
         struct create create;
         bool create_driving;
         unsigned create_queued;
         struct create_in create_queue[CREATE_QUEUE_MAX];
-        snowid_layout layout;
-        bool layout_ready;
+        /* the layout, the fence, halts and the witness (cluster.c drives it) */
+        struct known known;
+        bool known_driving;
+        unsigned known_queued;
+        struct known_in known_queue[KNOWN_QUEUE_MAX];
+        const struct store_answer *read_answer; /* the cluster's read being stepped */
+        const struct store_cluster *read_cluster;
         uint32_t range_from, range_to; /* the numbers claimed in, once the layout is read */
         char prefix[96];               /* "/snowid/<cluster>/" */
         char host[128];
@@ -86,16 +83,13 @@ struct holder {
         bool acq_driving;
         unsigned acq_queued;
         struct acq_in acq_queue[ACQ_QUEUE_MAX];
-        struct clock_state clock; /* offset_ns: ID time minus CLOCK_MONOTONIC, as published */
-        unsigned backoff_ms;
+        struct clock_state clock;      /* offset_ns: ID time minus CLOCK_MONOTONIC, as published */
         uint64_t fresh_not_before_ms;  /* monotonic ms: throttles fresh-number attempts */
         uint64_t claims_not_before_ms; /* monotonic ms: after a new fence */
         sd_event_source *renew_timer, *clock_timer, *retry_timer, *setclock_io, *stop_timer;
         sd_event_source *stop_post; /* stopping: after every event, whether anything is left */
         bool ready_sent, stopping, store_reachable;
-        struct cluster_ident cl;
         uint64_t cluster_id; /* header.cluster_id of the last answer that had one */
-        enum halt halted;
         /* the marks published, and their raises (marks.c drives them) */
         struct raises raises;
         bool raise_driving;
@@ -125,31 +119,19 @@ void holder_timer_in(struct holder *h, sd_event_source **src, unsigned ms,
                      sd_event_time_handler_t cb);
 /* ID time now, in ms of the layout's epoch (wall: the wall clock's) */
 uint64_t holder_id_ms(const struct holder *h, bool wall);
-/* Every answer: reachability, a full store, a restore seen. */
+/* Every answer: reachability, a full store, a restore seen (cluster.c). */
 void holder_note_answer(struct holder *h, const struct store_answer *r);
 /* The store full or not: said once, on every report. */
 void holder_store_full(struct holder *h, bool full, const char *member);
 void holder_check_alarms(struct holder *h);
-/* Whether hwm/<worker>, read at mod revision modrev (0: absent), shows that
- * the store forgot this daemon's write of it acknowledged at acked_rev (0:
- * none known): then halted as restored. */
-bool holder_forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64_t modrev,
-                      const char *where);
-/* The same, the rule having said so: said, and halted as restored. */
-void holder_write_forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64_t modrev,
-                            const char *where);
 /* How long after a fence no claim starts, with this holder's settings
  * (rule6_settle_ms()). */
 uint64_t holder_settle_ms(const struct holder *h);
 /* The highest deadline this daemon published in the last hour (marks.c). */
 uint64_t marks_highest(const struct holder *h);
-/* A halt ended: the witness this daemon left for it is deleted (cluster.c). */
-void cluster_witness_done(struct holder *h);
 /* The number acquired becomes hold.cur: published in the segment. */
 void holder_publish(struct holder *h);
 void holder_update_status(struct holder *h);
-void holder_layout_read(struct holder *h, const snowid_layout *l, const struct cluster_ident *c);
-void holder_halted(struct holder *h);
 void holder_give_up_lease(struct holder *h, int64_t lease);
 /* The wall clock and ID time read together, for the clock policy. */
 struct clock_reading holder_clock_read(const struct holder *h);

@@ -47,9 +47,10 @@ struct clock_reading holder_clock_read(const struct holder *h)
 {
         return (struct clock_reading){
                 .mono_ns = shm_monotonic_ns(),
-                .wall_ns = shm_realtime_ns() - (int64_t)h->layout.epoch_ms * 1000000,
+                .wall_ns = shm_realtime_ns() - (int64_t)h->known.layout.epoch_ms * 1000000,
                 .can_move = h->hold.cur.state != H_NONE && acq_idle(&h->acq) &&
-                            h->halted == HALT_NONE && holder_mono_ms() >= h->fresh_not_before_ms,
+                            h->known.halted == HALT_NONE &&
+                            holder_mono_ms() >= h->fresh_not_before_ms,
                 .counter_ms =
                         h->hold.cur.state == H_HELD ? (int64_t)shm_pub_counter_ms(h->pub) : -1,
         };
@@ -57,7 +58,7 @@ struct clock_reading holder_clock_read(const struct holder *h)
 
 static int64_t wall_offset(const struct holder *h)
 {
-        return shm_offset_for_wall(h->layout.epoch_ms);
+        return shm_offset_for_wall(h->known.layout.epoch_ms);
 }
 
 /* ID time now, in ms; with the wall clock's offset when fresh. */
@@ -67,72 +68,11 @@ uint64_t holder_id_ms(const struct holder *h, bool wall)
         return t > 0 ? (uint64_t)t / 1000000 : 0;
 }
 
-/* ---- answers ---- */
-
-bool holder_forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64_t modrev,
-                      const char *where)
-{
-        if (!rule5_forgotten(acked_rev, modrev))
-                return false;
-        holder_write_forgotten(h, worker, acked_rev, modrev, where);
-        return true;
-}
-
-void holder_write_forgotten(struct holder *h, int32_t worker, int64_t acked_rev, int64_t modrev,
-                            const char *where)
-{
-        if (h->halted == HALT_RESTORED)
-                return; /* said already */
-        log_error("%s forgot a write it acknowledged: hwm/%" PRId32 " was written by this "
-                  "daemon at revision %" PRId64 " and now reads as of revision %" PRId64
-                  " (%s). It was restored from a snapshot or backup",
-                  store_name(h->store), worker, acked_rev, modrev, where);
-        cluster_halt(h, HALT_RESTORED);
-        cluster_read_in(h, 1000);
-}
-
 uint64_t holder_boot_ms(void)
 {
         struct timespec ts;
         clock_gettime(CLOCK_BOOTTIME, &ts);
         return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-void holder_note_answer(struct holder *h, const struct store_answer *r)
-{
-        const struct answer_seen seen = {
-                .refused = r->err != STORE_ERR_NONE, /* refused.c says why */
-                .answered = r->answered,
-                .status = r->status,
-                .kv = r->kv,
-                .went_back = r->went_back,
-                .behind = r->behind,
-                .nospace = r->nospace,
-                .layout_ready = h->layout_ready,
-                .halted = h->halted != HALT_NONE,
-        };
-        const struct answer_verdict v = answer_verdict(&seen);
-        if (v.skip)
-                return;
-        if (r->cluster_id)
-                h->cluster_id = r->cluster_id;
-        if (v.halt_restored) {
-                cluster_halt(h, HALT_RESTORED);
-                cluster_read_in(h, 1000);
-        }
-        if (v.check_cluster) {
-                log_debug("A lease answer at revision %" PRId64 ", below one seen: checking",
-                          r->revision);
-                cluster_read(h);
-        }
-        if (v.reachable != h->store_reachable)
-                log_notice("%s is %s", store_name(h->store),
-                           v.reachable ? "reachable again" : "unreachable");
-        h->store_reachable = v.reachable;
-        if (v.full && !h->store_full) {
-                holder_store_full(h, true, NULL);
-                holder_check_alarms(h); /* which member: for the log */
-        }
 }
 
 /* ---- a full store (etcd's NOSPACE alarm, PostgreSQL's disk) ---- */
@@ -151,7 +91,7 @@ void holder_store_full(struct holder *h, bool full, const char *member)
         } else if (!full && h->store_full)
                 log_notice("%s takes writes again: extending the mark", store_title(h->store));
         h->store_full = full;
-        if (h->hold.cur.state == H_HELD && h->halted == HALT_NONE)
+        if (h->hold.cur.state == H_HELD && h->known.halted == HALT_NONE)
                 shm_pub_set_state(h->pub, full ? SHM_STATE_STORE_FULL : SHM_STATE_LEASED);
         holder_update_status(h);
 }
@@ -199,114 +139,10 @@ void holder_fatal(struct holder *h, int code)
         done(h);
 }
 
-/* The layout and fence as read: the first time, start; after a halt, go on
- * if the layout is the same one. */
-void holder_layout_read(struct holder *h, const snowid_layout *l, const struct cluster_ident *c)
-{
-        const snowid_layout *want = h->layout_ready ? &h->layout : &h->cfg->layout;
-        if ((h->layout_ready || h->cfg->layout_given) &&
-            (want->epoch_ms != l->epoch_ms || want->time_bits != l->time_bits ||
-             want->worker_bits != l->worker_bits || want->seq_bits != l->seq_bits)) {
-                log_error("The cluster's layout differs from the %s: stored epoch %" PRIu64
-                          " ms, %u/%u/%u bits; %s epoch %" PRIu64 " ms, %u/%u/%u bits",
-                          h->layout_ready ? "one in use" : "one given", l->epoch_ms, l->time_bits,
-                          l->worker_bits, l->seq_bits, h->layout_ready ? "in use" : "given",
-                          want->epoch_ms, want->time_bits, want->worker_bits, want->seq_bits);
-                holder_fatal(h, EX_CONFIG_);
-                return;
-        }
-        bool new_fence = h->layout_ready && (c->fence_len != h->cl.fence_len ||
-                                             memcmp(c->fence, h->cl.fence, c->fence_len) ||
-                                             c->layout_rev != h->cl.layout_rev);
-        bool was_halted = h->halted != HALT_NONE;
-        h->cl = *c;
-        h->halted = HALT_NONE;
-        cluster_witness_done(h);
-        h->backoff_ms = 0;
-        if (h->layout_ready) {
-                if (new_fence) {
-                        log_notice("A new fence on the cluster (claims above %" PRIu64 "): raising "
-                                   "the marks this daemon published past it, then claiming again",
-                                   c->claims_above);
-                        store_history_reset(h->store);
-                        if (c->cluster_id)
-                                store_expect_cluster(h->store, c->cluster_id);
-                        if (h->hold.cur.state != H_NONE) {
-                                /* its workers/<n> belongs to the old history:
-                                 * given up once the mark is confirmed at or
-                                 * above its deadline under the new fence
-                                 * (rule 4), its clients going on to that
-                                 * deadline meanwhile; then claimed again */
-                                const struct holding was = h->hold.cur;
-                                bool held = was.state == H_HELD;
-                                if (held)
-                                        TRACE_STEP("dropped", was.worker);
-                                renew_fenced(h);
-                                marks_retired(h, was.worker, was.mark);
-                                if (held) {
-                                        /* the raise revokes its lease */
-                                        marks_raise(h, was.worker, was.mark, was.lease, 0, 0);
-                                        claim_prefer(h, was.worker);
-                                }
-                        }
-                        marks_fence_adopted(h);
-                        /* other live daemons see the fence within a renewal
-                         * and raise their marks: no claim before they can */
-                        h->claims_not_before_ms = holder_mono_ms() + holder_settle_ms(h);
-                } else if (was_halted)
-                        log_notice("The cluster is as it was; going on");
-                if (h->hold.cur.state == H_HELD)
-                        shm_pub_set_state(h->pub, SHM_STATE_LEASED);
-                else
-                        claim_start(h, false);
-                holder_update_status(h);
-                return;
-        }
-        h->layout = *l;
-        h->layout_ready = true;
-        if (c->cluster_id)
-                store_expect_cluster(h->store, c->cluster_id);
-        log_info("Cluster layout: epoch %" PRIu64 " ms, %u time, %u worker, %u sequence bits; "
-                 "claims above %" PRIu64,
-                 l->epoch_ms, l->time_bits, l->worker_bits, l->seq_bits, c->claims_above);
-        /* ID time starts on the wall clock; a restart over a segment of the
-         * same epoch, or one that finds where the last daemon's ID time stood
-         * (the lock file: a restart without the fd store, whose clients
-         * carry their IDs over), keeps it from going back (it may run ahead,
-         * slewing) */
-        struct clock_reading now = holder_clock_read(h);
-        int64_t remembered;
-        clock_reset(&h->clock, &now);
-        if (h->pub->reused && shm_pub_epoch_ms(h->pub) == l->epoch_ms)
-                clock_raise(&h->clock, &now, shm_pub_offset_ns(h->pub));
-        if (shm_pub_remembered(h->pub, l->epoch_ms, &remembered))
-                clock_raise(&h->clock, &now, remembered);
-        /* a fence younger than the settle pause: live daemons may not have
-         * raised their marks yet */
-        uint64_t left = rule6_settle_left_ms(c, (uint64_t)(shm_realtime_ns() / 1000000),
-                                             holder_settle_ms(h));
-        if (left) {
-                log_notice("The cluster's fence was made %" PRIu64 " ms ago: claiming in %" PRIu64
-                           " ms, once live daemons can have raised their marks past it",
-                           holder_settle_ms(h) - left, left);
-                h->claims_not_before_ms = holder_mono_ms() + left;
-        }
-        claim_start(h, false);
-}
-
 /* What the segment says while halted: the reason an operator must act on. */
 enum shm_state holder_halted_state(const struct holder *h)
 {
-        return h->halted == HALT_RESTORED ? SHM_STATE_RESTORED : SHM_STATE_LAYOUT_LOST;
-}
-
-/* Halted: nothing is extended or claimed; the segment runs out at its
- * deadline. */
-void holder_halted(struct holder *h)
-{
-        claim_drop(h);
-        if (h->hold.cur.state != H_NONE && h->halted != HALT_CHECKING)
-                shm_pub_set_state(h->pub, holder_halted_state(h));
+        return h->known.halted == HALT_RESTORED ? SHM_STATE_RESTORED : SHM_STATE_LAYOUT_LOST;
 }
 
 /* ---- acquiring a number: grant, scan, claim, settle ---- */
@@ -348,7 +184,7 @@ void holder_publish(struct holder *h)
         struct clock_state c = h->clock;
         bool follow = clock_chose(&c, &now, g->start_ms, h->cfg->lead_ms, g->fresh);
         struct shm_publication p = {
-                .layout = h->layout,
+                .layout = h->known.layout,
                 .worker = (uint32_t)g->worker,
                 .start_ms = g->start_ms,
                 .deadline = g->mark,
@@ -526,7 +362,7 @@ void holder_stop(struct holder *h)
         if (h->hold.cur.state != H_NONE)
                 shm_pub_set_state(h->pub, SHM_STATE_NO_LEASE);
         claim_drop(h); /* nothing was published under its lease */
-        if (h->hold.cur.state == H_HELD && h->halted == HALT_NONE) {
+        if (h->hold.cur.state == H_HELD && h->known.halted == HALT_NONE) {
                 log_info("Stopping: confirming worker %" PRId32 "'s mark at or above its deadline "
                          "%" PRIu64 ", then revoking the lease; the segment stays valid until "
                          "its deadline",
@@ -581,7 +417,7 @@ static const char *step_name(const struct holder *h)
                 return acq_state_name(&h->acq);
         if (h->hold.cur.state != H_NONE)
                 return names[h->hold.cur.state];
-        return h->layout_ready ? "none" : "layout";
+        return h->known.layout_ready ? "none" : "layout";
 }
 
 int holder_exit_code(const struct holder *h)
@@ -592,15 +428,15 @@ int holder_exit_code(const struct holder *h)
 void holder_status(const struct holder *h, struct holder_status *st)
 {
         *st = (struct holder_status){
-                .layout = h->layout,
-                .layout_ready = h->layout_ready,
+                .layout = h->known.layout,
+                .layout_ready = h->known.layout_ready,
                 .worker = h->hold.cur.state == H_HELD ? h->hold.cur.worker : -1,
                 .lease = h->hold.cur.state == H_HELD   ? "held"
                          : h->hold.cur.state == H_LOST ? "lost"
                                                        : "claiming",
                 .step = step_name(h),
                 .store_reachable = h->store_reachable,
-                .halted = holder_halt_name(h->halted),
+                .halted = holder_halt_name(h->known.halted),
                 .store_full = h->store_full,
                 .store_name = store_name(h->store),
                 .store_title = store_title(h->store),

@@ -23,7 +23,7 @@ static struct raise_view view(const struct holder *h)
         return (struct raise_view){
                 .mono_ms = holder_mono_ms(),
                 .stopping = h->stopping,
-                .claims_above = h->cl.claims_above,
+                .claims_above = h->known.cl.claims_above,
                 .cur = &h->hold.cur,
         };
 }
@@ -100,7 +100,7 @@ static void run(struct holder *h, const struct raise_action *t)
 {
         switch (t->what) {
         case RAISE_DO_SEND:
-                if (store_raise(h->store, &h->cl, (uint32_t)t->worker, t->b, t->a, t->modrev,
+                if (store_raise(h->store, &h->known.cl, (uint32_t)t->worker, t->b, t->a, t->modrev,
                                 on_raise, h, t->id) < 0)
                         drive(h, &(const struct raise_in){
                                          .kind = RAISE_IN_ANSWER, .tag = t->id, .unsent = true});
@@ -121,8 +121,8 @@ static void run(struct holder *h, const struct raise_action *t)
                 renew_raised(h, t->a);
                 return;
         case RAISE_DO_RESTORED:
-                holder_write_forgotten(h, t->worker, (int64_t)t->a, (int64_t)t->b,
-                                       "raising its mark");
+                cluster_forgotten(h, FORGOT_MARK, t->worker, (int64_t)t->a, (int64_t)t->b,
+                                  "raising its mark");
                 return;
         case RAISE_DO_ENDED:
                 holder_stop_check(h);
@@ -172,7 +172,7 @@ static void on_raise(void *userdata, const struct store_answer *r, const struct 
         struct holder *h = userdata;
         if (!raise_expects(&h->raises, r->tag))
                 return;
-        bool restored = h->halted == HALT_RESTORED;
+        bool restored = h->known.halted == HALT_RESTORED;
         /* a halt that cluster_ok() makes protects every mark (marks_protect()):
          * stepped after this answer, so that the raise this answer ends
          * does not swallow the protection's raise of the same number */
@@ -183,7 +183,7 @@ static void on_raise(void *userdata, const struct store_answer *r, const struct 
                                     .tag = r->tag,
                                     .restored = restored,
                                     .not_current = !current,
-                                    .halted = h->halted != HALT_NONE,
+                                    .halted = h->known.halted != HALT_NONE,
                                     .raised = rs};
         drive(h, &in);
 }

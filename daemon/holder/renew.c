@@ -58,33 +58,12 @@ static void lost(struct holder *h, const char *why)
         h->stats.leases_lost++;
         /* a lease gone with a restore (granted after the backup, or its
          * expiry restored with it) leaves the restore as the thing to say */
-        bool halted = h->halted != HALT_NONE && h->halted != HALT_CHECKING;
+        bool halted = h->known.halted != HALT_NONE && h->known.halted != HALT_CHECKING;
         shm_pub_set_state(h->pub, halted ? holder_halted_state(h) : SHM_STATE_NO_LEASE);
         marks_retired(h, g->worker, g->mark);
         marks_raise(h, g->worker, g->mark, 0, 0, g->mark_rev);
         claim_start(h, false);
         holder_update_status(h);
-}
-
-/* Rule 5's restore, from what the lease check read: another holder's claim
- * on the number, or its mark below the value acknowledged. */
-static void taken_back(struct holder *h, bool other, uint64_t stored)
-{
-        const struct holding *g = &h->hold.cur;
-        if (h->halted == HALT_RESTORED)
-                return; /* said already */
-        if (other)
-                log_error("%s shows another holder's claim on worker %" PRId32 ", whose lease "
-                          "it forgot before its TTL could run out: it forgot this daemon's "
-                          "claim. It was restored from a snapshot or backup",
-                          store_name(h->store), g->worker);
-        else
-                log_error("%s forgot a write it acknowledged: hwm/%" PRId32 " reads %" PRIu64
-                          ", below the %" PRIu64 " it acknowledged to this daemon, and its "
-                          "lease is unknown. It was restored from a snapshot or backup",
-                          store_name(h->store), g->worker, stored, g->mark);
-        cluster_halt(h, HALT_RESTORED);
-        cluster_read_in(h, 1000);
 }
 
 static struct hold_view view(const struct holder *h)
@@ -93,9 +72,9 @@ static struct hold_view view(const struct holder *h)
                 .mono_ms = holder_mono_ms(),
                 .boot_ms = holder_boot_ms(),
                 .id_ms = holder_id_ms(h, false),
-                .time_bits = h->layout.time_bits,
-                .halted = h->halted != HALT_NONE,
-                .restored = h->halted == HALT_RESTORED,
+                .time_bits = h->known.layout.time_bits,
+                .halted = h->known.halted != HALT_NONE,
+                .restored = h->known.halted == HALT_RESTORED,
         };
 }
 
@@ -121,12 +100,12 @@ static void run(struct holder *h, const struct hold_action *t, const struct stor
                         unsent(h, HOLD_IN_KEPT);
                 return;
         case HOLD_DO_EXTEND:
-                if (store_extend(h->store, &h->cl, (uint32_t)g->worker, g->lease, g->value,
+                if (store_extend(h->store, &h->known.cl, (uint32_t)g->worker, g->lease, g->value,
                                  g->pending, g->mark_rev, on_extend, h, g->id) < 0)
                         unsent(h, HOLD_IN_EXTENDED);
                 return;
         case HOLD_DO_CHECK:
-                if (store_read_number(h->store, &h->cl, (uint32_t)g->worker, g->value,
+                if (store_read_number(h->store, &h->known.cl, (uint32_t)g->worker, g->value,
                                       on_lease_check, h, g->id) < 0)
                         unsent(h, HOLD_IN_CHECKED);
                 return;
@@ -146,12 +125,16 @@ static void run(struct holder *h, const struct hold_action *t, const struct stor
                 marks_raise(h, g->worker, g->mark, 0, g->id, g->mark_rev);
                 return;
         case HOLD_DO_RESTORED:
-                holder_write_forgotten(h, g->worker, (int64_t)t->a, (int64_t)t->b,
-                                       t->say == HOLD_SAY_AT_EXTENSION ? "extending the mark"
-                                                                       : "its lease unknown");
+                cluster_forgotten(h, FORGOT_MARK, g->worker, (int64_t)t->a, (int64_t)t->b,
+                                  t->say == HOLD_SAY_AT_EXTENSION ? "extending the mark"
+                                                                  : "its lease unknown");
                 return;
         case HOLD_DO_TAKEN_BACK:
-                taken_back(h, t->b, t->a);
+                /* rule 5's restore, from what the lease check read:
+                 * another holder's claim on the number, or its mark below
+                 * the value acknowledged */
+                cluster_forgotten(h, t->b ? FORGOT_CLAIM : FORGOT_LOW, g->worker, (int64_t)t->a,
+                                  (int64_t)g->mark, NULL);
                 return;
         case HOLD_DO_SAY:
                 break;

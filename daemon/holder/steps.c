@@ -18,7 +18,7 @@
 
 void steps_check(struct holder *h)
 {
-        if (!h->layout_ready)
+        if (!h->known.layout_ready)
                 return;
         const struct clock_policy pol = {
                 .step_back_ns = (int64_t)h->cfg->step_back_ms * 1000000,
