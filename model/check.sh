@@ -147,8 +147,9 @@ stepped=" 18 "
 # the mutants whose counterexample has a decision a core makes
 # (model/core-replay.c): the claim start (acquire.c), an extension's answer
 # (hold.c), a raise confirmed and a mark re-raised at a fence (raise.c), the
-# claims above of a cluster made anew (create.c)
-cored=" 3 4 5 7 8 10 15 23 "
+# claims above of a cluster made anew (create.c), a fence from another
+# cluster halting and a cluster made only where no witness is (known.c)
+cored=" 3 4 5 7 8 10 12 15 23 24 "
 sims=${SNOWID_MODEL_SIMS:-100} # random runs per configuration
 
 # replay_build "CFLAGS" OUT: model/replay.c on the rules, set as the model is
@@ -164,7 +165,8 @@ core_build() {
     gcc -std=gnu11 -O1 -Wall -Wextra -Werror -DRULE3_FLOOR_SLACK_MS=0 -DFENCE_AHEAD_MS=0 $1 \
         -I"$root/daemon/core" -I"$root/daemon/rules" -I"$root/daemon/store" \
         -I"$root/libclient/include" -o "$2" "$here/core-replay.c" "$root"/daemon/core/*.c \
-        "$root/daemon/rules/rules.c" "$root/daemon/rules/choose.c" "$root/daemon/rules/schedule.c"
+        "$root/daemon/rules/rules.c" "$root/daemon/rules/choose.c" "$root/daemon/rules/schedule.c" \
+        "$root/daemon/rules/verdict.c"
 }
 
 # decisions: the "@rule..." lines of a run, without the daemon's tag that

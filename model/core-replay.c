@@ -7,7 +7,8 @@
  * raise's read-back, a fence), and what the core does is read back as the
  * decision's result: the claim start it sends, whether it publishes the
  * deadline, raises the mark or gives the number up, whether it revokes a
- * lease, writes a mark back, or halts on a forgotten write.
+ * lease, writes a mark back, halts on a forgotten write or a foreign fence,
+ * or makes the cluster.
  *
  * model/replay.c asks the rules each decision; this program asks the
  * code that uses the rules, as the daemon runs it.  model/check.sh builds
@@ -30,6 +31,7 @@
 #include "acquire.h"
 #include "create.h"
 #include "hold.h"
+#include "known.h"
 #include "raise.h"
 #include "rules.h"
 
@@ -236,6 +238,65 @@ static int64_t made_above(const int64_t *a)
         return -1;
 }
 
+/* ---- what the daemon knows: rule5_foreign_fence, rule7_may_make ---- */
+
+/* What the core of what a daemon knows does with its first read of a
+ * cluster: 1 it halts (restored, or the layout lost), 0 it goes on with the
+ * layout (its range checked), 2 it makes the cluster, -1 none of these. */
+static int64_t first_read(const struct store_cluster *cr, uint64_t answer_cluster)
+{
+        static struct known k;
+        const struct known_settings set = {.lease_ttl_s = 10, .settle_ms = 1, .seed = 1};
+        known_init(&k, &set);
+        const struct holding cur = {.state = H_NONE, .worker = -1};
+        const struct known_view v = {.mono_ms = 1, .wall_ms = 1, .cur = &cur};
+        struct known_ready out;
+        known_step(&k, &v,
+                   &(struct known_in){.kind = KNOWN_IN_CLUSTER,
+                                      .cr = cr,
+                                      .answered = true,
+                                      .status = 200,
+                                      .cluster = answer_cluster},
+                   &out);
+        for (unsigned i = 0; i < out.n; i++) {
+                if (out.a[i].what == KNOWN_DO_HALTED)
+                        return 1;
+                if (out.a[i].what == KNOWN_DO_RANGE)
+                        return 0;
+                if (out.a[i].what == KNOWN_DO_MAKE)
+                        return 2;
+        }
+        return -1;
+}
+
+/* fence_cluster answer_cluster = foreign: whether the core halts on a
+ * fence written on fence_cluster read from answer_cluster */
+static int64_t foreign_fence(const int64_t *a)
+{
+        const struct store_cluster cr = {
+                .ok = true,
+                .layout = 1,
+                .l = {.epoch_ms = 1, .time_bits = 41, .worker_bits = 10, .seq_bits = 12},
+                .fence = 1,
+                .c = {.fence = "f",
+                      .fence_len = 1,
+                      .era = 1,
+                      .claims_above = 1,
+                      .cluster_id = (uint64_t)a[0]},
+                .floor = 1};
+        return first_read(&cr, (uint64_t)a[1]);
+}
+
+/* never_used witnessed = make: whether the core makes the cluster on a
+ * store that holds none (used: a number held there) */
+static int64_t may_make(const int64_t *a)
+{
+        const struct store_cluster cr = {
+                .ok = true, .layout = 0, .held = !a[0], .marks_zero = true, .witnessed = a[1] != 0};
+        int64_t r = first_read(&cr, 1);
+        return r == 2 ? 1 : r == 1 ? 0 : -1;
+}
+
 struct decision {
         const char *name;
         unsigned n_args;
@@ -250,6 +311,8 @@ static const struct decision decisions[] = {
         {"rule5_forgotten", 2, forgotten, "raise"},
         {"rule6_reraise", 2, reraise, "raise"},
         {"rule7_made_above", 3, made_above, "create"},
+        {"rule5_foreign_fence", 2, foreign_fence, "known"},
+        {"rule7_may_make", 2, may_make, "known"},
 };
 #define N_DECISIONS (sizeof(decisions) / sizeof(decisions[0]))
 

@@ -1,6 +1,6 @@
 /*
  * snowid.pml: a model of snowid's protocol, as daemon/core/ (acquire.c, hold.c,
- * raise.c), daemon/holder/holder.c, cluster.c, shm/publish.c, libclient/next.c
+ * raise.c, create.c, known.c), shm/publish.c, libclient/next.c
  * and cli/fence.c implement it
  * (docs/design.md, "Why two hosts never make the same ID", rules 8-14),
  * with the fences of docs/fences.md (rules 1-6, numbered alike in
