@@ -541,6 +541,40 @@ static void test_seen(void **state)
         assert_int_equal(count(KNOWN_DO_PROTECT), 1);
 }
 
+/* A restore lasts until a new fence, whatever halt a read finds between:
+ * the fence lost, then put back as it was, is still a restore. */
+static void test_restore_lasts(void **state)
+{
+        (void)state;
+        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
+        start(&c);
+        hold(3, 900, 11);
+        assert_false(gate(true, 1, true));
+        assert_int_equal(k.halted, HALT_RESTORED);
+        struct store_cluster lost = cluster(&c);
+        lost.fence = 0;
+        read_answer(&lost, false, 0);
+        assert_int_equal(k.halted, HALT_FENCE_LOST);
+        /* a check meanwhile does not end it either */
+        step(&(struct known_in){.kind = KNOWN_IN_CHECK});
+        assert_int_equal(k.halted, HALT_FENCE_LOST);
+        struct store_cluster back = cluster(&c);
+        read_answer(&back, false, 0);
+        assert_int_equal(k.halted, HALT_RESTORED);
+        assert_int_equal(count(KNOWN_DO_LEASED) + count(KNOWN_DO_CLAIM), 0);
+        assert_false(said(KNOWN_EV_RESTORE_SEEN)); /* said once */
+        step(&(struct known_in){.kind = KNOWN_IN_CHECK});
+        assert_int_equal(k.halted, HALT_RESTORED);
+        assert_int_equal(count(KNOWN_DO_HALTED), 0);
+        /* a new fence ends it */
+        const struct cluster_ident n = fence(WALL - 1000, 5000, "f2", false);
+        struct store_cluster cr = cluster(&n);
+        read_answer(&cr, false, 0);
+        assert_int_equal(k.halted, HALT_NONE);
+        assert_false(k.restored);
+        assert_int_equal(count(KNOWN_DO_CLAIM), 1);
+}
+
 /* An answer naming another fence, found by another part: halted while the
  * cluster is read; the same fence read back, going on. */
 static void test_check(void **state)
@@ -639,13 +673,14 @@ static void test_random(void **state)
                 start(&fences[1]);
                 struct cluster_ident held_under = fences[1];
                 int newest = 1;
+                bool restored = false;
                 hold(3, 900, 11);
                 for (int i = 0; i < 60; i++) {
                         uint64_t d = draw(&x);
                         enum halt before = k.halted;
                         struct cluster_ident known_before = k.cl;
                         bool claim_ok = false;
-                        switch (d % 6) {
+                        switch (d % 9) {
                         case 0:
                         case 1: {
                                 /* a read: a fence of the four (a later one may come once) */
@@ -674,6 +709,24 @@ static void test_random(void **state)
                                                         .ok = true,
                                                         .tag = k.witness_gen - (d >> 8) % 2});
                                 break;
+                        case 6: {
+                                /* the layout or the fence lost */
+                                struct store_cluster cr = cluster(&fences[newest]);
+                                if ((d >> 8) % 2)
+                                        cr.fence = 0;
+                                else
+                                        cr.layout = 0;
+                                read_answer(&cr, false, 0);
+                                break;
+                        }
+                        case 7:
+                                step(&(struct known_in){.kind = KNOWN_IN_CHECK});
+                                break;
+                        case 8:
+                                step(&(struct known_in){.kind = KNOWN_IN_FORGOTTEN,
+                                                        .forgot = FORGOT_MARK,
+                                                        .worker = 3});
+                                break;
                         case 5:
                                 /* the acquisition claims a number under the fence known */
                                 if (cur.state != H_HELD && k.halted == HALT_NONE) {
@@ -695,8 +748,17 @@ static void test_random(void **state)
                                         assert_int_equal(first(KNOWN_DO_RAISE)->lease, cur.lease);
                                 }
                         }
-                        if (before == HALT_RESTORED && k.halted == HALT_NONE)
-                                assert_true(changed);
+                        /* a restore seen lasts until a new fence */
+                        if (k.halted == HALT_RESTORED)
+                                restored = true;
+                        if (changed)
+                                restored = false;
+                        if (restored) {
+                                assert_true(k.halted != HALT_NONE);
+                                assert_int_equal(count(KNOWN_DO_LEASED) + count(KNOWN_DO_CLAIM), 0);
+                                assert_false(claim_ok);
+                        }
+                        (void)before;
                         if (count(KNOWN_DO_FENCED) && cur.state != H_NONE)
                                 cur.state = H_LOST; /* as the hold core does */
                         if (count(KNOWN_DO_CLAIM))
@@ -723,6 +785,7 @@ int main(void)
                 cmocka_unit_test_setup(test_make, setup),
                 cmocka_unit_test_setup(test_read_fails, setup),
                 cmocka_unit_test_setup(test_seen, setup),
+                cmocka_unit_test_setup(test_restore_lasts, setup),
                 cmocka_unit_test_setup(test_check, setup),
                 cmocka_unit_test_setup(test_layout_changed, setup),
                 cmocka_unit_test_setup(test_witness_ends, setup),

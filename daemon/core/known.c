@@ -53,10 +53,14 @@ static void read_cluster(const struct known *k, const struct known_view *v, stru
 static void halt(struct known *k, const struct known_view *v, struct known_ready *out,
                  enum halt why)
 {
-        if (k->halted == why)
+        /* a restore seen lasts until a new fence: a check read of the
+         * cluster meanwhile halts for nothing less */
+        if (k->halted == why || (k->restored && why == HALT_CHECKING))
                 return;
-        if (why == HALT_RESTORED)
+        if (why == HALT_RESTORED && !k->restored)
                 say(out, KNOWN_EV_RESTORE_SEEN);
+        if (why == HALT_RESTORED)
+                k->restored = true;
         k->halted = why;
         struct known_action *t = act(out, KNOWN_DO_HALTED);
         t->why = why;
@@ -97,7 +101,7 @@ static void witness_done(struct known *k, struct known_ready *out)
 static void forgotten(struct known *k, const struct known_view *v, struct known_ready *out,
                       enum forgot why, int32_t worker, int64_t a, int64_t b, const char *where)
 {
-        if (k->halted == HALT_RESTORED)
+        if (k->restored)
                 return; /* said already */
         struct known_action *t = say(out, KNOWN_EV_FORGOTTEN);
         t->forgot = why;
@@ -159,6 +163,10 @@ static void layout_read(struct known *k, const struct known_view *v, const snowi
         bool new_fence =
                 k->layout_ready && (!fence_same(&k->cl, c) || c->layout_rev != k->cl.layout_rev);
         bool was_halted = k->halted != HALT_NONE;
+        /* only a new fence (or the first) ends a restore: the same fence
+         * again is refused as restored before this (rule6_fence_read()) */
+        if (new_fence || !k->layout_ready)
+                k->restored = false;
         k->cl = *c;
         k->halted = HALT_NONE;
         witness_done(k, out);
@@ -205,7 +213,7 @@ static void on_cluster(struct known *k, const struct known_view *v, const struct
         const struct cluster_known known = {
                 .cl = k->layout_ready ? &k->cl : NULL,
                 /* a restore once seen (however) lasts until a new fence */
-                .restore_seen = in->went_back || k->halted == HALT_RESTORED,
+                .restore_seen = in->went_back || k->restored,
                 .halted = k->halted != HALT_NONE,
                 .acked_rev = in->acked_rev,
                 .answer_cluster = in->cluster,
@@ -238,7 +246,7 @@ static void on_cluster(struct known *k, const struct known_view *v, const struct
                 /* a fence written on another cluster: the store was restored
                  * or replaced, and not fenced since; nothing is acted on
                  * until a fence names this cluster */
-                if (k->halted != HALT_RESTORED) {
+                if (!k->restored) {
                         struct known_action *t = say(out, KNOWN_EV_FOREIGN);
                         t->a = c->cluster_id;
                         t->b = in->cluster;
@@ -253,7 +261,7 @@ static void on_cluster(struct known *k, const struct known_view *v, const struct
                 /* an older fence, a cluster's first fence to a daemon that
                  * knew the cluster, or the known one with a restore seen: a
                  * restore not yet fenced */
-                if (!fence_same(&k->cl, c) && k->halted != HALT_RESTORED) {
+                if (!fence_same(&k->cl, c) && !k->restored) {
                         struct known_action *t = say(out, KNOWN_EV_RESTORED);
                         t->a = c->era;
                         t->b = k->cl.era;

@@ -173,6 +173,9 @@ struct known_ready {
 struct known {
         struct known_settings set;
         enum halt halted;
+        /* a restore seen (halted as restored since): lasts until a new
+         * fence, whatever other halt a read meanwhile finds */
+        bool restored;
         bool layout_ready;
         snowid_layout layout;    /* the layout in use, once layout_ready */
         struct cluster_ident cl; /* the fence claimed under, once layout_ready */
