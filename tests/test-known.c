@@ -278,6 +278,10 @@ static void test_new_fence(void **state)
         assert_true(fence_same(&k.cl, &n));
         assert_true(said(KNOWN_EV_NEW_FENCE));
         assert_int_equal(count(KNOWN_DO_FORGET), 1);
+        /* an acquisition under way is given up first: it would claim under
+         * the new fence before the pause */
+        assert_int_equal(count(KNOWN_DO_DROP), 1);
+        assert_true(index_of(KNOWN_DO_DROP) < index_of(KNOWN_DO_CLAIM));
         /* the number held under the old fence: dropped, given up to its
          * mark, claimed again first */
         assert_int_equal(first(KNOWN_DO_DROPPED)->worker, 3);

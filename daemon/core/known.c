@@ -122,6 +122,9 @@ static void adopt(const struct known_view *v, const struct cluster_ident *c,
                   struct known_ready *out, uint64_t settle_ms)
 {
         say(out, KNOWN_EV_NEW_FENCE)->a = c->claims_above;
+        /* an acquisition under way (a wait, a grant in flight) would claim
+         * under the new fence before the pause: given up, started again */
+        act(out, KNOWN_DO_DROP);
         act(out, KNOWN_DO_FORGET);
         if (c->cluster_id)
                 act(out, KNOWN_DO_EXPECT)->a = c->cluster_id;

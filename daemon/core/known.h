@@ -111,6 +111,7 @@ enum known_do {
         KNOWN_DO_RANGE,     /* the first read: check the range, record it, then RANGED */
         KNOWN_DO_FATAL,     /* a setting to mend: stop */
         KNOWN_DO_HALTED,    /* halted for why: the acquisition dropped, the segment told (b) */
+        KNOWN_DO_DROP,      /* the acquisition under way given up */
         KNOWN_DO_PROTECT,   /* a restore: every mark published raised again */
         KNOWN_DO_WITNESS,   /* store_witness_put() of era a, claims above b, deadline c; tag */
         KNOWN_DO_UNWITNESS, /* store_witness_delete() */

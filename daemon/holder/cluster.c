@@ -396,6 +396,9 @@ static void known_run(struct holder *h, const struct known_action *t)
                 if (t->b)
                         shm_pub_set_state(h->pub, holder_halted_state(h));
                 return;
+        case KNOWN_DO_DROP:
+                claim_drop(h);
+                return;
         case KNOWN_DO_PROTECT:
                 marks_protect(h);
                 return;
