@@ -652,6 +652,78 @@ static void test_backoff_reset(void **state)
         assert_true(first(KNOWN_DO_REREAD)->a <= 100);
 }
 
+/* A new fence found while not halted (a read after a lagging answer): the
+ * acquisition under way is given up before the pause, or it would claim
+ * under the new fence before live daemons raised their marks. */
+static void test_new_fence_unhalted(void **state)
+{
+        (void)state;
+        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
+        start(&c);
+        const struct cluster_ident n = fence(WALL - 1000, 5000, "f2", false);
+        struct store_cluster cr = cluster(&n);
+        read_answer(&cr, false, 0);
+        assert_int_equal(count(KNOWN_DO_HALTED), 0);
+        assert_int_equal(count(KNOWN_DO_DROP), 1);
+        assert_true(index_of(KNOWN_DO_DROP) < index_of(KNOWN_DO_PAUSE));
+        assert_true(index_of(KNOWN_DO_PAUSE) < index_of(KNOWN_DO_CLAIM));
+}
+
+/* A first read that finds a fence written on another cluster: halted as
+ * restored, then going on with a fence that names this one, and not
+ * halted by it later. */
+static void test_first_read_foreign(void **state)
+{
+        (void)state;
+        const struct cluster_ident old = fence(WALL - 3600000, 500, "f1", false);
+        struct store_cluster cr = cluster(&old);
+        step(&(struct known_in){.kind = KNOWN_IN_CLUSTER,
+                                .cr = &cr,
+                                .answered = true,
+                                .status = 200,
+                                .cluster = 78});
+        assert_int_equal(k.halted, HALT_RESTORED);
+        assert_false(k.layout_ready);
+        struct cluster_ident n = fence(WALL - 3600000, 600, "f2", false);
+        n.cluster_id = 78;
+        cr = cluster(&n);
+        step(&(struct known_in){.kind = KNOWN_IN_CLUSTER,
+                                .cr = &cr,
+                                .answered = true,
+                                .status = 200,
+                                .cluster = 78});
+        assert_int_equal(count(KNOWN_DO_RANGE), 1);
+        step(&(struct known_in){.kind = KNOWN_IN_RANGED});
+        assert_int_equal(k.halted, HALT_NONE);
+        assert_false(k.restored);
+        assert_int_equal(count(KNOWN_DO_CLAIM), 1);
+        step(&(struct known_in){.kind = KNOWN_IN_CLUSTER,
+                                .cr = &cr,
+                                .answered = true,
+                                .status = 200,
+                                .cluster = 78});
+        assert_int_equal(k.halted, HALT_NONE);
+        assert_int_equal(count(KNOWN_DO_HALTED) + count(KNOWN_DO_DROP), 0);
+}
+
+/* A forgotten write found while a restore lasts under another halt: said
+ * already, nothing done; the reason said stays the restore. */
+static void test_forgotten_while_restored(void **state)
+{
+        (void)state;
+        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
+        start(&c);
+        assert_false(gate(true, 1, true));
+        struct store_cluster lost = cluster(&c);
+        lost.fence = 0;
+        read_answer(&lost, false, 0);
+        assert_int_equal(k.halted, HALT_FENCE_LOST);
+        assert_int_equal(known_reason(&k), HALT_RESTORED);
+        step(&(struct known_in){.kind = KNOWN_IN_FORGOTTEN, .forgot = FORGOT_MARK, .worker = 3});
+        assert_int_equal(out.n, 0);
+        assert_int_equal(k.halted, HALT_FENCE_LOST);
+}
+
 static uint64_t draw(uint64_t *x)
 {
         *x ^= *x << 13;
@@ -743,8 +815,10 @@ static void test_random(void **state)
                         if (count(KNOWN_DO_LEASED))
                                 assert_true(fence_same(&held_under, &k.cl));
                         if (changed) {
-                                /* adopted: no halt left, the claims paused */
+                                /* adopted: no halt left, the acquisition under
+                                 * way dropped, the claims paused */
                                 assert_int_equal(k.halted, HALT_NONE);
+                                assert_int_equal(count(KNOWN_DO_DROP), 1);
                                 assert_int_equal(first(KNOWN_DO_PAUSE)->a, MONO + SETTLE);
                                 assert_true(index_of(KNOWN_DO_PAUSE) < index_of(KNOWN_DO_CLAIM));
                                 if (cur.state == H_HELD) {
@@ -794,6 +868,9 @@ int main(void)
                 cmocka_unit_test_setup(test_layout_changed, setup),
                 cmocka_unit_test_setup(test_witness_ends, setup),
                 cmocka_unit_test_setup(test_backoff_reset, setup),
+                cmocka_unit_test_setup(test_new_fence_unhalted, setup),
+                cmocka_unit_test_setup(test_first_read_foreign, setup),
+                cmocka_unit_test_setup(test_forgotten_while_restored, setup),
                 cmocka_unit_test_setup(test_random, setup),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -395,6 +395,11 @@ void known_step(struct known *k, const struct known_view *v, const struct known_
         }
 }
 
+enum halt known_reason(const struct known *k)
+{
+        return k->restored && k->halted != HALT_NONE ? HALT_RESTORED : k->halted;
+}
+
 void known_init(struct known *k, const struct known_settings *set)
 {
         *k = (struct known){.set = *set, .halted = HALT_NONE, .rng = set->seed | 1};

@@ -191,5 +191,8 @@ struct known {
 };
 
 void known_init(struct known *k, const struct known_settings *set);
+/* Why the daemon is halted, as it says it: a restore seen, whatever halt
+ * a read found since, until a new fence. */
+enum halt known_reason(const struct known *k);
 void known_step(struct known *k, const struct known_view *v, const struct known_in *in,
                 struct known_ready *out);

@@ -142,7 +142,7 @@ void holder_fatal(struct holder *h, int code)
 /* What the segment says while halted: the reason an operator must act on. */
 enum shm_state holder_halted_state(const struct holder *h)
 {
-        return h->known.halted == HALT_RESTORED ? SHM_STATE_RESTORED : SHM_STATE_LAYOUT_LOST;
+        return h->known.restored ? SHM_STATE_RESTORED : SHM_STATE_LAYOUT_LOST;
 }
 
 /* ---- acquiring a number: grant, scan, claim, settle ---- */
@@ -436,7 +436,7 @@ void holder_status(const struct holder *h, struct holder_status *st)
                                                        : "claiming",
                 .step = step_name(h),
                 .store_reachable = h->store_reachable,
-                .halted = holder_halt_name(h->known.halted),
+                .halted = holder_halt_name(known_reason(&h->known)),
                 .store_full = h->store_full,
                 .store_name = store_name(h->store),
                 .store_title = store_title(h->store),

@@ -172,7 +172,7 @@ static void on_raise(void *userdata, const struct store_answer *r, const struct 
         struct holder *h = userdata;
         if (!raise_expects(&h->raises, r->tag))
                 return;
-        bool restored = h->known.halted == HALT_RESTORED;
+        bool restored = h->known.restored;
         /* a halt that cluster_ok() makes protects every mark (marks_protect()):
          * stepped after this answer, so that the raise this answer ends
          * does not swallow the protection's raise of the same number */

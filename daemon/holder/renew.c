@@ -74,7 +74,7 @@ static struct hold_view view(const struct holder *h)
                 .id_ms = holder_id_ms(h, false),
                 .time_bits = h->known.layout.time_bits,
                 .halted = h->known.halted != HALT_NONE,
-                .restored = h->known.halted == HALT_RESTORED,
+                .restored = h->known.restored,
         };
 }
 
