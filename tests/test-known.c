@@ -122,6 +122,16 @@ static void read_answer(const struct store_cluster *cr, bool went_back, int64_t 
                                 .acked_rev = acked});
 }
 
+/* a read answered by cluster id */
+static void read_from(const struct store_cluster *cr, uint64_t id)
+{
+        step(&(struct known_in){.kind = KNOWN_IN_CLUSTER,
+                                .cr = cr,
+                                .answered = true,
+                                .status = 200,
+                                .cluster = id});
+}
+
 static bool gate(bool ok, int same, bool went_back)
 {
         step(&(struct known_in){
@@ -145,6 +155,14 @@ static void start(const struct cluster_ident *c)
         assert_true(index_of(KNOWN_DO_FIRST) < index_of(KNOWN_DO_CLAIM));
 }
 
+/* Started on a cluster fenced an hour ago (no pause): its fence. */
+static struct cluster_ident started(void)
+{
+        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
+        start(&c);
+        return c;
+}
+
 static void hold(int32_t worker, uint64_t mark, int64_t lease)
 {
         cur = (struct holding){
@@ -154,8 +172,7 @@ static void hold(int32_t worker, uint64_t mark, int64_t lease)
 static void test_first_read(void **state)
 {
         (void)state;
-        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
-        start(&c);
+        started();
         assert_int_equal(count(KNOWN_DO_PAUSE), 0); /* an hour old: no pause */
         assert_int_equal(count(KNOWN_DO_CLAIM), 1);
         /* a second RANGED (the range's answer twice) does nothing */
@@ -202,8 +219,7 @@ static void test_layout_given_differs(void **state)
 static void test_gate(void **state)
 {
         (void)state;
-        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
-        start(&c);
+        const struct cluster_ident c = started();
         hold(3, 900, 11);
         assert_true(gate(true, 1, false));
         assert_true(gate(false, -1, false)); /* a failure: its own end is noted */
@@ -239,8 +255,7 @@ static void test_gate(void **state)
 static void test_gate_went_back(void **state)
 {
         (void)state;
-        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
-        start(&c);
+        const struct cluster_ident c = started();
         hold(3, 900, 11);
         assert_false(gate(true, 1, true));
         assert_int_equal(k.halted, HALT_RESTORED);
@@ -267,8 +282,7 @@ static void test_gate_went_back(void **state)
 static void test_new_fence(void **state)
 {
         (void)state;
-        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
-        start(&c);
+        started();
         hold(3, 900, 11);
         assert_false(gate(true, 0, false));
         const struct cluster_ident n = fence(WALL - 1000, 5000, "f2", false);
@@ -315,8 +329,7 @@ static void test_new_fence(void **state)
 static void test_new_fence_lost(void **state)
 {
         (void)state;
-        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
-        start(&c);
+        started();
         cur = (struct holding){.state = H_LOST, .worker = 6, .mark = 700, .lease = 0};
         const struct cluster_ident n = fence(WALL - 1000, 5000, "f2", false);
         struct store_cluster cr = cluster(&n);
@@ -334,8 +347,7 @@ static void test_new_fence_lost(void **state)
 static void test_older_fence(void **state)
 {
         (void)state;
-        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
-        start(&c);
+        const struct cluster_ident c = started();
         hold(3, 900, 11);
         const struct cluster_ident old = fence(WALL - 7200000, 100, "f0", false);
         struct store_cluster cr = cluster(&old);
@@ -358,15 +370,10 @@ static void test_older_fence(void **state)
 static void test_foreign(void **state)
 {
         (void)state;
-        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
-        start(&c);
+        const struct cluster_ident c = started();
         const struct cluster_ident n = fence(WALL - 1000, 5000, "f2", false);
         struct store_cluster cr = cluster(&n);
-        step(&(struct known_in){.kind = KNOWN_IN_CLUSTER,
-                                .cr = &cr,
-                                .answered = true,
-                                .status = 200,
-                                .cluster = 78});
+        read_from(&cr, 78);
         assert_int_equal(k.halted, HALT_RESTORED);
         assert_true(said(KNOWN_EV_FOREIGN));
         assert_int_equal(count(KNOWN_DO_CLAIM), 0);
@@ -378,8 +385,7 @@ static void test_foreign(void **state)
 static void test_witness(void **state)
 {
         (void)state;
-        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
-        start(&c);
+        const struct cluster_ident c = started();
         struct store_cluster lost = cluster(&c);
         lost.fence = 0;
         read_answer(&lost, false, 0);
@@ -429,8 +435,7 @@ static void test_witness(void **state)
 static void test_no_witness_while_checking(void **state)
 {
         (void)state;
-        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
-        start(&c);
+        const struct cluster_ident c = started();
         assert_false(gate(true, 0, false));
         struct store_cluster bad = cluster(&c);
         bad.malformed = true;
@@ -445,8 +450,7 @@ static void test_no_witness_while_checking(void **state)
 static void test_forgotten(void **state)
 {
         (void)state;
-        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
-        start(&c);
+        const struct cluster_ident c = started();
         hold(3, 900, 11);
         step(&(struct known_in){.kind = KNOWN_IN_READ});
         assert_int_equal(first(KNOWN_DO_READ)->worker, 3);
@@ -487,8 +491,7 @@ static void test_make(void **state)
         assert_int_equal(k.halted, HALT_LAYOUT_LOST);
         /* a daemon that knew it: never made over, whatever it holds */
         setup_given(false, &layout);
-        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
-        start(&c);
+        started();
         none.witnessed = false;
         read_answer(&none, false, 0);
         assert_int_equal(count(KNOWN_DO_MAKE), 0);
@@ -525,8 +528,7 @@ static void test_seen(void **state)
                                 .seen = {.answered = true, .status = 200, .went_back = true}});
         assert_int_equal(k.halted, HALT_NONE); /* nothing known yet */
         assert_true(out.reachable);
-        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
-        start(&c);
+        started();
         step(&(struct known_in){.kind = KNOWN_IN_SEEN,
                                 .seen = {.answered = true, .status = 200, .behind = true},
                                 .revision = 88});
@@ -550,8 +552,7 @@ static void test_seen(void **state)
 static void test_restore_lasts(void **state)
 {
         (void)state;
-        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
-        start(&c);
+        const struct cluster_ident c = started();
         hold(3, 900, 11);
         assert_false(gate(true, 1, true));
         assert_int_equal(k.halted, HALT_RESTORED);
@@ -584,8 +585,7 @@ static void test_restore_lasts(void **state)
 static void test_check(void **state)
 {
         (void)state;
-        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
-        start(&c);
+        const struct cluster_ident c = started();
         step(&(struct known_in){.kind = KNOWN_IN_CHECK});
         assert_int_equal(k.halted, HALT_CHECKING);
         assert_int_equal(count(KNOWN_DO_READ), 1);
@@ -600,8 +600,7 @@ static void test_check(void **state)
 static void test_layout_changed(void **state)
 {
         (void)state;
-        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
-        start(&c);
+        const struct cluster_ident c = started();
         struct store_cluster cr = cluster(&c);
         cr.l.seq_bits = 11;
         read_answer(&cr, false, 0);
@@ -616,8 +615,7 @@ static void test_layout_changed(void **state)
 static void test_witness_ends(void **state)
 {
         (void)state;
-        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
-        start(&c);
+        const struct cluster_ident c = started();
         struct store_cluster lost = cluster(&c);
         lost.fence = 0;
         read_answer(&lost, false, 0);
@@ -646,8 +644,7 @@ static void test_backoff_reset(void **state)
         for (int i = 0; i < 10; i++)
                 step(&(struct known_in){.kind = KNOWN_IN_CLUSTER, .cr = &no, .error = "down"});
         assert_true(first(KNOWN_DO_REREAD)->a >= 2500);
-        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
-        start(&c);
+        started();
         step(&(struct known_in){.kind = KNOWN_IN_CLUSTER, .cr = &no, .error = "down"});
         assert_true(first(KNOWN_DO_REREAD)->a <= 100);
 }
@@ -658,8 +655,7 @@ static void test_backoff_reset(void **state)
 static void test_new_fence_unhalted(void **state)
 {
         (void)state;
-        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
-        start(&c);
+        started();
         const struct cluster_ident n = fence(WALL - 1000, 5000, "f2", false);
         struct store_cluster cr = cluster(&n);
         read_answer(&cr, false, 0);
@@ -677,31 +673,19 @@ static void test_first_read_foreign(void **state)
         (void)state;
         const struct cluster_ident old = fence(WALL - 3600000, 500, "f1", false);
         struct store_cluster cr = cluster(&old);
-        step(&(struct known_in){.kind = KNOWN_IN_CLUSTER,
-                                .cr = &cr,
-                                .answered = true,
-                                .status = 200,
-                                .cluster = 78});
+        read_from(&cr, 78);
         assert_int_equal(k.halted, HALT_RESTORED);
         assert_false(k.layout_ready);
         struct cluster_ident n = fence(WALL - 3600000, 600, "f2", false);
         n.cluster_id = 78;
         cr = cluster(&n);
-        step(&(struct known_in){.kind = KNOWN_IN_CLUSTER,
-                                .cr = &cr,
-                                .answered = true,
-                                .status = 200,
-                                .cluster = 78});
+        read_from(&cr, 78);
         assert_int_equal(count(KNOWN_DO_RANGE), 1);
         step(&(struct known_in){.kind = KNOWN_IN_RANGED});
         assert_int_equal(k.halted, HALT_NONE);
         assert_false(k.restored);
         assert_int_equal(count(KNOWN_DO_CLAIM), 1);
-        step(&(struct known_in){.kind = KNOWN_IN_CLUSTER,
-                                .cr = &cr,
-                                .answered = true,
-                                .status = 200,
-                                .cluster = 78});
+        read_from(&cr, 78);
         assert_int_equal(k.halted, HALT_NONE);
         assert_int_equal(count(KNOWN_DO_HALTED) + count(KNOWN_DO_DROP), 0);
 }
@@ -711,8 +695,7 @@ static void test_first_read_foreign(void **state)
 static void test_forgotten_while_restored(void **state)
 {
         (void)state;
-        const struct cluster_ident c = fence(WALL - 3600000, 500, "f1", false);
-        start(&c);
+        const struct cluster_ident c = started();
         assert_false(gate(true, 1, true));
         struct store_cluster lost = cluster(&c);
         lost.fence = 0;
