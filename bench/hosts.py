@@ -16,6 +16,9 @@ store of its own:
              time until the extra host holds the number
   storm old  every holder stopped, then N started again on the existing cluster
 
+For each storm, the store calls per host it took (the floor takes 2): all
+of them, and those of the acquisitions alone.
+
 Writes bench/results/hosts.md, hosts.tsv and hosts.json (one row per store and N),
 and hosts.png when gnuplot is installed.
 
@@ -402,9 +405,12 @@ def write(rows, out):
             f"{f(r, 'full_s')} | {f(r, 'rest_req_per_host_s', '%.3f')} | "
             f"{f(r, 'rest_rev_per_host_s', '%.3f')} | {growth} | {cpu} |")
     md += ["", "Where a storm's time goes (each step's store calls: count, median and 99th "
-           "percentile, ms):", "",
-           "| store | N | storm | layout | grant | scan | claim | settle | renew |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "percentile, ms), and the store calls per host it took: all of them (the floor "
+           "takes 2), and those of the acquisitions alone (the renewals of the hosts "
+           "already published left out):", "",
+           "| store | N | storm | layout | grant | scan | claim | settle | renew "
+           "| requests /host (acquiring) |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         for which in ("new", "old"):
             ph = r.get(f"storm_{which}_phases")
@@ -414,6 +420,9 @@ def write(rows, out):
             for k in ("layout", "grant", "scan", "claim", "settle", "renew"):
                 p = ph.get(k)
                 cells.append(f"{p['n']}: {p['median_ms']:.0f} / {p['p99_ms']:.0f}" if p else "-")
+            total = sum(p["n"] for p in ph.values())
+            acquiring = total - ph.get("renew", {}).get("n", 0)
+            cells.append(f"{total / r['hosts']:.1f} ({acquiring / r['hosts']:.1f})")
             md.append(f"| {r['store']} | {r['hosts']} | {which} | " + " | ".join(cells) + " |")
     with open(os.path.join(out, "hosts.md"), "w") as f:
         f.write("\n".join(md) + "\n")
