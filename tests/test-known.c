@@ -147,6 +147,7 @@ static void start(const struct cluster_ident *c)
         read_answer(&cr, false, 0);
         assert_int_equal(out.n, 1);
         assert_int_equal(out.a[0].what, KNOWN_DO_RANGE);
+        assert_ptr_equal(out.a[0].cr, &cr); /* the read, to check the range against */
         assert_false(k.layout_ready);
         step(&(struct known_in){.kind = KNOWN_IN_RANGED});
         assert_true(k.layout_ready);

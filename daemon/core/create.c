@@ -7,9 +7,9 @@
 
 #include "acquire.h"
 #include "create.h"
+#include "known.h"
 #include "rules.h"
 
-#define REREAD_MS 1000
 #define INIT_BATCH 100      /* marks made per transaction (etcd allows 128 ops) */
 #define INIT_MAX (1u << 14) /* more numbers than this: none made; absent means unmarked */
 /* the others read again after a wait that starts at CREATE_WAIT_MS and
@@ -78,7 +78,7 @@ static void mark_more(struct create *c, const struct create_view *v, struct crea
                 return;
         if (c->failed) {
                 c->state = CREATE_IDLE;
-                reread(out, c->failed == 1 ? 0 : REREAD_MS);
+                reread(out, c->failed == 1 ? 0 : KNOWN_REREAD_MS);
         } else
                 make(c, v, out);
 }
@@ -90,7 +90,7 @@ static void on_locked(struct create *c, const struct create_view *v, const struc
                       struct create_ready *out)
 {
         if (in->unsent) {
-                reread(out, REREAD_MS);
+                reread(out, KNOWN_REREAD_MS);
                 return;
         }
         /* a poll that got no answer polls again; an answer that comes
@@ -188,7 +188,7 @@ void create_step(struct create *c, const struct create_view *v, const struct cre
                 c->state = CREATE_IDLE;
                 if (in->ok && in->succeeded)
                         act(out, CREATE_DO_MADE);
-                reread(out, in->ok ? 0 : REREAD_MS);
+                reread(out, in->ok ? 0 : KNOWN_REREAD_MS);
                 return;
         }
 }

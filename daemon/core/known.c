@@ -8,8 +8,6 @@
 #include "known.h"
 #include "rules.h"
 
-#define REREAD_MS 1000
-
 static struct known_action *act(struct known_ready *out, enum known_do what)
 {
         /* at most KNOWN_ACTIONS_MAX per step: a full list is a bug of this
@@ -110,7 +108,7 @@ static void forgotten(struct known *k, const struct known_view *v, struct known_
         t->b = (uint64_t)b;
         t->text = where;
         halt(k, v, out, HALT_RESTORED);
-        reread(out, REREAD_MS);
+        reread(out, KNOWN_REREAD_MS);
 }
 
 /* Rule 6: a fence other than the one known, adopted.  The number held
@@ -281,7 +279,9 @@ static void on_cluster(struct known *k, const struct known_view *v, const struct
                         k->ranging = *c;
                         k->ranging_layout = cr->l;
                         k->ranging_set = true;
-                        act(out, KNOWN_DO_RANGE);
+                        struct known_action *t = act(out, KNOWN_DO_RANGE);
+                        t->cr = cr;
+                        t->a = (uint64_t)in->revision;
                         return;
                 }
                 layout_read(k, v, &cr->l, c, out);
@@ -290,7 +290,7 @@ static void on_cluster(struct known *k, const struct known_view *v, const struct
         /* halted, or the answer did not say: what this daemon knew is left
          * for the fence, and the cluster read again */
         witness(k, v, out);
-        reread(out, REREAD_MS);
+        reread(out, KNOWN_REREAD_MS);
 }
 
 /* Rule 1: an answer is acted on only from the cluster known: not from a
@@ -303,7 +303,7 @@ static void gate(struct known *k, const struct known_view *v, const struct known
                 return;
         if (in->went_back) {
                 halt(k, v, out, HALT_RESTORED);
-                reread(out, REREAD_MS);
+                reread(out, KNOWN_REREAD_MS);
                 return;
         }
         if (!in->ok || in->same == 1) {
@@ -333,7 +333,7 @@ static void seen(struct known *k, const struct known_view *v, const struct known
                 return;
         if (r.halt_restored) {
                 halt(k, v, out, HALT_RESTORED);
-                reread(out, REREAD_MS);
+                reread(out, KNOWN_REREAD_MS);
         }
         if (r.check_cluster) {
                 say(out, KNOWN_EV_LAGGING)->a = (uint64_t)in->revision;
@@ -349,7 +349,7 @@ void known_step(struct known *k, const struct known_view *v, const struct known_
         switch (in->kind) {
         case KNOWN_IN_READ:
                 if (in->unsent)
-                        reread(out, REREAD_MS);
+                        reread(out, KNOWN_REREAD_MS);
                 else
                         read_cluster(k, v, out);
                 return;

@@ -15,6 +15,10 @@
  */
 #pragma once
 
+/* How long before the cluster is read again after a read that found a
+ * halt, or could not be sent */
+#define KNOWN_REREAD_MS 1000
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -94,7 +98,7 @@ struct known_in {
         int same;
         /* SEEN: what the answer says (answer_seen(); the core adds its own) */
         struct answer_seen seen;
-        int64_t revision; /* SEEN: the answer's revision */
+        int64_t revision; /* SEEN, CLUSTER: the answer's revision */
         /* FORGOTTEN: why, the number, and what was read and acknowledged;
          * where, for the log */
         enum forgot forgot;
@@ -105,13 +109,14 @@ struct known_in {
 };
 
 enum known_do {
-        KNOWN_DO_READ,      /* store_read_cluster(), with hwm/<worker> (-1: none) acked at a */
-        KNOWN_DO_REREAD,    /* a read (through the creation's core) in ms */
-        KNOWN_DO_MAKE,      /* none there and this daemon may make it: the creation's core */
-        KNOWN_DO_RANGE,     /* the first read: check the range, record it, then RANGED */
-        KNOWN_DO_FATAL,     /* a setting to mend: stop */
-        KNOWN_DO_HALTED,    /* halted for why: the acquisition dropped, the segment told (b) */
-        KNOWN_DO_DROP,      /* the acquisition under way given up */
+        KNOWN_DO_READ,   /* store_read_cluster(), with hwm/<worker> (-1: none) acked at a */
+        KNOWN_DO_REREAD, /* a read (through the creation's core) in ms */
+        KNOWN_DO_MAKE,   /* none there and this daemon may make it: the creation's core */
+        KNOWN_DO_RANGE,  /* the first read cr at revision a: check the range, record it, then RANGED
+                          */
+        KNOWN_DO_FATAL,  /* a setting to mend: stop */
+        KNOWN_DO_HALTED, /* halted for why: the acquisition dropped, the segment told (b) */
+        KNOWN_DO_DROP,   /* the acquisition under way given up */
         KNOWN_DO_PROTECT,   /* a restore: every mark published raised again */
         KNOWN_DO_WITNESS,   /* store_witness_put() of era a, claims above b, deadline c; tag */
         KNOWN_DO_UNWITNESS, /* store_witness_delete() */
@@ -160,6 +165,9 @@ struct known_action {
         int64_t lease;
         const char *text;
         const snowid_layout *layout, *other;
+        /* RANGE: the read (valid during the step: a read is never queued)
+         * and its revision, a */
+        const struct store_cluster *cr;
 };
 
 #define KNOWN_ACTIONS_MAX 24

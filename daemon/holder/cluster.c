@@ -2,8 +2,8 @@
 /*
  * What the daemon does when the store forgets (docs/fences.md): the cluster's
  * layout, fence and floor; halting on a restored cluster or a lost key;
- * leaving a witness; and, on a store that holds no cluster, making it, as
- * the driver of the pure core daemon/core/create.c.
+ * leaving a witness; and, on a store that holds no cluster, making it: the
+ * driver of the pure cores daemon/core/known.c and daemon/core/create.c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -19,8 +19,6 @@
 #include "renew.h"
 #include "trace.h"
 #include "verdict.h"
-
-#define REREAD_MS 1000
 
 const char *holder_halt_name(enum halt why)
 {
@@ -189,12 +187,9 @@ static void on_cluster(void *userdata, const struct store_answer *r, const struc
         if (h->known_driving) {
                 /* its pointers live only in this call: read again instead */
                 log_error("The cluster's read answered within a step; reading it again");
-                reread_in(h, REREAD_MS);
+                reread_in(h, KNOWN_REREAD_MS);
                 return;
         }
-        /* for the range's check (RANGE), while the answer is stepped */
-        h->read_answer = r;
-        h->read_cluster = cr;
         const struct known_in in = {.kind = KNOWN_IN_CLUSTER,
                                     .cr = cr,
                                     .refused = r->err != STORE_ERR_NONE,
@@ -205,11 +200,10 @@ static void on_cluster(void *userdata, const struct store_answer *r, const struc
                                     /* the revision the held mark's write was
                                      * acknowledged at when the read was sent */
                                     .acked_rev = (int64_t)r->tag,
+                                    .revision = r->revision,
                                     .error = r->error};
         struct known_ready out; /* an answer is stepped at once or not at all */
         known_drive(h, &in, &out);
-        h->read_answer = NULL;
-        h->read_cluster = NULL;
 }
 
 static void on_witness(void *userdata, const struct store_answer *r, bool ok, bool succeeded)
@@ -379,15 +373,11 @@ static void known_run(struct holder *h, const struct known_action *t)
                 if (region_range_fits(h, h->cfg->layout.worker_bits))
                         create_drive(h, &(const struct create_in){.kind = CREATE_IN_MAKE});
                 return;
-        case KNOWN_DO_RANGE: {
-                const struct store_answer *r = h->read_answer;
-                const struct store_cluster *cr = h->read_cluster;
-                if (r && cr &&
-                    region_check(h, r->revision, cr->records, cr->n_records, cr->l.worker_bits,
-                                 cr->layout_rev) > 0)
+        case KNOWN_DO_RANGE:
+                if (region_check(h, (int64_t)t->a, t->cr->records, t->cr->n_records,
+                                 t->cr->l.worker_bits, t->cr->layout_rev) > 0)
                         known_drive(h, &(const struct known_in){.kind = KNOWN_IN_RANGED}, NULL);
                 return;
-        }
         case KNOWN_DO_FATAL:
                 holder_fatal(h, EX_CONFIG_);
                 return;

@@ -66,8 +66,6 @@ struct holder {
         bool known_driving;
         unsigned known_queued;
         struct known_in known_queue[KNOWN_QUEUE_MAX];
-        const struct store_answer *read_answer; /* the cluster's read being stepped */
-        const struct store_cluster *read_cluster;
         uint32_t range_from, range_to; /* the numbers claimed in, once the layout is read */
         char prefix[96];               /* "/snowid/<cluster>/" */
         char host[128];
