@@ -256,6 +256,32 @@ static void test_sample(void **state)
         for (unsigned i = 0; i < g->sampled; i++)
                 for (unsigned j = 0; j < i; j++)
                         assert_int_not_equal(g->sample[i], g->sample[j]);
+        /* every sampled number free and ahead of the clock, by no more
+         * than a live holder's mark leads it: claimed from the sample */
+        for (unsigned i = 0; i < g->sampled; i++)
+                set_free(g->sample[i], NOW + SPAN_MS - 100 * i, 40);
+        struct store_scan sc = scan_of(0);
+        scanned(&sc);
+        assert_int_equal(f.a.state, ACQ_CLAIM);
+        assert_true(said(ACQ_SAY_AHEAD));
+        assert_true(acq_holding(&f.a)->start_ms > NOW);
+        step(&(struct acq_in){.kind = ACQ_IN_DROP});
+        /* further ahead: every number read, for one behind the clock */
+        setup(NULL);
+        start();
+        granted(77);
+        g = acq_holding(&f.a);
+        for (unsigned i = 0; i < g->sampled; i++)
+                set_free(g->sample[i], NOW + SPAN_MS + 1 + i, 40);
+        sc = scan_of(0);
+        scanned(&sc);
+        assert_true(said(ACQ_SAY_SCAN_ALL));
+        only(ACQ_DO_SCAN);
+        assert_int_equal(acq_holding(&f.a)->sampled, 0);
+        set_free(3, NOW - 5000, 40);
+        scanned(&sc);
+        assert_int_equal(acq_holding(&f.a)->worker, 3);
+        assert_int_equal(acq_holding(&f.a)->start_ms, NOW);
         /* a small range: every number */
         setup_with(3, 20);
         start();

@@ -257,6 +257,7 @@ static struct choice choose(struct store_number *nums, uint64_t first, uint64_t 
                                      .prefer_handing_over = handing_over,
                                      .fresh = fresh,
                                      .sampled = sampled,
+                                     .lead_ms = 15000,
                                      .draw = draw};
         return claim_choose(&in);
 }
@@ -308,8 +309,55 @@ static void test_choose(void **state)
         for (int i = 0; i < 8; i++)
                 marked(&n[i], NOW + 5000 + 300 * (uint64_t)i);
         n[0].held = true;
+        /* a sample, every free number ahead by no more than a live
+         * holder's mark leads: claimed from as it is (the spread over the
+         * sample's own numbers), not read in full */
         c = choose(n, 0, 7, -1, false, false, true, draw_first);
-        assert_int_equal(c.kind, CHOOSE_SCAN_ALL); /* a sample: read them all first */
+        assert_int_equal(c.kind, CHOOSE_CLAIM);
+        assert_true(c.ahead);
+        assert_int_equal(c.worker, 4);
+        /* further ahead than that, or a fresh number wanted: read them all */
+        for (int i = 1; i < 8; i++)
+                marked(&n[i], NOW + 15001 + 300 * (uint64_t)i);
+        c = choose(n, 0, 7, -1, false, false, true, draw_first);
+        assert_int_equal(c.kind, CHOOSE_SCAN_ALL);
+        /* ... unless no start can be lower anyway: the fence's claims_above */
+        struct choose_in fenced = {.numbers = n,
+                                   .first = 0,
+                                   .last = 7,
+                                   .now = NOW,
+                                   .claims_above = NOW + 15300,
+                                   .prefer = -1,
+                                   .sampled = true,
+                                   .lead_ms = 15000,
+                                   .draw = draw_never};
+        c = claim_choose(&fenced);
+        assert_int_equal(c.kind, CHOOSE_CLAIM);
+        assert_int_equal(c.worker, 1);
+        fenced.claims_above = NOW + 15299;
+        assert_int_equal(claim_choose(&fenced).kind, CHOOSE_SCAN_ALL);
+        /* numbers never marked, at a floor within the lead: the sample may
+         * have missed the few behind the clock, so every number is read */
+        struct store_number fresh[8];
+        for (int i = 0; i < 8; i++)
+                fresh[i] = (struct store_number){0};
+        fresh[0].held = true;
+        struct choose_in unmarked = {.numbers = fresh,
+                                     .first = 0,
+                                     .last = 7,
+                                     .floor = NOW + 5000,
+                                     .now = NOW,
+                                     .prefer = -1,
+                                     .sampled = true,
+                                     .lead_ms = 15000,
+                                     .draw = draw_never};
+        assert_int_equal(claim_choose(&unmarked).kind, CHOOSE_SCAN_ALL);
+        unmarked.sampled = false;
+        assert_int_equal(claim_choose(&unmarked).kind, CHOOSE_CLAIM);
+        for (int i = 1; i < 8; i++)
+                marked(&n[i], NOW + 5000 + 300 * (uint64_t)i);
+        c = choose(n, 0, 7, -1, false, true, true, draw_first);
+        assert_int_equal(c.kind, CHOOSE_SCAN_ALL);
         c = choose(n, 0, 7, -1, false, true, false, draw_first);
         assert_int_equal(c.kind, CHOOSE_NONE_FRESH);
         c = choose(n, 0, 7, -1, false, false, false, draw_first);

@@ -325,6 +325,7 @@ static void on_scanned(struct acquire *a, const struct acq_view *v, const struct
                 .prefer_handing_over = pref >= 0 && v->prefer_handing_over,
                 .fresh = a->g.fresh,
                 .sampled = sampled,
+                .lead_ms = (uint64_t)(a->set.window_s + a->set.mark_step_s) * 1000,
                 .draw = draw_below,
                 .draw_state = a,
         };

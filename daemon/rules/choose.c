@@ -46,7 +46,20 @@ struct choice claim_choose(const struct choose_in *in)
                 return (struct choice){.kind = CHOOSE_CLAIM,
                                        .worker = (uint32_t)pick,
                                        .mark = mark_of(in, (uint64_t)pick)};
-        if (in->sampled)
+        /* a sample with every free number ahead: read every number, for
+         * one behind the clock, unless the sample's lowest is a mark as
+         * good as any could be.  No claim starts below claims_above + 1
+         * (rule 3), and a live holder's mark leads the clock by lead_ms, as
+         * a number given up a moment ago does: a fleet restarted at once
+         * finds every mark so, and each host reading every number there
+         * (2^worker-bits keys each) finds nothing better.  A number never
+         * marked stands at the floor, which follows the live marks: a
+         * sample of those, in a space mostly unused, may have missed the
+         * few numbers behind the clock, so every number is read */
+        uint64_t good = in->now + in->lead_ms;
+        if (in->claims_above + 1 > good)
+                good = in->claims_above + 1;
+        if (in->sampled && (low < 0 || in->fresh || lowest > good || !in->numbers[low].mark_rev))
                 return (struct choice){.kind = CHOOSE_SCAN_ALL};
         if (low < 0)
                 return (struct choice){.kind = CHOOSE_ALL_TAKEN};
@@ -54,7 +67,8 @@ struct choice claim_choose(const struct choose_in *in)
                 return (struct choice){.kind = CHOOSE_NONE_FRESH};
         /* every free mark ahead (a fleet restarted at once): one at random
          * of those near the lowest, not the lowest alone, which would be
-         * the one number all of them try */
+         * the one number all of them try (of a sample: its own numbers,
+         * which differ from host to host) */
         uint64_t near = 0;
         for (uint64_t n = in->first; n <= in->last; n++)
                 if (choose_free(&in->numbers[n]) && mark_of(in, n) <= lowest + CHOOSE_SPREAD_MS &&

@@ -20,7 +20,7 @@
 enum choice_kind {
         CHOOSE_CLAIM,      /* claim `worker`, whose mark (or the floor's stand-in) is `mark` */
         CHOOSE_WAIT,       /* the preferred number is still this host's, handing over */
-        CHOOSE_SCAN_ALL,   /* a sample found nothing behind the clock: read every number */
+        CHOOSE_SCAN_ALL,   /* a sample found nothing free near the clock: read every number */
         CHOOSE_NONE_FRESH, /* a fresh number wanted, none behind the clock: keep this one */
         CHOOSE_ALL_TAKEN,  /* every number of the range is held */
 };
@@ -40,6 +40,10 @@ struct choose_in {
         bool prefer_handing_over; /* it is still held by this host's old lease */
         bool fresh;               /* a fresh number: only one behind the clock will do */
         bool sampled;             /* the scan read a sample, not every number */
+        /* how far a live holder's mark leads the clock (window + mark-step):
+         * a sample whose free numbers are all ahead, by no more than this,
+         * is claimed from without reading every number */
+        uint64_t lead_ms;
         /* a uniform draw in [0, n), n > 0 */
         uint64_t (*draw)(void *state, uint64_t n);
         void *draw_state;
