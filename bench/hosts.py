@@ -86,7 +86,7 @@ class Hosts:
         self.proc.stdin.write(cmd + "\n")
         self.proc.stdin.flush()
 
-    def report(self, timeout=30):
+    def report(self, timeout=120):
         self.send("report")
         return self.reports.get(timeout=timeout)
 
