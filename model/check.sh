@@ -55,8 +55,9 @@ declare -A cfg=(
     [side]="$small -DT=4 -DW=1 -DRENEWALS=1 -DCRASHES=0 -DLMAX=3 -DDELS=1 -DLOWERS=1 -DLOSS=0 -DSTALL0=0 -DSTOPS=1 -DSIDE=1"
     [sidemove]="-DN=2 -DMOVES=1 -DC=1 -DIDS=1 -DTRIES=1 -DT=4 -DW=1 -DRENEWALS=1 -DCRASHES=0 -DLMAX=3 -DLOWERS=1 -DLOSS=0 -DSTALL0=0 -DSIDE=1"
     [lostlead]="$small -DT=5 -DW=1 -DRENEWALS=0 -DCRASHES=0 -DLMAX=2 -DRESTORE=1 -DLOSS=0 -DLEADPREV=1 -DSTALL0=0 -DLOSTFENCE=1 -DLOSTLEAD=1"
+    [retry]="$small -DT=4 -DW=0 -DRENEWALS=0 -DCRASHES=0 -DLMAX=2 -DRETRY=1"
 )
-order=(lostfence renew move fence restore side crash lower del token empty emptywit gap)
+order=(lostfence renew move fence restore side crash lower del token empty emptywit gap retry)
 [ "$full" = 1 ] && order=(ahead lead sidemove tokenrenew lowerexpiry lostlead "${order[@]}")
 declare -A about=(
     [fence]="three claims of one number in turn (A, B, A), takeover, late and lost claims"
@@ -78,6 +79,7 @@ declare -A about=(
     [lostlead]="as 'lostfence', the operator passing the lost fence's lead (--lost-lead)"
     [sidemove]="two numbers, a mark lowered under a held one, a move to a fresh number at any point, in the daemon's order (as 'side')"
     [side]="as 'lowerexpiry', in the daemon's order: the raise that gives a number up beside the next grant, scan and claim, the lease kept alive until it is confirmed"
+    [retry]="as 'fence' with two leases in all, each carrying a second claim after one refused outright, and its reads"
 )
 # expected failures: what the rules cannot cover (docs/fences.md)
 declare -A known=(
@@ -101,7 +103,7 @@ declare -A kabout=(
 # are checked to pass by --full only: they take long)
 mutants=(1:token:1 2:del:2 3:fence:3 4:del:3 5:restore:3 7:lower:4 8:lower:4 10:ahead:6
     11:ahead:6 12:gap:R-A 15:lower:R-E 16:restore:R-F 17:lead:R-F 18:renew:10 19:fence:12
-    20:renew:11 21:fence:9 22:move:- 23:empty:R-H 24:emptywit:7 25:lostfence:7 26:lostfence:R-G
+    20:renew:11 21:fence:9 21:retry:9 22:move:- 23:empty:R-H 24:emptywit:7 25:lostfence:7 26:lostfence:R-G
     27:side:4)
 # mutants of rules that no configuration here shows needed: searched
 # exhaustively by --full, and reported (docs/fences.md says what covers them)
@@ -129,7 +131,7 @@ declare -A mname=(
     [18]="the deadline published before etcd acknowledged the mark"
     [19]="the client skips its second read of gen"
     [20]="the renewal guarded only on the lease, not on the stored mark being lower"
-    [21]="several claim attempts under one lease, the read-back adopting the last"
+    [21]="another claim attempt under the lease after one unanswered, the read-back adopting the last"
     [22]="experiment: the within-client check expects a decrease (the check fires)"
     [23]="a cluster made anew claims above 0, not above the clock bound"
     [24]="a daemon makes the cluster on a store that holds a witness"

@@ -95,7 +95,10 @@
  *   daemons   one per host: read the fence (its token and cluster ID)
  *             and the answer's cluster ID (a daemon starting on a cluster
  *             other than its fence's halts), grant, scan (any free number),
- *             claim (one attempt per lease; start = max(now, hwm + 1,
+ *             claim (RETRY=1: a lease carries a new attempt after the
+ *             store refused the last outright, as the code's does while
+ *             half its TTL is left; RETRY=0: one, as once that has
+ *             passed; start = max(now, hwm + 1,
  *             claims_above + 1, own last deadline + 1), a number with no
  *             mark starts above the floor and compares floor < start: rule
  *             3), settle a claim whose answer never came, publish (the
@@ -173,8 +176,8 @@
  *  18 rule 10: the deadline published when the renewal is sent
  *  19 rule 12: the client skips its second read of gen
  *  20 rule 11: the renewal is guarded only on the lease (not "mark < V")
- *  21 rule 9: several claim attempts under one lease, the read-back
- *     adopting the last
+ *  21 rule 9: another claim attempt under the lease after one whose
+ *     answer never came, the read-back adopting the last
  *  23 R-H: a cluster made anew claims above 0, not above the clock bound
  *  24 rule 7: a daemon makes the cluster on a store that holds a witness
  *  25 rule 7: the fence ignores what witnesses say (deadline, lost lead)
@@ -274,6 +277,9 @@
 #endif
 #ifndef CTRIES
 #define CTRIES 2  /* attempts to confirm a mark before giving a number up */
+#endif
+#ifndef RETRY
+#define RETRY 0   /* 1: a claim refused outright is followed by another under its lease */
 #endif
 #ifndef SIDE
 #define SIDE 0    /* 1: the raise that gives a number up runs beside the next acquisition */
@@ -1127,7 +1133,11 @@ scan:
 #if N > 1
                 :: owner[1] == 0 -> n = 1
 #endif
+#if RETRY
+                :: else -> goto scan /* all taken: read again under the lease */
+#else
                 :: else -> revoke(L); goto new_lease /* all taken: a new lease, later */
+#endif
                 fi;
                 shwm = hwm[n]; srev = hrev[n]; sfl = floor; sca = cabove;
                 pick_time(now);
@@ -1157,7 +1167,7 @@ scan:
                 STEP_CLAIMING(n, start);
                 now = 0; shwm = 0; sfl = 0; sca = 0
         }
-        /* claim: one attempt per lease */
+        /* claim: a lease carries no attempt after one whose answer never came */
         if
         :: start + W >= T -> revoke(L); goto done /* past the modelled time */
         :: else -> mark = start + W
@@ -1176,7 +1186,11 @@ scan:
         :: ans[h] == 2 && !ANS_STALE(h) && !NEWFENCE(h) ->
                 heard(h);
                 forget_answer(h);
-#if MUTANT == 21
+                /* refused outright, so nothing written: the lease carries
+                 * the next attempt (rule 9; the code allows 4 while half
+                 * the lease's TTL is left, RETRY=1 the model 2; RETRY=0,
+                 * the code's way once that half has passed, a subset) */
+#if RETRY || MUTANT == 21
                 if :: attempts < 2 -> goto scan :: else -> skip fi;
 #endif
                 revoke(L); goto new_lease

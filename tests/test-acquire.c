@@ -383,12 +383,53 @@ static void test_claim_answers(void **state)
         assert_string_equal(acq_state_name(&f.a), "held");
         step(&(struct acq_in){.kind = ACQ_IN_PUBLISHED});
         assert_true(acq_idle(&f.a));
-        /* refused (taken): the lease given up, another attempt soon */
+        /* refused outright (taken: the compares failed, nothing written):
+         * a new holding under the same lease scans again (rule 9) */
         to_claim(5, 0, 0, 0);
+        uint64_t first = id();
         claimed_as(&(struct store_claimed){.ok = true});
+        assert_true(said(ACQ_SAY_NOT_CLAIMED));
+        assert_int_equal(find(ACQ_DO_REVOKE, 0), -1);
+        only(ACQ_DO_SCAN);
+        assert_int_equal(f.a.state, ACQ_SCAN);
+        assert_true(id() > first);
+        assert_int_equal(acq_holding(&f.a)->lease, 77);
+        assert_int_equal(acq_holding(&f.a)->lease_until_ms, rule5_lease_until(f.v.boot_ms, TTL_S));
+        /* ... an answer to the refused attempt's holding is not this one's */
+        step(&(struct acq_in){.kind = ACQ_IN_CLAIMED,
+                              .r = {.tag = first, .answered = true, .status = 200},
+                              .claimed = &(struct store_claimed){.ok = true, .succeeded = true}});
+        assert_int_equal(f.out.n, 0);
+        /* ... at most CLAIMS_PER_LEASE (4) claims under one lease */
+        for (int k = 2; k <= 4; k++) {
+                struct store_scan sc = scan_of(0);
+                scanned(&sc);
+                if (f.a.state == ACQ_SCAN)
+                        scanned(&sc);
+                assert_int_equal(f.a.state, ACQ_CLAIM);
+                claimed_as(&(struct store_claimed){.ok = true});
+                if (k < 4)
+                        only(ACQ_DO_SCAN);
+        }
         assert_int_equal(only(ACQ_DO_REVOKE)->lease, 77);
         assert_true(only(ACQ_DO_WAIT)->ms < 60);
         assert_int_equal(find(ACQ_DO_PUBLISH, 0), -1);
+        assert_int_equal(f.a.state, ACQ_WAIT);
+        /* ... and while half the lease's TTL is left: past it, given up */
+        setup(NULL);
+        to_claim(5, 0, 0, 0);
+        f.v.boot_ms = acq_holding(&f.a)->lease_until_ms - TTL_S * 500 + 1;
+        claimed_as(&(struct store_claimed){.ok = true});
+        assert_int_equal(only(ACQ_DO_REVOKE)->lease, 77);
+        assert_int_equal(find(ACQ_DO_SCAN, 0), -1);
+        /* refused with an error (the lease gone): given up */
+        setup(NULL);
+        to_claim(5, 0, 0, 0);
+        step(&(struct acq_in){.kind = ACQ_IN_CLAIMED,
+                              .r = {.tag = id(), .answered = true, .status = 400},
+                              .claimed = &(struct store_claimed){0}});
+        assert_int_equal(only(ACQ_DO_REVOKE)->lease, 77);
+        assert_int_equal(find(ACQ_DO_SCAN, 0), -1);
         /* the publication failed: the same */
         setup(NULL);
         to_claim(5, 0, 0, 0);
@@ -507,19 +548,33 @@ static void test_scan_answers(void **state)
 {
         (void)state;
         /* every number taken: said once while it lasts, looked at again
-         * each renewal interval */
+         * each renewal interval, under the same lease while half its TTL
+         * is left, then under a new one */
         setup_with(0, 15);
         start();
         granted(77);
         struct store_scan sc = scan_of(0);
-        for (int k = 0; k < 3; k++) {
+        uint64_t until = acq_holding(&f.a)->lease_until_ms;
+        for (int k = 0; k < 6; k++) {
+                uint64_t was = id();
                 scanned(&sc);
                 assert_int_equal(said(ACQ_SAY_ALL_TAKEN), k == 0);
-                assert_int_equal(only(ACQ_DO_REVOKE)->lease, 77);
                 unsigned ms = only(ACQ_DO_WAIT)->ms;
                 assert_true(ms >= RENEW_MS / 2 && ms <= RENEW_MS);
+                bool kept = f.v.boot_ms + ms + TTL_S * 500 <= until;
+                assert_int_equal(find(ACQ_DO_REVOKE, 0) >= 0, !kept);
+                assert_true(id() > was); /* a late answer is not the next read's */
                 step(&(struct acq_in){.kind = ACQ_IN_TIMER});
-                granted(77);
+                if (kept) {
+                        only(ACQ_DO_SCAN);
+                        assert_int_equal(acq_holding(&f.a)->lease, 77);
+                } else {
+                        only(ACQ_DO_GRANT);
+                        granted(77);
+                        until = acq_holding(&f.a)->lease_until_ms;
+                }
+                f.v.boot_ms += ms;
+                f.v.mono_ms += ms;
         }
         set_free(3, 0, 0);
         scanned(&sc);
@@ -536,16 +591,36 @@ static void test_scan_answers(void **state)
         assert_true(said(ACQ_SAY_FENCE_CHANGED));
         only(ACQ_DO_CHECK_CLUSTER);
         assert_true(acq_idle(&f.a));
-        /* a failed read: restarted after a wait; a number outside the
-         * layout's never read */
+        /* a failed read: read again after a wait, under the same lease;
+         * the late answer of the failed one is not taken for the next
+         * one's; a number outside the layout's never read */
         setup(NULL);
         start();
         granted(77);
+        uint64_t failed = id();
         sc = scan_of(0);
         sc.ok = false;
         scanned(&sc);
         assert_true(said(ACQ_SAY_SCAN_FAILED));
         only(ACQ_DO_WAIT);
+        assert_int_equal(find(ACQ_DO_REVOKE, 0), -1);
+        assert_string_equal(acq_state_name(&f.a), "scan");
+        step(&(struct acq_in){.kind = ACQ_IN_TIMER});
+        only(ACQ_DO_SCAN);
+        set_free(3, 0, 0);
+        struct store_scan late = scan_of(0);
+        step(&(struct acq_in){.kind = ACQ_IN_SCANNED,
+                              .r = {.tag = failed, .answered = true, .status = 200},
+                              .scan = &late});
+        assert_int_equal(f.out.n, 0);
+        assert_int_equal(f.a.state, ACQ_SCAN);
+        f.numbers[3].held = true;
+        /* a failed read with less than half the lease's TTL left after
+         * its wait: a new lease */
+        sc.ok = false;
+        f.v.boot_ms = acq_holding(&f.a)->lease_until_ms - TTL_S * 500;
+        scanned(&sc);
+        assert_int_equal(only(ACQ_DO_REVOKE)->lease, 77);
         step(&(struct acq_in){.kind = ACQ_IN_TIMER});
         granted(78);
         sc = scan_of(0);

@@ -20,6 +20,8 @@
 #define RETRY_MAX_MS 1000
 #define FULL_RETRY_MAX_MS 30000
 #define FRESH_THROTTLE_MS 10000
+/* claims one lease may carry, each after the last was refused outright */
+#define CLAIMS_PER_LEASE 4
 
 /* ---- draws (core_draw(): xorshift64*, seeded once) ---- */
 
@@ -137,6 +139,7 @@ static void restart(struct acquire *a, struct acq_ready *out, unsigned delay_ms)
 static void grant(struct acquire *a, const struct acq_view *v, struct acq_ready *out)
 {
         a->state = ACQ_GRANT;
+        a->lease_claims = 0;
         a->g.lease_asked_ms = v->boot_ms;
         act(out, ACQ_DO_GRANT);
 }
@@ -224,7 +227,56 @@ static void claim(struct acquire *a, const struct acq_view *v, struct acq_ready 
                 g->own_rev = v->cur->mark_rev;
         }
         a->state = ACQ_CLAIM;
+        a->lease_claims++;
         act(out, ACQ_DO_CLAIM);
+}
+
+/* The numbers read again under the holding's lease, by a new holding
+ * (so that a late answer to the last read is not taken for this one's),
+ * after delay_ms: a read writes nothing, so a lease that carried only
+ * reads, or claims the store refused outright, is as good as new.  Only
+ * while the lease will then have half its TTL left (its grant's answer
+ * or last keepalive said how long); else it is given up and another asked
+ * for.  The store's work per lease stays a grant, its reads and claims,
+ * and a revocation, however many of them fail. */
+static void rescan(struct acquire *a, const struct acq_view *v, struct acq_ready *out,
+                   unsigned delay_ms)
+{
+        const struct holding *g = &a->g;
+        uint64_t half_ttl_ms = (uint64_t)a->set.lease_ttl_s * 500;
+        if (!g->lease || v->boot_ms + delay_ms + half_ttl_ms > g->lease_until_ms) {
+                restart(a, out, delay_ms);
+                return;
+        }
+        int64_t lease = g->lease;
+        uint64_t until = g->lease_until_ms, asked = g->lease_asked_ms;
+        begin(a, g->fresh);
+        a->g.lease = lease;
+        a->g.lease_until_ms = until;
+        a->g.lease_asked_ms = asked;
+        if (!delay_ms) {
+                scan(a, v, out, false);
+                return;
+        }
+        a->state = ACQ_SCAN_WAIT;
+        wait_ms(out, delay_ms);
+}
+
+/* Rule 9: a claim the store refused outright (its compares failed, so
+ * it wrote nothing and never will) leaves its lease free to carry the
+ * next attempt, which scans again, up to CLAIMS_PER_LEASE claims.  A claim
+ * whose answer never came is settled instead, and one refused with an
+ * error gives its lease up: a lease never carries two claims that may
+ * both have been applied.  A lease gone shows only as such an error, once
+ * a claim's compares hold (a put under a lease the store does not know is
+ * never applied): until then it carries claims that fail. */
+static bool claim_again(struct acquire *a, const struct acq_view *v, const struct store_claimed *c,
+                        struct acq_ready *out)
+{
+        if (!c->ok || c->succeeded || a->lease_claims >= CLAIMS_PER_LEASE)
+                return false;
+        rescan(a, v, out, 0);
+        return true;
 }
 
 static void claimed(struct acquire *a, struct acq_ready *out)
@@ -286,7 +338,7 @@ static void on_scanned(struct acquire *a, const struct acq_view *v, const struct
 {
         const struct store_scan *sc = in->scan;
         if (in->r.unsent) {
-                restart(a, out, next_backoff(a, RETRY_MAX_MS));
+                rescan(a, v, out, next_backoff(a, RETRY_MAX_MS));
                 return;
         }
         if (sc->same == 0 || sc->floor_read == 0) {
@@ -297,7 +349,7 @@ static void on_scanned(struct acquire *a, const struct acq_view *v, const struct
         if (!sc->ok || !sc->succeeded || sc->same < 0 || sc->floor_read < 0) {
                 if (!in->r.refused)
                         say(out, ACQ_SAY_SCAN_FAILED, -1, 0, 0);
-                restart(a, out, failure_backoff(a, &in->r));
+                rescan(a, v, out, failure_backoff(a, &in->r));
                 return;
         }
         uint64_t workers = UINT64_C(1) << v->worker_bits;
@@ -335,7 +387,7 @@ static void on_scanned(struct acquire *a, const struct acq_view *v, const struct
                 /* still held by this host's own old lease, its mark not yet
                  * confirmed: look again shortly rather than search */
                 a->prefer = pref;
-                restart(a, out, 100 + (unsigned)(draw(a) % 100));
+                rescan(a, v, out, 100 + (unsigned)(draw(a) % 100));
                 return;
         case CHOOSE_SCAN_ALL:
                 /* nothing free and behind the clock in the sample: look at
@@ -356,8 +408,8 @@ static void on_scanned(struct acquire *a, const struct acq_view *v, const struct
                 /* a number frees when its holder stops or its lease expires:
                  * look again each renewal interval (jittered), so that it is
                  * claimed within one of coming free */
-                restart(a, out,
-                        a->set.renew_ms / 2 + (unsigned)(draw(a) % (a->set.renew_ms / 2 + 1)));
+                rescan(a, v, out,
+                       a->set.renew_ms / 2 + (unsigned)(draw(a) % (a->set.renew_ms / 2 + 1)));
                 return;
         case CHOOSE_CLAIM:
                 break;
@@ -420,7 +472,8 @@ static void on_claimed(struct acquire *a, const struct acq_view *v, const struct
         }
         /* taken by another daemon, the mark moved, or the lease died */
         say(out, ACQ_SAY_NOT_CLAIMED, g->worker, 0, 0);
-        restart(a, out, 10 + (unsigned)(draw(a) % 50));
+        if (!claim_again(a, v, c, out))
+                restart(a, out, 10 + (unsigned)(draw(a) % 50));
 }
 
 static void on_read(struct acquire *a, const struct acq_in *in, struct acq_ready *out)
@@ -466,6 +519,8 @@ void acq_step(struct acquire *a, const struct acq_view *v, const struct acq_in *
         case ACQ_IN_TIMER:
                 if (a->state == ACQ_WAIT)
                         grant(a, v, out);
+                else if (a->state == ACQ_SCAN_WAIT)
+                        scan(a, v, out, false);
                 else if (a->state == ACQ_SETTLE_WAIT)
                         settle(a, out);
                 return;
@@ -544,14 +599,9 @@ int32_t acq_prefer(const struct acquire *a)
 const char *acq_state_name(const struct acquire *a)
 {
         static const char *const names[] = {
-                [ACQ_IDLE] = NULL,
-                [ACQ_WAIT] = "grant",
-                [ACQ_GRANT] = "grant",
-                [ACQ_SCAN] = "scan",
-                [ACQ_CLAIM] = "claim",
-                [ACQ_SETTLE] = "settle",
-                [ACQ_SETTLE_WAIT] = "settle",
-                [ACQ_PUBLISH] = "held",
+                [ACQ_IDLE] = NULL,       [ACQ_WAIT] = "grant",         [ACQ_GRANT] = "grant",
+                [ACQ_SCAN] = "scan",     [ACQ_SCAN_WAIT] = "scan",     [ACQ_CLAIM] = "claim",
+                [ACQ_SETTLE] = "settle", [ACQ_SETTLE_WAIT] = "settle", [ACQ_PUBLISH] = "held",
                 [ACQ_DONE] = NULL,
         };
         return names[a->state];

@@ -28,6 +28,7 @@ enum acq_state {
         ACQ_WAIT,        /* new_lease: a lease is asked for when the wait ends */
         ACQ_GRANT,       /* new_lease: the grant in flight */
         ACQ_SCAN,        /* scan: the numbers being read */
+        ACQ_SCAN_WAIT,   /* the same, read again under the lease when the wait ends */
         ACQ_CLAIM,       /* claim: send and await */
         ACQ_SETTLE,      /* claim, no answer: reading the number back */
         ACQ_SETTLE_WAIT, /* the same, asked again when the wait ends */
@@ -151,8 +152,9 @@ struct acquire {
         struct holding g; /* the holding acquired (id 0 while idle) */
         uint64_t ids;     /* the last holding's id */
         unsigned backoff_ms;
-        bool said_full; /* ACQ_SAY_ALL_TAKEN said, not yet CAME_FREE */
-        int32_t prefer; /* ACQ_IN_PREFER's number, until a scan uses it; -1: none */
+        unsigned lease_claims; /* claims sent under the holding's lease */
+        bool said_full;        /* ACQ_SAY_ALL_TAKEN said, not yet CAME_FREE */
+        int32_t prefer;        /* ACQ_IN_PREFER's number, until a scan uses it; -1: none */
         uint64_t rng;
 };
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A holding, as the holder and its pure core (acquire.h) both see it: one
- * lease with at most one claim attempt, and the numbers this daemon
- * published.  Plain data: no event loop, no store, no clock.
+ * claim attempt under a lease (which may carry several holdings' attempts,
+ * each after the last was refused outright: rule 9), and the numbers this
+ * daemon published.  Plain data: no event loop, no store, no clock.
  */
 #pragma once
 

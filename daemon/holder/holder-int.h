@@ -6,7 +6,7 @@
  * header (claim.h, cluster.h, region.h, refused.h), which includes this
  * one and no other part's.
  *
- * A holding is one lease with at most one claim attempt.  `cur` is the
+ * A holding is one claim attempt under a lease.  `cur` is the
  * holding published in the segment; `acq` acquires the next (at start,
  * after a lost lease, or for a fresh number after a clock step back), as a
  * pure core (daemon/core/acquire.h) that claim.c drives.  Every store
