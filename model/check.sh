@@ -56,9 +56,11 @@ declare -A cfg=(
     [sidemove]="-DN=2 -DMOVES=1 -DC=1 -DIDS=1 -DTRIES=1 -DT=4 -DW=1 -DRENEWALS=1 -DCRASHES=0 -DLMAX=3 -DLOWERS=1 -DLOSS=0 -DSTALL0=0 -DSIDE=1"
     [lostlead]="$small -DT=5 -DW=1 -DRENEWALS=0 -DCRASHES=0 -DLMAX=2 -DRESTORE=1 -DLOSS=0 -DLEADPREV=1 -DSTALL0=0 -DLOSTFENCE=1 -DLOSTLEAD=1"
     [retry]="$small -DT=4 -DW=0 -DRENEWALS=0 -DCRASHES=0 -DLMAX=2 -DRETRY=1"
+    [restoreloss]="$small -DT=4 -DW=1 -DRENEWALS=1 -DCRASHES=0 -DLMAX=2 -DRESTORE=1 -DLOSS=1 -DSTALL0=0"
+    [sideids]="-DC=1 -DIDS=2 -DTRIES=2 -DT=4 -DW=1 -DRENEWALS=1 -DCRASHES=0 -DLMAX=3 -DDELS=1 -DLOWERS=1 -DLOSS=0 -DSTALL0=0 -DSTOPS=1 -DSIDE=1"
 )
 order=(lostfence renew move fence restore side crash lower del token empty emptywit gap retry)
-[ "$full" = 1 ] && order=(ahead lead sidemove tokenrenew lowerexpiry lostlead "${order[@]}")
+[ "$full" = 1 ] && order=(restoreloss ahead lead sidemove sideids tokenrenew lowerexpiry lostlead "${order[@]}")
 declare -A about=(
     [fence]="three claims of one number in turn (A, B, A), takeover, late and lost claims"
     [renew]="renewals applied late, after later ones; a lease expiring under a stalled holder"
@@ -80,6 +82,8 @@ declare -A about=(
     [sidemove]="two numbers, a mark lowered under a held one, a move to a fresh number at any point, in the daemon's order (as 'side')"
     [side]="as 'lowerexpiry', in the daemon's order: the raise that gives a number up beside the next grant, scan and claim, the lease kept alive until it is confirmed"
     [retry]="as 'fence' with two leases in all, each carrying a second claim after one refused outright, and its reads"
+    [restoreloss]="as 'restore' with answers lost: requests applied late, after the daemon's later ones, their answers never seen"
+    [sideids]="as 'side', each client taking two IDs"
 )
 # expected failures: what the rules cannot cover (docs/fences.md)
 declare -A known=(
@@ -107,7 +111,7 @@ mutants=(1:token:1 2:del:2 3:fence:3 4:del:3 5:restore:3 7:lower:4 8:lower:4 10:
     27:side:4)
 # mutants of rules that no configuration here shows needed: searched
 # exhaustively by --full, and reported (docs/fences.md says what covers them)
-unneeded=(1:restore:1 6:ahead:3 6:lowerexpiry:3 6:tokenrenew:3 6:side:3 9:restore:R-B 9:tokenrenew:R-B
+unneeded=(1:restore:1 6:ahead:3 6:lowerexpiry:3 6:tokenrenew:3 6:side:3 6:sideids:3 9:restore:R-B 9:tokenrenew:R-B
     13:restore:R-C 13:tokenrenew:R-C 14:restore:R-D 14:tokenrenew:R-D)
 [ "$full" = 1 ] || unneeded=()
 declare -A mname=(
