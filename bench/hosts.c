@@ -129,8 +129,8 @@ static sd_event *event;
  * no host pays: sd-event dispatches one source per iteration and polls
  * every ready descriptor again at each, so with the answers of a thousand
  * hosts waiting, the harness spends its time in epoll_wait() (80% of it,
- * measured with perf in a storm of 1,024), its calls time out and the
- * figures are the harness's.  A group's loop is run until it has nothing
+ * measured with perf in a storm of 1,024) and reads answers and fires
+ * timers late.  A group's loop is run until it has nothing
  * pending, when its descriptor is ready and before the main loop polls
  * (which arms the group's timers, also those set from the main loop). */
 #define GROUP_HOSTS 32

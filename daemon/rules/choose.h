@@ -41,8 +41,8 @@ struct choose_in {
         bool fresh;               /* a fresh number: only one behind the clock will do */
         bool sampled;             /* the scan read a sample, not every number */
         /* how far a live holder's mark leads the clock (window + mark-step):
-         * a sample whose free numbers are all ahead, by no more than this,
-         * is claimed from without reading every number */
+         * a sample whose lowest free number has a mark ahead by no more
+         * than this is claimed from without reading every number */
         uint64_t lead_ms;
         /* a uniform draw in [0, n), n > 0 */
         uint64_t (*draw)(void *state, uint64_t n);
