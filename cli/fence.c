@@ -15,11 +15,12 @@
 
 #include "config.h"
 #include "store.h"
+#include "values.h"
+#include "verbs.h"
 #include "fence.h"
 #include "log.h"
 #include "rules.h"
 #include "trace.h"
-#include "txn.h"
 
 struct fence_run {
         const struct settings *cfg;
@@ -36,23 +37,16 @@ struct fence_run {
 
 static void send_read(struct fence_run *f);
 
-static json_t *layout_value(const snowid_layout *l)
-{
-        return store_b64("{\"epoch_ms\":%" PRIu64 ",\"time_bits\":%u,\"worker_bits\":%u,"
-                         "\"seq_bits\":%u}",
-                         l->epoch_ms, l->time_bits, l->worker_bits, l->seq_bits);
-}
-
 static void done(struct fence_run *f, int result)
 {
         f->result = result;
         sd_event_exit(f->event, 0);
 }
 
-static void on_write(void *userdata, const struct store_reply *r)
+static void on_write(void *userdata, const struct store_answer *r, bool ok, bool succeeded)
 {
         struct fence_run *f = userdata;
-        if (!store_ok(r)) {
+        if (!ok) {
                 fprintf(stderr,
                         "snowid fence: no answer from %s (%s): the fence may or may "
                         "not be in place; run it again\n",
@@ -60,7 +54,7 @@ static void on_write(void *userdata, const struct store_reply *r)
                 done(f, 1);
                 return;
         }
-        if (!json_is_true(json_object_get(r->json, "succeeded"))) {
+        if (!succeeded) {
                 /* a daemon raised the floor past it, or another fence won: again */
                 if (++f->races < 10) {
                         send_read(f);
@@ -152,19 +146,13 @@ struct witnesses {
         uint64_t deadline, lead_left, era;
 };
 
-static void witnesses_read(const struct fence_run *f, json_t *kvs, uint64_t stored_era,
-                           struct witnesses *w)
+static void witnesses_read(const struct fence_run *f, const struct store_fence_read *rd,
+                           uint64_t stored_era, struct witnesses *w)
 {
-        json_t *j;
-        size_t i;
-        struct kv kv;
-        json_array_foreach(kvs, i, j)
-        {
-                json_t *v = NULL;
+        for (size_t i = 0; i < rd->n_witnesses; i++) {
+                const struct store_fence_witness *x = &rd->witnesses[i];
                 json_int_t era = -1, above = -1, deadline = -1;
-                if (kv_parse(j, &kv) < 0)
-                        continue;
-                v = json_loadb(kv.value, kv.value_len, 0, NULL);
+                json_t *v = json_loadb(x->value, x->len, 0, NULL);
                 if (!v ||
                     json_unpack(v, "{s:I, s:I, s:I}", "era", &era, "claims_above", &above,
                                 "deadline", &deadline) < 0 ||
@@ -175,7 +163,7 @@ static void witnesses_read(const struct fence_run *f, json_t *kvs, uint64_t stor
                         /* one that cannot be read still says a daemon knew the
                          * cluster: the fence is then refused without --lost-lead */
                         fprintf(stderr, "snowid fence: the witness %s is not valid; not counted\n",
-                                kv.key);
+                                x->key);
                 } else {
                         struct cluster_ident c = {.era = (uint64_t)era,
                                                   .claims_above = (uint64_t)above};
@@ -188,63 +176,41 @@ static void witnesses_read(const struct fence_run *f, json_t *kvs, uint64_t stor
                         w->lead_left = left > w->lead_left ? left : w->lead_left;
                 }
                 json_decref(v);
-                kv_clear(&kv);
         }
 }
 
-static void on_read(void *userdata, const struct store_reply *r)
+static void on_read(void *userdata, const struct store_answer *r, const struct store_fence_read *rd)
 {
         struct fence_run *f = userdata;
-        struct kv lk, fk, flk, kv;
         struct cluster_ident old = {0}, c;
-        uint64_t floor = 0, highest = 0, m;
-        const char *p = f->prefix;
-        if (!store_ok(r)) {
+        uint64_t floor = 0;
+        if (!rd->ok) {
                 fprintf(stderr, "snowid fence: cannot read the cluster from %s: %s\n",
                         store_title(f->store), r->error ? r->error : "malformed answer");
                 /* the client moves on to the next endpoint after a failure
                  * (PostgreSQL: one endpoint, tried 3 times too) */
                 unsigned endpoints = f->cfg->n_etcd ? f->cfg->n_etcd : 1;
-                if ((!r->answered || r->http >= 500) && ++f->tries < 3 * endpoints) {
+                if ((!r->answered || r->status >= 500) && ++f->tries < 3 * endpoints) {
                         send_read(f);
                         return;
                 }
                 done(f, 1);
                 return;
         }
-        /* [layout, fence, floor, hwm/..., witness/...] */
-        int rl = txn_kv(r->json, 0, &lk), rf = txn_kv(r->json, 1, &fk),
-            rfl = txn_kv(r->json, 2, &flk);
-        if (rl < 0 || rf < 0 || rfl < 0) {
-                fprintf(stderr, "snowid fence: the answer of %s is malformed\n",
-                        store_title(f->store));
-                goto out;
-        }
-        if (rf == 1 && fence_parse(fk.value, fk.value_len, &old) < 0)
+        int rl = rd->layout, rf = rd->fence;
+        if (rf == 1 && fence_parse(rd->fence_bytes, rd->fence_len, &old) < 0)
                 fprintf(stderr, "snowid fence: the stored fence is not valid; replacing it\n");
-        if (rfl == 1 && (parse_mark(flk.value, flk.value_len, &floor) < 0 ||
-                         floor >> f->cfg->layout.time_bits)) {
+        if (rd->floor == 1)
+                floor = rd->floor_value;
+        else if (rd->floor < 0)
                 fprintf(stderr, "snowid fence: the stored floor is not valid; replacing it\n");
-                floor = 0;
-        }
-        json_t *kvs = txn_kvs(r->json, 3), *j;
-        size_t i, marks = 0;
-        json_array_foreach(kvs, i, j)
-        {
-                if (kv_parse(j, &kv) < 0)
-                        continue;
-                if (parse_mark(kv.value, kv.value_len, &m) == 0 &&
-                    !(m >> f->cfg->layout.time_bits)) {
-                        marks++;
-                        highest = m > highest ? m : highest;
-                }
-                kv_clear(&kv);
-        }
+        uint64_t highest = rd->highest;
+        size_t marks = rd->marks;
         const snowid_layout *l = &f->cfg->layout;
         /* what halted daemons wrote down: the fence each knew, and its
          * highest deadline */
         struct witnesses w = {0};
-        witnesses_read(f, txn_kvs(r->json, 4), old.era, &w);
+        witnesses_read(f, rd, old.era, &w);
         /* a fence is safe only over every fence made before it: the store
          * holds the last one unless it was restored (it answers as another
          * cluster than its fence names) or lost its fence.  Fences made
@@ -254,7 +220,8 @@ static void on_read(void *userdata, const struct store_reply *r)
         if (rule7_fence_refuses(replaced || rf == 0 || !old.era, w.current > 0,
                                 f->lost_lead_ms >= 0)) {
                 refuse(f, &old, rf, r->cluster_id);
-                goto out;
+                done(f, 1);
+                return;
         }
         /* a daemon's mark runs up to window + mark-step ahead of its clock.
          * Hosts that claimed after the last fence started its lead (its
@@ -299,45 +266,18 @@ static void on_read(void *userdata, const struct store_reply *r)
          * halts on an older one */
         if (fence_make(above, w.era > old.era ? w.era : old.era, r->cluster_id, false, &c) < 0) {
                 fprintf(stderr, "snowid fence: no random token\n");
-                goto out;
+                done(f, 1);
+                return;
         }
         /* the layout and fence as read; the floor still at or below what
-         * is put (daemons raise it meanwhile: then read again) */
-        json_t *cmp = json_pack(
-                "[o, o, o]",
-                txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL,
-                        rl ? lk.create_revision : 0),
-                txn_cmp(txn_key(p, "fence", -1), "MOD", "EQUAL", NULL, rf ? fk.mod_revision : 0),
-                rfl ? txn_cmp(txn_key(p, "floor", -1), "VALUE", "LESS", txn_mark(above + 1), 0)
-                    : txn_cmp(txn_key(p, "floor", -1), "CREATE", "EQUAL", NULL, 0));
-        {
-                /* no witness written since the read: every one is covered,
-                 * and deleted */
-                json_t *c =
-                        txn_cmp(txn_key(p, "witness/", -1), "MOD", "LESS", NULL, r->revision + 1);
-                json_object_set_new(c, "range_end", txn_key(p, "witness0", -1));
-                json_array_append_new(cmp, c);
-        }
-        if (rfl == 0) {
-                /* no floor: mark writes raise none, so no mark may have
-                 * moved since it was read */
-                json_t *c = txn_cmp(txn_key(p, "hwm/", -1), "MOD", "LESS", NULL, r->revision + 1);
-                json_object_set_new(c, "range_end", txn_key(p, "hwm0", -1));
-                json_array_append_new(cmp, c);
-        }
-        json_t *ops =
-                json_pack("[o, o]", txn_put(txn_key(p, "fence", -1), store_b64("%s", c.fence), 0),
-                          txn_put(txn_key(p, "floor", -1), txn_mark(above), 0));
-        if (rl == 0)
-                json_array_append_new(ops, txn_put(txn_key(p, "layout", -1), layout_value(l), 0));
-        json_array_append_new(ops, json_pack("{s:{s:o, s:o}}", "request_delete_range", "key",
-                                             txn_key(p, "witness/", -1), "range_end",
-                                             txn_key(p, "witness0", -1)));
-        if (store_call(f->store, "/v3/kv/txn",
-                       json_pack("{s:o, s:o}", "compare", cmp, "success", ops), on_write, f,
-                       0) < 0) {
+         * is put (daemons raise it meanwhile: then read again); no witness
+         * written since the read (each one is covered, and deleted) */
+        const struct store_fence_write fw = {
+                .read = rd, .fence = c.fence, .floor = above, .layout = l};
+        if (store_fence_write(f->store, &fw, on_write, f) < 0) {
                 fprintf(stderr, "snowid fence: cannot send to %s\n", store_title(f->store));
-                goto out;
+                done(f, 1);
+                return;
         }
         int n = snprintf(f->said, sizeof(f->said),
                          "snowid fence: cluster %s fenced on store cluster ID %" PRIu64
@@ -358,27 +298,11 @@ static void on_read(void *userdata, const struct store_reply *r)
                          "snowid fence: layout: epoch %" PRIu64 " ms, %u time, %u worker, %u "
                          "sequence bits\n",
                          l->epoch_ms, l->time_bits, l->worker_bits, l->seq_bits);
-        kv_clear(&lk);
-        kv_clear(&fk);
-        kv_clear(&flk);
-        return;
-out:
-        kv_clear(&lk);
-        kv_clear(&fk);
-        kv_clear(&flk);
-        done(f, 1);
 }
 
 static void send_read(struct fence_run *f)
 {
-        const char *p = f->prefix;
-        json_t *body = json_pack(
-                "{s:[o, o, o, o, o]}", "success", txn_range(txn_key(p, "layout", -1), NULL, false),
-                txn_range(txn_key(p, "fence", -1), NULL, false),
-                txn_range(txn_key(p, "floor", -1), NULL, false),
-                txn_range(txn_key(p, "hwm/", -1), txn_key(p, "hwm0", -1), false),
-                txn_range(txn_key(p, "witness/", -1), txn_key(p, "witness0", -1), false));
-        if (store_call(f->store, "/v3/kv/txn", body, on_read, f, 0) < 0) {
+        if (store_fence_read(f->store, f->cfg->layout.time_bits, on_read, f) < 0) {
                 fprintf(stderr, "snowid fence: cannot send to %s\n", store_title(f->store));
                 done(f, 1);
         }
@@ -456,6 +380,7 @@ int cmd_fence(int argc, char **argv)
                 fprintf(stderr, "snowid fence: cannot set up the store's client\n");
                 goto out;
         }
+        store_set_prefix(f.store, f.prefix);
         send_read(&f);
         sd_event_loop(f.event);
 out:

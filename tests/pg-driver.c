@@ -2,13 +2,16 @@
 /*
  * daemon/store/pg.c in a real sd-event loop, driven line by line from stdin by
  * tests/integration/test_pg_transport.py:
- *   call TAG PATH JSON   pg_call(); the answer comes as one JSON line
+ *   call TAG PATH JSON   pg_query() of the test's statement; the answer comes
+ *                        as one JSON line
  *   stats                the counters, as one JSON line
  *   quit
  * Usage: snowid-pg-driver CONNINFO TIMEOUT_MS
  *
  * The schema run on each connection is the test's own: its snowid.call()
- * sleeps, raises or answers as the body asks, which the daemon's never does.
+ * sleeps, raises or answers as the body asks, which the daemon's verbs never
+ * do; each connection prepares it as the statement snowid_call, whose row
+ * carries the columns every verb's does (cid, rev) and the answer (body).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -42,6 +45,11 @@ const char snowid_postgres_sql[] =
         "    'path', path, 'echo', body, 'pid', pg_backend_pid()));\n"
         "END $$;\n";
 
+static const char prepare_sql[] = "PREPARE snowid_call AS SELECT j::text AS body, "
+                                  "(j->'body'->'header'->>'cluster_id')::bigint AS cid, "
+                                  "(j->'body'->'header'->>'revision')::bigint AS rev "
+                                  "FROM snowid.call($1::text, $2::jsonb) j;";
+
 static struct settings cfg;
 static struct pg *pg;
 static sd_event *event;
@@ -49,17 +57,19 @@ static bool in_call;
 static char line[16 << 20]; /* a call of several megabytes fits */
 static size_t line_len;
 
-static void on_reply(void *userdata, const struct store_reply *r)
+static void on_reply(void *userdata, const struct store_reply *r, const PGresult *res)
 {
         (void)userdata;
+        bool ok = r->answered && r->http == 200 && res;
         json_t *o = json_pack("{s:I, s:b, s:I, s:b, s:s?, s:s?, s:b, s:I, s:I, s:I, s:b, s:b}",
                               "tag", (json_int_t)r->tag, "answered", r->answered, "http",
-                              (json_int_t)r->http, "ok", store_ok(r), "error", r->error, "err",
+                              (json_int_t)r->http, "ok", ok, "error", r->error, "err",
                               pg_err_name(r->err), "nospace", r->nospace, "usec",
                               (json_int_t)r->usec, "revision", (json_int_t)r->revision, "in_flight",
                               (json_int_t)pg_in_flight(pg), "kv", r->kv, "inside_call", in_call);
-        if (r->json)
-                json_object_set(o, "body", r->json);
+        json_t *body = ok ? json_loads(PQgetvalue(res, 0, PQfnumber(res, "body")), 0, NULL) : NULL;
+        if (body)
+                json_object_set_new(o, "body", body);
         char *s = json_dumps(o, JSON_COMPACT);
         printf("%s\n", s);
         fflush(stdout);
@@ -91,9 +101,10 @@ static void command(char *cmd)
                 }
                 *path++ = 0;
                 *body++ = 0;
-                json_t *j = json_loads(body, 0, NULL);
+                const char *params[] = {path, body};
                 in_call = true;
-                int r = pg_call(pg, path, j, on_reply, NULL, strtoull(tag, NULL, 10));
+                int r = pg_query(pg, "snowid_call", 2, params, !strncmp(path, "/v3/kv/", 7),
+                                 on_reply, NULL, strtoull(tag, NULL, 10));
                 in_call = false;
                 if (r < 0)
                         printf("{\"call_failed\": %d}\n", r);
@@ -149,6 +160,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "%s\n", why);
                 return 2;
         }
+        pg_prepare_sql = prepare_sql;
         cfg.store = STORE_POSTGRES;
         cfg.postgres = argv[1];
         cfg.store_timeout_ms = (unsigned)atoi(argv[2]);

@@ -24,7 +24,7 @@
 #include "verbs.h"
 
 static sd_event *ev;
-static struct store *st;
+static struct store *st, *st2; /* two clients: two connections to PostgreSQL */
 static unsigned passed, failed;
 static int64_t revision_seen; /* the highest revision an answer carried */
 static bool revision_back;    /* an answer carried a lower one than before */
@@ -280,13 +280,15 @@ int main(int argc, char **argv)
                         WORKERS_MAX);
                 return 2;
         }
-        if (sd_event_new(&ev) < 0 || store_new(ev, &cfg, &st) < 0) {
+        if (sd_event_new(&ev) < 0 || store_new(ev, &cfg, &st) < 0 ||
+            store_new(ev, &cfg, &st2) < 0) {
                 fprintf(stderr, "store-contract: cannot make the store\n");
                 return 2;
         }
         char prefix[96];
         snprintf(prefix, sizeof(prefix), "/snowid/%s/", cfg.cluster);
         store_set_prefix(st, prefix);
+        store_set_prefix(st2, prefix);
         printf("# the contract of %s's verbs, under %s\n", store_title(st), prefix);
 
         /* a store that never held the cluster says so */
@@ -391,11 +393,11 @@ int main(int argc, char **argv)
                                            .modrev = nums[5].mark_rev,
                                            .own_worker = -1};
         store_claim(st, &qa, on_claim, &ra, 0);
-        store_claim(st, &qb, on_claim, &rb, 0);
+        store_claim(st2, &qb, on_claim, &rb, 0);
         wait_done(&ra.done, "a claim");
         wait_done(&rb.done, "a claim");
         check(ra.c.ok && rb.c.ok && ra.c.succeeded + rb.c.succeeded == 1,
-              "two claims of one number sent together: exactly one succeeds");
+              "two claims of one number sent together by two clients: exactly one succeeds");
 
         struct store_read rd = read_number(3, va);
         check(rd.ok && rd.n.held && rd.n.value_is && rd.n.lease == l1.lease && rd.n.mark == 5000,
@@ -436,6 +438,13 @@ int main(int argc, char **argv)
         rd = read_number(3, va);
         check(rd.ok && !rd.n.held && rd.n.mark == 9000,
               "a revoked lease's number: free, its mark kept (%" PRIu64 ")", rd.n.mark);
+        /* a claim that comes after its lease was revoked (its answer lost,
+         * the lease revoked before trying again) takes nothing: refused, or
+         * (etcd) failed as a put under a lease not found */
+        struct store_claimed c5 = claim(3, l1.lease, va, 10000, 12000, rd.n.mark_rev);
+        rd = read_number(3, va);
+        check(!c5.succeeded && rd.ok && !rd.n.held && rd.n.mark == 9000,
+              "store_claim under a revoked lease: refused, nothing written");
 
         /* the regions' records, the witnesses */
         d = (struct done_res){0};
@@ -457,11 +466,55 @@ int main(int argc, char **argv)
         wait_done(&d.done, "witness_delete");
         check(d.ok && d.succeeded, "store_witness_delete");
 
+        /* a cluster made with no marks: numbers the store holds nothing of */
+        char prefix2[112];
+        snprintf(prefix2, sizeof(prefix2), "/snowid/%s-unmarked/", cfg.cluster);
+        store_set_prefix(st, prefix2);
+        store_set_prefix(st2, prefix2);
+        d = (struct done_res){0};
+        store_make_cluster(st, &cfg.layout, made.fence, 1000, false, on_done, &d);
+        wait_done(&d.done, "make_cluster");
+        struct cluster_ident known = cl;
+        c = read_cluster(false);
+        cl = c.c;
+        struct lease_res l3 = grant(5), l4 = grant(5);
+        struct claim_res rc = {0}, rdd = {0};
+        struct store_claim_req q3 = {.cl = &cl,
+                                     .worker = 1,
+                                     .lease = l3.lease,
+                                     .value = va,
+                                     .start = 2000,
+                                     .mark = 5000,
+                                     .own_worker = -1},
+                               q4 = q3;
+        q4.lease = l4.lease;
+        q4.value = vb;
+        store_claim(st, &q3, on_claim, &rc, 0);
+        store_claim(st2, &q4, on_claim, &rdd, 0);
+        wait_done(&rc.done, "a claim");
+        wait_done(&rdd.done, "a claim");
+        rd = read_number(1, rc.c.succeeded ? va : vb);
+        check(d.ok && d.succeeded && rc.c.ok && rdd.c.ok && rc.c.succeeded + rdd.c.succeeded == 1 &&
+                      rd.n.held && rd.n.value_is &&
+                      rd.n.lease == (rc.c.succeeded ? l3.lease : l4.lease),
+              "two claims of a number with no mark, by two clients: exactly one succeeds, and "
+              "holds it");
+        /* a raise, read only, that names another fence: refused */
+        struct cluster_ident other = cl;
+        other.fence[0] ^= 1;
+        struct raise_res rr = {0};
+        store_raise(st, &other, 1, false, 0, 0, on_raise, &rr, 0);
+        wait_done(&rr.done, "a raise");
+        check(rr.rs.ok && !rr.rs.succeeded && rr.rs.same == 0,
+              "store_raise, read, under another fence: refused, the fence named as another");
+        cl = known;
+
         check(revision_seen > 0 && !revision_back,
               "every answer's revision at or above the ones before (last %" PRId64 ")",
               revision_seen);
 
         store_free(st);
+        store_free(st2);
         sd_event_unref(ev);
         settings_free(&cfg);
         printf("%u passed, %u failed\n", passed, failed);

@@ -144,105 +144,72 @@ static void test_connect_err(void **state)
                                  pg_connect_err(cases[i].msg), cases[i].err);
 }
 
-static void test_answers(void **state)
+/* A server's error as a reply: its class, and the status the holder reads. */
+static void test_errors(void **state)
 {
         static const struct {
-                const char *text;
+                const char *sqlstate;
                 long http;
-                bool ok;
                 enum store_err err;
                 bool nospace;
-                const char *error; /* NULL: none, or not checked when !ok */
         } cases[] = {
-                {"{\"status\": 200, \"body\": {\"header\": {\"revision\": \"7\"}}}", 200, true,
-                 STORE_ERR_NONE, false, NULL},
-                {"{\"body\": {}, \"status\": 200}", 200, true, STORE_ERR_NONE, false, NULL},
-                {"{\"status\": 400, \"body\": {\"error\": \"etcdserver: bad key\", \"code\": 3, "
-                 "\"message\": \"etcdserver: bad key\"}}",
-                 400, false, STORE_ERR_NONE, false, "etcdserver: bad key"},
-                {"{\"status\": 404, \"body\": {\"error\": \"etcdserver: requested lease not "
-                 "found\", \"code\": 5, \"message\": \"etcdserver: requested lease not found\"}}",
-                 404, false, STORE_ERR_NONE, false, "etcdserver: requested lease not found"},
-                {"{\"status\": 403, \"body\": {\"message\": \"etcdserver: permission denied\"}}",
-                 403, false, STORE_ERR_PERMISSION, false, NULL},
-                {"{\"status\": 429, \"body\": {\"message\": \"etcdserver: mvcc: database space "
-                 "exceeded\"}}",
-                 429, false, STORE_ERR_NONE, true, NULL},
-                {"{\"status\": 500, \"body\": {}}", 500, false, STORE_ERR_NONE, false,
-                 "the store answered an error"},
-                /* a 200 without an object body is not an answer to use */
-                {"{\"status\": 200}", 200, false, STORE_ERR_NONE, false,
-                 "the store's answer is not a JSON object"},
-                {"{\"status\": 200, \"body\": null}", 200, false, STORE_ERR_NONE, false,
-                 "the store's answer is not a JSON object"},
-                {"{\"status\": 200, \"body\": [1, 2]}", 200, false, STORE_ERR_NONE, false,
-                 "the store's answer is not a JSON object"},
-                {"{\"status\": 200, \"body\": \"x\"}", 200, false, STORE_ERR_NONE, false,
-                 "the store's answer is not a JSON object"},
-                /* malformed envelopes: a failure of the store, never an answer */
-                {"", 500, false, STORE_ERR_NONE, false, NULL},
-                {"not json", 500, false, STORE_ERR_NONE, false, NULL},
-                {"[]", 500, false, STORE_ERR_NONE, false, NULL},
-                {"\"x\"", 500, false, STORE_ERR_NONE, false, NULL},
-                {"{}", 500, false, STORE_ERR_NONE, false, NULL},
-                {"{\"body\": {}}", 500, false, STORE_ERR_NONE, false, NULL},
-                {"{\"status\": \"200\", \"body\": {}}", 500, false, STORE_ERR_NONE, false, NULL},
-                {"{\"status\": 200.0, \"body\": {}}", 500, false, STORE_ERR_NONE, false, NULL},
-                {"{\"status\": 99, \"body\": {}}", 500, false, STORE_ERR_NONE, false, NULL},
-                {"{\"status\": 600, \"body\": {}}", 500, false, STORE_ERR_NONE, false, NULL},
-                {"{\"status\": -1, \"body\": {}}", 500, false, STORE_ERR_NONE, false, NULL},
-                {"{\"status\": 200, \"body\": {}", 500, false, STORE_ERR_NONE, false, NULL},
+                {"28P01", 401, STORE_ERR_AUTH, false}, {"42501", 403, STORE_ERR_PERMISSION, false},
+                {"53100", 429, STORE_ERR_NONE, true},  {"40001", 500, STORE_ERR_NONE, false},
+                {"SNOW2", 500, STORE_ERR_NONE, false}, {NULL, 500, STORE_ERR_NONE, false},
         };
         (void)state;
         for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
                 struct store_reply r = {0};
-                pg_answer_parse(&r, cases[i].text, strlen(cases[i].text));
-                if (!r.answered || r.http != cases[i].http || store_ok(&r) != cases[i].ok ||
-                    r.err != cases[i].err || r.nospace != cases[i].nospace)
-                        fail_msg("'%s': answered %d http %ld ok %d err %d nospace %d",
-                                 cases[i].text, r.answered, r.http, store_ok(&r), r.err, r.nospace);
-                if (!cases[i].ok)
-                        assert_non_null(r.error);
-                if (cases[i].error)
-                        assert_string_equal(r.error, cases[i].error);
-                if (cases[i].ok)
-                        assert_null(r.error);
-                json_decref(r.json);
+                pg_error_reply(&r, cases[i].sqlstate, "ERROR:  something\nDETAIL: more");
+                if (!r.answered || r.http != cases[i].http || r.err != cases[i].err ||
+                    r.nospace != cases[i].nospace || store_ok(&r))
+                        fail_msg("%s: answered %d http %ld err %d nospace %d", cases[i].sqlstate,
+                                 r.answered, r.http, r.err, r.nospace);
+                assert_string_equal(r.error, "ERROR:  something");
         }
-        /* the body is what the holder reads; the envelope is gone */
-        struct store_reply r = {0};
-        const char *text = "{\"status\": 200, \"body\": {\"header\": {\"revision\": \"42\", "
-                           "\"cluster_id\": \"9\"}, \"kvs\": [{\"key\": \"YQ==\"}]}}";
-        pg_answer_parse(&r, text, strlen(text));
-        assert_true(store_ok(&r));
-        assert_null(json_object_get(r.json, "status"));
-        assert_non_null(json_object_get(r.json, "kvs"));
+}
+
+/* A verb's row carries the store's identity and, for a write, its
+ * revision: a read (revision 0) is checked on its identity alone. */
+static void test_history(void **state)
+{
         struct store_history hist = {0};
-        store_history_note(&hist, 0, 0, true, &r);
-        assert_int_equal(r.revision, 42);
-        assert_int_equal(r.cluster_id, 9);
-        json_decref(r.json);
-        /* NULL text: no answer at all */
-        r = (struct store_reply){0};
-        pg_answer_parse(&r, NULL, 0);
-        assert_int_equal(r.http, 500);
-        assert_non_null(r.error);
+        struct store_reply r = {.revision = 40, .cluster_id = 9};
+        (void)state;
+        store_history_seen(&hist, 0, 0, true, &r);
+        assert_false(r.went_back);
+        assert_int_equal(hist.max_rev, 40);
+        /* a read: no revision, the same store */
+        r = (struct store_reply){.cluster_id = 9};
+        store_history_seen(&hist, 0, 0, true, &r);
+        assert_false(r.went_back);
+        /* a write below one seen before it was sent: a restore */
+        r = (struct store_reply){.revision = 30, .cluster_id = 9};
+        store_history_seen(&hist, hist.max_rev, 0, true, &r);
+        assert_true(r.went_back);
+        /* a read from another store, after a reset */
+        store_history_forget(&hist);
+        hist.cluster_id = 9;
+        r = (struct store_reply){.cluster_id = 10};
+        store_history_seen(&hist, 0, hist.gen, true, &r);
+        assert_true(r.went_back);
 }
 
 /* The schema is embedded whole and ends with a NUL. */
 static void test_embedded_sql(void **state)
 {
         (void)state;
-        assert_non_null(strstr(snowid_postgres_sql, "snowid.call"));
+        assert_non_null(strstr(snowid_postgres_sql, "FUNCTION snowid.claim("));
+        assert_null(strstr(snowid_postgres_sql, "snowid.call("));
         assert_true(strlen(snowid_postgres_sql) > 0);
 }
 
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_conninfo),     cmocka_unit_test(test_sqlstate),
-                cmocka_unit_test(test_connect_err),  cmocka_unit_test(test_answers),
-                cmocka_unit_test(test_embedded_sql),
+                cmocka_unit_test(test_conninfo),    cmocka_unit_test(test_sqlstate),
+                cmocka_unit_test(test_connect_err), cmocka_unit_test(test_errors),
+                cmocka_unit_test(test_history),     cmocka_unit_test(test_embedded_sql),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -281,7 +281,7 @@ static void on_cluster(struct known *k, const struct known_view *v, const struct
                         k->ranging_set = true;
                         struct known_action *t = act(out, KNOWN_DO_RANGE);
                         t->cr = cr;
-                        t->a = (uint64_t)in->revision;
+                        t->a = (uint64_t)cr->records_rev;
                         return;
                 }
                 layout_read(k, v, &cr->l, c, out);

@@ -182,6 +182,12 @@ void store_history_note(struct store_history *hist, int64_t rev_at_send, unsigne
         r->cluster_id = strtoull(cid, &end, 10);
         if (errno || end == cid || *end)
                 r->cluster_id = 0;
+        store_history_seen(hist, rev_at_send, gen_at_send, linearizable, r);
+}
+
+void store_history_seen(struct store_history *hist, int64_t rev_at_send, unsigned gen_at_send,
+                        bool linearizable, struct store_reply *r)
+{
         if (gen_at_send != hist->gen)
                 return; /* sent before a reset: of the history that was left behind */
         switch (rule5_answer(hist->cluster_id, r->cluster_id, rev_at_send, r->revision,

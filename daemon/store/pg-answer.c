@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The PostgreSQL backend's pure parts (tests/test-pg.c): a server's error
- * or snowid.call()'s answer as a store_reply, the classes of refusals by
+ * The PostgreSQL backend's pure parts (tests/test-pg-answer.c): a server's
+ * error as a store_reply, the classes of refusals by
  * SQLSTATE and by libpq's words, their names and what mends them.
  */
 #include <errno.h>
@@ -138,26 +138,6 @@ void pg_error_reply(struct store_reply *r, const char *sqlstate, const char *mes
                                                    : 500;
         pg_one_line(r->text, sizeof(r->text), message);
         r->error = r->text[0] ? r->text : "PostgreSQL reported an error";
-}
-
-void pg_answer_parse(struct store_reply *r, const char *text, size_t len)
-{
-        json_t *a = text ? json_loadb(text, len, 0, NULL) : NULL;
-        json_t *status = json_object_get(a, "status"), *body = json_object_get(a, "body");
-        if (!json_is_object(a) || !json_is_integer(status) || json_integer_value(status) < 100 ||
-            json_integer_value(status) > 599) {
-                json_decref(a);
-                r->answered = true;
-                r->http = 500;
-                r->json = NULL;
-                r->error = "snowid.call() answered something other than {\"status\", \"body\"}";
-                return;
-        }
-        char *dump = body && !json_is_null(body) ? json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY)
-                                                 : NULL;
-        store_reply_parse(r, (long)json_integer_value(status), dump, dump ? strlen(dump) : 0);
-        free(dump);
-        json_decref(a);
 }
 
 const char *pg_err_name(enum store_err err)

@@ -20,11 +20,14 @@
 #define SETUP_MIN_MS 10000     /* a new connection's setup may take this long, at least */
 #define ANSWER_MAX (16u << 20) /* an answer larger than this is not one of ours */
 
+#define PG_PARAMS_MAX 16
+
 struct request {
         struct pg *pg;
-        char *path;
-        char *body;
-        store_cb cb;
+        const char *stmt; /* a prepared statement's name (pg_statements) */
+        unsigned nparams;
+        char *params[PG_PARAMS_MAX]; /* text; NULL is SQL's NULL */
+        pg_result_cb cb;
         void *userdata;
         uint64_t tag;
         uint64_t queued;     /* CLOCK_MONOTONIC usec */
@@ -47,7 +50,8 @@ enum setup_step {
         S_SETTINGS, /* the setup's timeouts, isolation and application_name */
         S_CHECKS,   /* a primary, and how durable its commits are */
         S_SCHEMA,   /* daemon/store/postgres.sql: idempotent */
-        S_WARM,     /* one harmless call: the server compiles snowid.call's functions */
+        S_PREPARE,  /* the verbs' statements, prepared on this connection */
+        S_WARM,     /* one harmless read: the server compiles the verbs' functions */
         S_TIMEOUTS, /* then every statement bounded by store-timeout */
         S_DONE,
 };
@@ -94,8 +98,11 @@ void pg_conn_broken(struct pg *p, const char *why);
 void pg_connect_start(struct pg *p);
 void pg_endpoint_format(char *buf, size_t size, const char *host, const char *port);
 void pg_fail_all(struct pg *p, enum store_err err, const char *why);
-void pg_finish(struct pg *p, struct request *q, struct store_reply *r);
+void pg_finish(struct pg *p, struct request *q, struct store_reply *r, const PGresult *res);
 void pg_flush(struct pg *p);
+bool pg_disk_full(const struct pg *p);
+/* How long a new connection's setup may take. */
+unsigned pg_setup_ms(const struct pg *p);
 void pg_kick(struct pg *p);
 void pg_problem_seen(struct pg *p, enum store_err err, const char *message);
 void pg_unlink_request(struct pg *p, struct request *q);

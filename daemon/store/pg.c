@@ -2,10 +2,10 @@
 /*
  * The store on PostgreSQL, in the daemon's loop: one connection, made with
  * PQconnectStartParams()/PQconnectPoll() and then set non-blocking, watched
- * on PQsocket() in the direction libpq asks.  Calls wait in a queue and go
- * one at a time as SELECT snowid.call($1, $2::jsonb); the answer, an HTTP-like
- * status and an etcd-shaped body, is read as etcd's gateway answers are
- * (store_reply_parse()), so the holder cannot tell the stores apart.
+ * on PQsocket() in the direction libpq asks.  Queries wait in a queue and
+ * go one at a time, each a prepared statement of the verbs (pg-verbs.c);
+ * the answer's row goes back to the verb, which reads it into its typed
+ * result.
  */
 #include <errno.h>
 #include <libpq-fe.h>
@@ -19,8 +19,6 @@
 
 #include "log.h"
 #include "pg-int.h"
-
-static const char call_sql[] = "SELECT snowid.call($1, $2::jsonb)::text";
 
 /* The server, as said in logs and problems: host:port or the socket. */
 void pg_endpoint_format(char *buf, size_t size, const char *host, const char *port)
@@ -90,8 +88,8 @@ void pg_unlink_request(struct pg *p, struct request *q)
 static void request_free(struct request *q)
 {
         sd_event_source_disable_unref(q->deadline);
-        free(q->path);
-        free(q->body);
+        for (unsigned i = 0; i < q->nparams; i++)
+                free(q->params[i]);
         free(q);
 }
 
@@ -135,36 +133,48 @@ void pg_on_problem(struct pg *p, void (*cb)(void *userdata, const struct store_p
 /* ---- answers ---- */
 
 /* Hands q its reply and frees it; q is off the queue already. */
-void pg_finish(struct pg *p, struct request *q, struct store_reply *r)
+void pg_finish(struct pg *p, struct request *q, struct store_reply *r, const PGresult *res)
 {
         r->tag = q->tag;
         r->usec = now_usec() - q->queued;
         r->kv = q->is_kv;
         int64_t max_rev = p->hist.max_rev;
-        /* every call runs under the one row lock, leases too: one sent
-         * after an answer at revision R is answered at R or later */
-        if ((q->is_kv || !strncmp(q->path, "/v3/lease/", 10)) && store_ok(r))
-                store_history_note(&p->hist, q->rev_at_send, q->gen_at_send, true, r);
-        /* a full disk lasts until a write goes through (the revision moved);
-         * meanwhile the alarm call says NOSPACE, as etcd's would */
+        if (res) {
+                /* every verb's row carries the store's identity (cid) and,
+                 * a write that was applied, its revision (rev; 0 for
+                 * reads, see postgres.sql) */
+                int cid = PQfnumber(res, "cid"), rev = PQfnumber(res, "rev");
+                if (cid >= 0 && !PQgetisnull(res, 0, cid))
+                        r->cluster_id = strtoull(PQgetvalue(res, 0, cid), NULL, 10);
+                if (rev >= 0 && !PQgetisnull(res, 0, rev))
+                        r->revision = strtoll(PQgetvalue(res, 0, rev), NULL, 10);
+                if (r->revision < 0)
+                        r->revision = 0;
+                /* queries run one after another: a write's revision is
+                 * above every revision this daemon saw before it was sent */
+                store_history_seen(&p->hist, r->revision ? q->rev_at_send : 0, q->gen_at_send, true,
+                                   r);
+        }
+        /* a full disk lasts until a write goes through; meanwhile the alarm
+         * verb says the server is full, as etcd's NOSPACE alarm */
         if (r->nospace)
                 p->disk_full = true;
-        else if (q->is_kv && store_ok(r) && !r->went_back && r->revision > max_rev)
+        else if (res && !r->went_back && r->revision > max_rev)
                 p->disk_full = false;
-        if (p->disk_full && store_ok(r) && !strcmp(q->path, "/v3/maintenance/alarm")) {
-                json_decref(r->json);
-                r->json = json_pack("{s:[{s:s, s:s}]}", "alarms", "alarm", "NOSPACE", "memberID",
-                                    p->endpoint);
-        }
-        store_stats_count(&p->stats, r->usec, store_ok(r));
+        bool ok = r->answered && r->http == 200 && res;
+        store_stats_count(&p->stats, r->usec, ok);
         p->in_flight--;
         if (r->err != STORE_ERR_NONE && r->answered)
                 pg_problem_seen(p, r->err, r->error);
-        else if (store_ok(r))
+        else if (ok)
                 problem_cleared(p, q);
-        q->cb(q->userdata, r);
-        json_decref(r->json);
+        q->cb(q->userdata, r, res);
         request_free(q);
+}
+
+bool pg_disk_full(const struct pg *p)
+{
+        return p->disk_full;
 }
 
 /* Fails q, unanswered. */
@@ -174,7 +184,7 @@ static void fail_request(struct pg *p, struct request *q, enum store_err err, co
         pg_one_line(r.text, sizeof(r.text), why);
         r.error = r.text;
         pg_unlink_request(p, q);
-        pg_finish(p, q, &r);
+        pg_finish(p, q, &r, NULL);
 }
 
 /* Fails every call queued now (not those their callbacks make). */
@@ -189,7 +199,7 @@ void pg_fail_all(struct pg *p, enum store_err err, const char *why)
                 struct store_reply r = {.err = err};
                 pg_one_line(r.text, sizeof(r.text), why);
                 r.error = r.text;
-                pg_finish(p, q, &r);
+                pg_finish(p, q, &r, NULL);
         }
 }
 
@@ -197,8 +207,8 @@ void pg_fail_all(struct pg *p, enum store_err err, const char *why)
 
 static void send_request(struct pg *p, struct request *q)
 {
-        const char *params[2] = {q->path, q->body};
-        if (!PQsendQueryParams(p->conn, call_sql, 2, NULL, params, NULL, NULL, 0)) {
+        if (!PQsendQueryPrepared(p->conn, q->stmt, (int)q->nparams, (const char *const *)q->params,
+                                 NULL, NULL, 0)) {
                 pg_conn_broken(p, PQerrorMessage(p->conn));
                 return;
         }
@@ -337,23 +347,24 @@ struct pg *pg_free(struct pg *p)
         return NULL;
 }
 
-int pg_call(struct pg *p, const char *path, json_t *body, store_cb cb, void *userdata, uint64_t tag)
+int pg_query(struct pg *p, const char *stmt, unsigned n, const char *const *params, bool kv,
+             pg_result_cb cb, void *userdata, uint64_t tag)
 {
-        char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-        json_decref(body);
-        struct request *q = text ? calloc(1, sizeof(*q)) : NULL;
-        if (!q || !(q->path = strdup(path))) {
-                free(q);
-                free(text);
+        struct request *q = n <= PG_PARAMS_MAX ? calloc(1, sizeof(*q)) : NULL;
+        if (!q)
                 return -ENOMEM;
-        }
         q->pg = p;
-        q->body = text;
+        q->stmt = stmt;
+        for (; q->nparams < n; q->nparams++)
+                if (params[q->nparams] && !(q->params[q->nparams] = strdup(params[q->nparams]))) {
+                        request_free(q);
+                        return -ENOMEM;
+                }
         q->cb = cb;
         q->userdata = userdata;
         q->tag = tag;
         q->queued = now_usec();
-        q->is_kv = !strncmp(path, "/v3/kv/", 7);
+        q->is_kv = kv;
         int r = sd_event_add_time(p->event, &q->deadline, CLOCK_MONOTONIC,
                                   q->queued + (uint64_t)p->cfg->store_timeout_ms * 1000, 1000,
                                   on_deadline, q);
@@ -369,7 +380,7 @@ int pg_call(struct pg *p, const char *path, json_t *body, store_cb cb, void *use
                 p->head = q;
         p->tail = q;
         p->in_flight++;
-        pg_kick(p); /* from the loop: no callback runs inside pg_call() */
+        pg_kick(p); /* from the loop: no callback runs inside pg_query() */
         return 0;
 }
 
@@ -402,12 +413,6 @@ static int ops_new(sd_event *event, const struct settings *cfg, void **ret)
 static void ops_free(void *b)
 {
         pg_free(b);
-}
-
-static int ops_call(void *b, const char *path, json_t *body, store_cb cb, void *userdata,
-                    uint64_t tag)
-{
-        return pg_call(b, path, body, cb, userdata, tag);
 }
 
 static unsigned ops_in_flight(const void *b)
@@ -450,10 +455,9 @@ static unsigned ops_members(const struct settings *cfg)
 const struct store_ops store_pg_ops = {
         .name = "postgres",
         .title = "PostgreSQL",
-        .verbs = &store_txn_verbs,
+        .verbs = &store_pg_verbs,
         .new = ops_new,
         .free = ops_free,
-        .call = ops_call,
         .in_flight = ops_in_flight,
         .history_reset = ops_history_reset,
         .expect_cluster = ops_expect_cluster,

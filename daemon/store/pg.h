@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The store on PostgreSQL (private to the backend: the daemon sees store.h):
- * the store's calls (a path and a JSON body, answered in the store's shape), each one run as
- * SELECT snowid.call(path, body) on one connection, driven by libpq's
+ * the verbs' statements (pg-verbs.c), each a prepared call of one function
+ * of daemon/store/postgres.sql, run on one connection, driven by libpq's
  * asynchronous API inside the daemon's sd-event loop: nothing here blocks.
  * One query is in flight at a time; the others wait in order.  Every call
  * has a deadline of store-timeout from when it was made; a deadline passing
@@ -12,6 +12,8 @@
 #pragma once
 
 #include <jansson.h>
+#include <libpq-fe.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <systemd/sd-event.h>
 
@@ -23,9 +25,20 @@ struct pg;
 int pg_new(sd_event *event, const struct settings *cfg, struct pg **ret);
 /* Calls not answered yet are dropped without their callbacks. */
 struct pg *pg_free(struct pg *p);
-/* As store_call(). */
-int pg_call(struct pg *p, const char *path, json_t *body, store_cb cb, void *userdata,
-            uint64_t tag);
+/* A query's answer: r says whether it came (r->answered, r->http 200 and
+ * res non-NULL: its rows), or why not; r->revision and r->cluster_id are
+ * the row's columns rev and cid, where it has them.  res lives only during
+ * the call. */
+typedef void (*pg_result_cb)(void *userdata, const struct store_reply *r, const PGresult *res);
+/* Runs prepared statement stmt (one of those pg-conn.c prepares, or a
+ * test's own) with n text parameters (NULL: SQL's NULL);
+ * kv: on the cluster's rows (the only calls a permission refusal holds
+ * back).  cb runs exactly once, from the loop, unless p is freed first. */
+int pg_query(struct pg *p, const char *stmt, unsigned n, const char *const *params, bool kv,
+             pg_result_cb cb, void *userdata, uint64_t tag);
+/* What every connection prepares instead of the verbs' statements: a
+ * test's own (tests/pg-driver.c); NULL in snowidd. */
+extern const char *pg_prepare_sql;
 unsigned pg_in_flight(const struct pg *p);
 void pg_history_reset(struct pg *p);
 void pg_expect_cluster(struct pg *p, uint64_t cluster_id);
@@ -34,7 +47,7 @@ const char *pg_endpoint(const struct pg *p);
 const struct store_stats *pg_stats(const struct pg *p);
 void pg_on_problem(struct pg *p, store_problem_cb cb, void *userdata);
 
-/* The schema and snowid.call(), daemon/store/postgres.sql, embedded at build time. */
+/* The schema and the verbs' functions, daemon/store/postgres.sql, embedded at build time. */
 extern const char snowid_postgres_sql[];
 
 /* ---- pure parts, apart from the connection (tests/test-pg.c) ---- */
@@ -56,11 +69,6 @@ enum store_err pg_connect_err(const char *message);
  * (53100), else 500: a transient failure of the store), the server's message
  * in r->text and r->error. */
 void pg_error_reply(struct store_reply *r, const char *sqlstate, const char *message);
-/* snowid.call()'s answer, {"status": N, "body": {...}}, as a reply: the body
- * and status through store_reply_parse().  Malformed: answered, status 500 and
- * an error.  r->tag and r->usec are left as they are; the caller frees
- * r->json. */
-void pg_answer_parse(struct store_reply *r, const char *text, size_t len);
 /* "postgres-auth", "postgres-permission", "postgres-tls", "postgres-cert";
  * NULL for none. */
 const char *pg_err_name(enum store_err err);

@@ -1,839 +1,751 @@
 -- SPDX-License-Identifier: MIT
 --
--- snowid's store in PostgreSQL: etcd's v3 key-value model (one keyspace,
--- revisions, leases) and snowid.call(path, body), which executes the
--- requests snowidd sends to etcd's JSON gateway with etcd's semantics and
--- answers as the gateway does: {"status": <HTTP status>, "body": <answer>}.
+-- snowid's store in PostgreSQL: tables that say what they hold, and one
+-- function per verb of the store's contract (docs/design.md, "The store's
+-- verbs"; docs/postgres.md argues each one).  snowidd calls them as
+-- prepared statements with typed arguments; each answers with one row.
 --
 -- The whole file is one simple-protocol query string.  Every daemon sends it
 -- when it connects; it is idempotent, and the advisory lock makes daemons
 -- that start at once take turns.
 --
--- Serialization.  Every snowid.call() first locks the one row of
--- snowid.meta (SELECT ... FOR UPDATE) and holds it until its transaction
--- ends, so calls run one at a time, in the order they got the lock: one
--- total order of requests, as etcd's raft log gives.  At READ COMMITTED
--- each statement of a call takes a new snapshot after the lock was granted,
--- so a call sees every call committed before it and nothing of any call
--- after it: each call reads and writes the state left by the previous one,
--- which is what etcd's linearizable reads and serialized txns guarantee.
--- Only at READ COMMITTED: at REPEATABLE READ a call that waited for the
--- lock would read the snapshot taken before it (a lease revoked meanwhile
--- still there), so snowid.call refuses to run at any other level, and
--- snowidd sets it on every connection.  The revision is in the locked row,
--- so it grows by one per writing call, in lock order.
+-- Locks.  A verb locks only the rows it touches: a claim, an extension or a
+-- raise the one number's row (FOR UPDATE) and its cluster's row (FOR SHARE,
+-- which many take at once), so that a fence, which takes the cluster's row
+-- FOR UPDATE, is never between a write's check of the fence and its commit.
+-- No row is taken by every call of every daemon.
+--
+-- Revisions.  Every write takes its revision from the sequence
+-- snowid.revision after it holds the row it writes: a later write of the
+-- same row waited for this one to commit, so it takes a higher one.  A
+-- row's revision is what a daemon compares to find its own write still
+-- there (a restore takes it back).  Reads answer with revision 0: a
+-- sequence's value read outside a committed write may not survive a crash
+-- of the server, and would look like a restore.
+--
 -- The only clock is the server's clock_timestamp(): lease expiry does not
 -- depend on any daemon's clock.
 
 BEGIN;
 
--- a fixed key of snowid's own: loads of this file take turns
-SELECT pg_advisory_xact_lock(7306086541206302061);
-
 -- Everything is made only when this file is newer than what the database
 -- holds (schema_version), never by an older daemon over a newer one's, so
--- that a daemon starting while others run takes no lock on the tables.
--- Changing anything below: raise want.
+-- that a daemon starting while others run takes no lock on the tables, and
+-- daemons connecting at once do not wait for each other.  A fixed key of
+-- snowid's own (an advisory lock) makes the loads that do change something
+-- take turns.  Changing anything below: raise want.
 DO $install$
 DECLARE
-        want constant int := 4;
+        want constant int := 5;
+        have int := 0;
 BEGIN
 IF to_regclass('snowid.meta') IS NOT NULL THEN
-        IF (SELECT schema_version FROM snowid.meta) >= want AND
-           to_regprocedure('snowid.call(text,jsonb)') IS NOT NULL THEN
+        IF (SELECT schema_version FROM snowid.meta) >= want THEN
                 RETURN;
         END IF;
 END IF;
--- an upgrade takes snowid.meta first, as every call does, so that its
--- DDL's table locks come after it in the same order; the whole table (not
--- only its row), so that a call waiting for the row, which holds the
--- table's ROW SHARE, does not meet the ALTER TABLE below in a deadlock
+PERFORM pg_advisory_xact_lock(7306086541206302061);
 IF to_regclass('snowid.meta') IS NOT NULL THEN
+        SELECT schema_version INTO have FROM snowid.meta;
+        IF have >= want THEN
+                RETURN; -- made meanwhile
+        END IF;
+        -- the etcd emulation of earlier releases (version 4 and before):
+        -- its calls wait behind this lock, and fail once it is gone
         LOCK TABLE snowid.meta IN ACCESS EXCLUSIVE MODE;
 END IF;
 EXECUTE $schema$
 
 CREATE SCHEMA IF NOT EXISTS snowid;
 
+-- one row: the store's identity (what etcd's cluster ID is to etcd), and
+-- the server the data was made on
 CREATE TABLE IF NOT EXISTS snowid.meta (
         one boolean PRIMARY KEY DEFAULT true CHECK (one),
-        revision bigint NOT NULL,
         cluster_id bigint NOT NULL,
-        member_id bigint NOT NULL,
         schema_version int NOT NULL
 );
+ALTER TABLE snowid.meta ADD COLUMN IF NOT EXISTS system_identifier bigint;
+INSERT INTO snowid.meta (cluster_id, schema_version)
+SELECT greatest(1, ('x' || substr(md5(gen_random_uuid()::text), 1, 16))::bit(64)::bigint
+                   & 9223372036854775807), 0
+WHERE NOT EXISTS (SELECT 1 FROM snowid.meta);
 
-CREATE TABLE IF NOT EXISTS snowid.kv (
-        key bytea PRIMARY KEY,
-        value bytea NOT NULL,
-        create_revision bigint NOT NULL,
-        mod_revision bigint NOT NULL,
-        version bigint NOT NULL,
-        lease bigint NOT NULL DEFAULT 0
+CREATE SEQUENCE IF NOT EXISTS snowid.revision;
+
+-- a cluster: its layout (absent until made), fence and floor, and the
+-- host making it
+CREATE TABLE IF NOT EXISTS snowid.clusters (
+        name text PRIMARY KEY,
+        epoch_ms bigint,
+        time_bits int,
+        worker_bits int,
+        seq_bits int,
+        layout_rev bigint,
+        fence text,
+        fence_rev bigint,
+        floor bigint,
+        creating text,
+        creating_rev bigint
 );
-CREATE INDEX IF NOT EXISTS kv_lease ON snowid.kv (lease) WHERE lease <> 0;
 
+-- the leases; expires_at is the server's clock_timestamp() plus the TTL.
+-- A lease whose time is up is gone, whether or not its row still is.
 CREATE TABLE IF NOT EXISTS snowid.leases (
         id bigint PRIMARY KEY,
         ttl bigint NOT NULL,
         expires_at timestamptz NOT NULL
+) WITH (fillfactor = 50);
+
+-- a worker number: its mark, and its holder while its lease lives.  Every
+-- write of the mark takes a new revision; the mark never goes down
+-- (snowid._mark_up).  No index on what changes: updates stay HOT.
+CREATE TABLE IF NOT EXISTS snowid.numbers (
+        cluster text NOT NULL,
+        n int NOT NULL CHECK (n >= 0),
+        lease bigint,
+        holder text,
+        mark bigint NOT NULL CHECK (mark >= 0),
+        mark_rev bigint NOT NULL,
+        PRIMARY KEY (cluster, n)
+) WITH (fillfactor = 50);
+
+-- what a halted daemon wrote down for `snowid fence` (docs/fences.md rule 7)
+CREATE TABLE IF NOT EXISTS snowid.witnesses (
+        cluster text NOT NULL,
+        token text NOT NULL,
+        value text NOT NULL,
+        rev bigint NOT NULL,
+        PRIMARY KEY (cluster, token)
 );
-CREATE INDEX IF NOT EXISTS leases_expires_at ON snowid.leases (expires_at);
 
--- made once: a restored or replaced database shows up as etcd's would (the
--- revision goes back, or the cluster id is another); etcd starts at 1
--- the server the data was made on (pg_control_system()), where readable:
--- data moved to another server (a dump restored) gets a new cluster_id
-ALTER TABLE snowid.meta ADD COLUMN IF NOT EXISTS system_identifier bigint;
-
-INSERT INTO snowid.meta (revision, cluster_id, member_id, schema_version)
-SELECT 1,
-       greatest(1, ('x' || substr(md5(gen_random_uuid()::text), 1, 16))::bit(64)::bigint
-                   & 9223372036854775807),
-       greatest(1, ('x' || substr(md5(gen_random_uuid()::text), 1, 16))::bit(64)::bigint
-                   & 9223372036854775807),
-       0
-WHERE NOT EXISTS (SELECT 1 FROM snowid.meta);
+-- the regions' ranges of numbers (docs/regions.md)
+CREATE TABLE IF NOT EXISTS snowid.ranges (
+        cluster text NOT NULL,
+        region text NOT NULL,
+        value text NOT NULL,
+        rev bigint NOT NULL,
+        PRIMARY KEY (cluster, region)
+);
 
 $schema$;
+
+-- from the etcd emulation: every key to the row that holds it now, the
+-- revisions kept (the sequence goes on above them), and the emulation gone
+IF to_regclass('snowid.kv') IS NOT NULL THEN
+        EXECUTE $migrate$
+        CREATE TEMP TABLE keys ON COMMIT DROP AS
+        SELECT substring(k FROM '^/snowid/([^/]+)/') AS cluster,
+               substring(k FROM '^/snowid/[^/]+/(.*)$') AS what,
+               convert_from(value, 'UTF8') AS value, create_revision, mod_revision, lease
+        FROM (SELECT convert_from(key, 'UTF8') AS k, * FROM snowid.kv) x
+        WHERE k ~ '^/snowid/[^/]+/';
+
+        INSERT INTO snowid.clusters (name)
+        SELECT DISTINCT cluster FROM keys ON CONFLICT DO NOTHING;
+        UPDATE snowid.clusters c
+        SET epoch_ms = (k.value::jsonb ->> 'epoch_ms')::bigint,
+            time_bits = (k.value::jsonb ->> 'time_bits')::int,
+            worker_bits = (k.value::jsonb ->> 'worker_bits')::int,
+            seq_bits = (k.value::jsonb ->> 'seq_bits')::int,
+            layout_rev = k.create_revision
+        FROM keys k WHERE k.cluster = c.name AND k.what = 'layout' AND k.value ~
+            '^\{"epoch_ms":[0-9]{1,18},"time_bits":[0-9]{1,2},"worker_bits":[0-9]{1,2},"seq_bits":[0-9]{1,2}\}$';
+        UPDATE snowid.clusters c SET fence = k.value, fence_rev = k.mod_revision
+        FROM keys k WHERE k.cluster = c.name AND k.what = 'fence';
+        UPDATE snowid.clusters c SET floor = k.value::bigint
+        FROM keys k WHERE k.cluster = c.name AND k.what = 'floor' AND k.value ~ '^[0-9]{1,20}$'
+                      AND k.value::numeric <= 9223372036854775807;
+        UPDATE snowid.clusters c SET creating = k.value, creating_rev = k.mod_revision
+        FROM keys k WHERE k.cluster = c.name AND k.what = 'creating';
+
+        INSERT INTO snowid.numbers (cluster, n, lease, holder, mark, mark_rev)
+        SELECT m.cluster, substring(m.what FROM 5)::int, nullif(w.lease, 0), w.value,
+               m.value::bigint, m.mod_revision
+        FROM keys m LEFT JOIN keys w
+          ON w.cluster = m.cluster AND w.what = 'workers/' || substring(m.what FROM 5)
+        WHERE m.what ~ '^hwm/[0-9]{1,9}$' AND m.value ~ '^[0-9]{1,20}$'
+              AND m.value::numeric <= 9223372036854775807;
+        INSERT INTO snowid.witnesses (cluster, token, value, rev)
+        SELECT cluster, substring(what FROM 9), value, mod_revision
+        FROM keys WHERE what LIKE 'witness/%';
+        INSERT INTO snowid.ranges (cluster, region, value, rev)
+        SELECT cluster, substring(what FROM 8), value, mod_revision
+        FROM keys WHERE what LIKE 'ranges/%';
+
+        SELECT setval('snowid.revision', greatest((SELECT revision FROM snowid.meta), 1));
+        ALTER TABLE snowid.meta DROP COLUMN revision, DROP COLUMN member_id;
+        DROP TABLE snowid.kv;
+        ALTER TABLE snowid.leases SET (fillfactor = 50);
+        DROP INDEX IF EXISTS snowid.leases_expires_at;
+        $migrate$;
+END IF;
+-- the functions of earlier releases, the emulation's among them
+DECLARE
+        f regprocedure;
+BEGIN
+        FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+                 JOIN pg_namespace s ON s.oid = p.pronamespace
+                 WHERE s.nspname = 'snowid' LOOP
+                EXECUTE 'DROP FUNCTION ' || f || ' CASCADE';
+        END LOOP;
+END;
 EXECUTE $functions$
 
--- An etcd error: its HTTP status and gRPC code travel in the detail.
-CREATE OR REPLACE FUNCTION snowid._fail(status int, code int, msg text) RETURNS void
+-- a mark never goes down, whoever writes it
+CREATE FUNCTION snowid._mark_up() RETURNS trigger
 LANGUAGE plpgsql AS $f$
 BEGIN
-        RAISE EXCEPTION USING ERRCODE = 'SNOW1', MESSAGE = msg, DETAIL = status || ' ' || code;
+        IF NEW.mark < OLD.mark THEN
+                RAISE EXCEPTION 'snowid: the mark of number % would go down from % to %',
+                        OLD.n, OLD.mark, NEW.mark USING ERRCODE = 'SNOW2';
+        END IF;
+        RETURN NEW;
 END $f$;
+CREATE TRIGGER mark_up BEFORE UPDATE OF mark ON snowid.numbers
+FOR EACH ROW EXECUTE FUNCTION snowid._mark_up();
 
--- A field by its proto name or its lowerCamel JSON name; JSON null = absent
-CREATE OR REPLACE FUNCTION snowid._f(o jsonb, a text, b text DEFAULT NULL) RETURNS jsonb
-LANGUAGE sql IMMUTABLE AS $f$
-        SELECT CASE WHEN jsonb_typeof(o) = 'object'
-                    THEN coalesce(nullif(o -> a, 'null'::jsonb), nullif(o -> b, 'null'::jsonb)) END
-$f$;
-
--- int64: a JSON number or a decimal string; absent = 0
-CREATE OR REPLACE FUNCTION snowid._int(j jsonb) RETURNS bigint
-LANGUAGE plpgsql IMMUTABLE AS $f$
-DECLARE
-        t text;
+-- No verb deletes a number's row; one deleted by hand keeps its mark in
+-- the floor, as a mark key deleted from etcd leaves the floor the mark's
+-- write raised (docs/fences.md rule 2: the floor stays at or above every
+-- mark ever written).  A floor that is gone stays gone.
+CREATE FUNCTION snowid._mark_kept() RETURNS trigger
+LANGUAGE plpgsql AS $f$
 BEGIN
-        IF j IS NULL THEN
-                RETURN 0;
+        IF TG_OP = 'TRUNCATE' THEN
+                UPDATE snowid.clusters c
+                SET floor = greatest(c.floor, (SELECT max(x.mark) FROM snowid.numbers x
+                                               WHERE x.cluster = c.name))
+                WHERE c.floor IS NOT NULL;
+                RETURN NULL;
         END IF;
-        t := j #>> '{}';
-        IF jsonb_typeof(j) NOT IN ('number', 'string') THEN
-                PERFORM snowid._fail(400, 3, 'json: cannot unmarshal ' || replace(jsonb_typeof(j), 'boolean', 'bool') ||
-                                     ' into Go value of type int64');
-        ELSIF t !~ '^-?[0-9]+$' THEN
-                PERFORM snowid._fail(400, 3, 'json: cannot unmarshal ' ||
-                                     CASE WHEN jsonb_typeof(j) = 'number' THEN 'number ' || t
-                                          ELSE 'string' END || ' into Go value of type int64');
-        END IF;
-        RETURN t::bigint; -- out of range: numeric_value_out_of_range, a 400
+        UPDATE snowid.clusters SET floor = OLD.mark
+        WHERE name = OLD.cluster AND floor < OLD.mark;
+        RETURN OLD;
 END $f$;
+CREATE TRIGGER mark_kept BEFORE DELETE ON snowid.numbers
+FOR EACH ROW EXECUTE FUNCTION snowid._mark_kept();
+CREATE TRIGGER marks_kept BEFORE TRUNCATE ON snowid.numbers
+FOR EACH STATEMENT EXECUTE FUNCTION snowid._mark_kept();
 
-CREATE OR REPLACE FUNCTION snowid._bool(j jsonb) RETURNS boolean
-LANGUAGE plpgsql IMMUTABLE AS $f$
-BEGIN
-        IF j IS NULL THEN
-                RETURN false;
-        ELSIF jsonb_typeof(j) <> 'boolean' THEN
-                PERFORM snowid._fail(400, 3, 'json: cannot unmarshal ' || replace(jsonb_typeof(j), 'boolean', 'bool') ||
-                                     ' into Go value of type bool');
-        END IF;
-        RETURN (j #>> '{}')::boolean;
-END $f$;
-
--- an enum: its UPPERCASE name or its number; absent = 0
-CREATE OR REPLACE FUNCTION snowid._enum(j jsonb, names text[], what text) RETURNS int
-LANGUAGE plpgsql IMMUTABLE AS $f$
-DECLARE
-        i int;
-BEGIN
-        IF j IS NULL THEN
-                RETURN 0;
-        ELSIF jsonb_typeof(j) = 'number' AND (j #>> '{}') ~ '^[0-9]+$' THEN
-                RETURN (j #>> '{}')::int;
-        ELSIF jsonb_typeof(j) = 'string' THEN
-                i := array_position(names, j #>> '{}');
-                IF i IS NOT NULL THEN
-                        RETURN i - 1;
-                END IF;
-        END IF;
-        PERFORM snowid._fail(400, 3, 'unknown value ' || j::text || ' for enum etcdserverpb.' || what);
-        RETURN NULL;
-END $f$;
-
--- bytes: standard base64 with padding, as Go's encoding/json reads them
-CREATE OR REPLACE FUNCTION snowid._bytes(j jsonb) RETURNS bytea
-LANGUAGE plpgsql IMMUTABLE AS $f$
-DECLARE
-        t text;
-BEGIN
-        IF j IS NULL THEN
-                RETURN ''::bytea;
-        ELSIF jsonb_typeof(j) <> 'string' THEN
-                PERFORM snowid._fail(400, 3, 'json: cannot unmarshal ' || replace(jsonb_typeof(j), 'boolean', 'bool') ||
-                                     ' into Go value of type []uint8');
-        END IF;
-        t := j #>> '{}';
-        IF t !~ '^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$' THEN
-                PERFORM snowid._fail(400, 3, 'illegal base64 data at input byte ' ||
-                        coalesce(nullif(length(substring(t from '^[A-Za-z0-9+/]*')), length(t)),
-                                 length(t) / 4 * 4));
-        END IF;
-        RETURN decode(t, 'base64');
-END $f$;
-
--- base64 without the newlines PostgreSQL puts every 76 characters
-CREATE OR REPLACE FUNCTION snowid._enc(b bytea) RETURNS text
-LANGUAGE sql IMMUTABLE AS $f$
-        SELECT translate(encode(b, 'base64'), E'\n', '')
-$f$;
-
--- The exclusive upper bound of a key range: range_end empty = the key
--- alone; "\0" = every key from the key on (NULL: no bound).
-CREATE OR REPLACE FUNCTION snowid._hi(k bytea, e bytea) RETURNS bytea
-LANGUAGE sql IMMUTABLE AS $f$
-        SELECT CASE WHEN length(e) = 0 THEN k || '\x00'::bytea
-                    WHEN e = '\x00'::bytea THEN NULL ELSE e END
-$f$;
-
-CREATE OR REPLACE FUNCTION snowid._c(a bigint, b bigint) RETURNS int
-LANGUAGE sql IMMUTABLE AS $f$
-        SELECT CASE WHEN a < b THEN -1 WHEN a > b THEN 1 ELSE 0 END
-$f$;
-
-CREATE OR REPLACE FUNCTION snowid._cb(a bytea, b bytea) RETURNS int
-LANGUAGE sql IMMUTABLE AS $f$
-        SELECT CASE WHEN a < b THEN -1 WHEN a > b THEN 1 ELSE 0 END
-$f$;
-
--- result: EQUAL, GREATER, LESS, NOT_EQUAL
-CREATE OR REPLACE FUNCTION snowid._res(result int, c int) RETURNS boolean
-LANGUAGE sql IMMUTABLE AS $f$
-        SELECT CASE result WHEN 0 THEN c = 0 WHEN 1 THEN c > 0 WHEN 2 THEN c < 0 ELSE c <> 0 END
-$f$;
-
--- a kv as etcd writes it: int64 as strings, zero and empty fields left out
-CREATE OR REPLACE FUNCTION snowid._kv(key bytea, value bytea, create_revision bigint,
-                                      mod_revision bigint, version bigint, lease bigint,
-                                      keys_only boolean) RETURNS jsonb
-LANGUAGE sql IMMUTABLE AS $f$
-        SELECT jsonb_strip_nulls(jsonb_build_object(
-                'key', snowid._enc(key),
-                'create_revision', nullif(create_revision, 0)::text,
-                'mod_revision', nullif(mod_revision, 0)::text,
-                'version', nullif(version, 0)::text,
-                'value', CASE WHEN NOT keys_only AND length(value) > 0 THEN snowid._enc(value) END,
-                'lease', nullif(lease, 0)::text))
-$f$;
-
-CREATE OR REPLACE FUNCTION snowid._hdr(rev bigint) RETURNS jsonb
+CREATE FUNCTION snowid._id() RETURNS bigint
 LANGUAGE sql STABLE AS $f$
-        SELECT jsonb_build_object('cluster_id', cluster_id::text, 'member_id', member_id::text,
-                                  'revision', rev::text, 'raft_term', '1')
-        FROM snowid.meta
+        SELECT cluster_id FROM snowid.meta
 $f$;
 
-CREATE OR REPLACE FUNCTION snowid._err(status int, code int, msg text) RETURNS jsonb
+CREATE FUNCTION snowid._live(l bigint) RETURNS boolean
+LANGUAGE sql STABLE AS $f$
+        SELECT l IS NOT NULL AND EXISTS (
+                SELECT 1 FROM snowid.leases WHERE id = l AND expires_at > clock_timestamp())
+$f$;
+
+-- a mark that fits the layout's time bits (any, while there is no layout):
+-- one written by hand past them is not one, as it raises no floor in etcd
+CREATE FUNCTION snowid._valid(mark bigint, tb int) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS $f$
-        SELECT jsonb_build_object('status', status, 'body',
-                                  jsonb_build_object('error', msg, 'message', msg, 'code', code))
+        SELECT tb IS NULL OR tb >= 63 OR mark < (1::bigint << tb)
 $f$;
 
-CREATE OR REPLACE FUNCTION snowid._set_revision(rev bigint) RETURNS void
-LANGUAGE sql AS $f$
-        UPDATE snowid.meta SET revision = rev
+-- the floor: at or above every mark ever written, while it is there (the
+-- highest mark counts as it; `snowid fence` puts it; a number's row
+-- deleted by hand leaves its mark in it, snowid._mark_kept)
+CREATE FUNCTION snowid._floor(c text, stored bigint, tb int) RETURNS bigint
+LANGUAGE sql STABLE AS $f$
+        SELECT CASE WHEN stored IS NOT NULL THEN
+                greatest(stored, (SELECT max(mark) FROM snowid.numbers
+                                  WHERE cluster = c AND snowid._valid(mark, tb))) END
 $f$;
 
--- etcd's lessor: every lease whose time is up goes, with its keys, in one
--- statement (the time read once, so the index on expires_at serves it).
--- Unlike etcd's, this moves no revision: a restored backup brings back
--- leases whose time is already up, and a revision for each would carry the
--- revision past what daemons saw before the restore and hide it (rule 5 of
--- docs/fences.md).  Nothing in snowid reads a revision of a deletion.
--- The revision after: rev.
-CREATE OR REPLACE FUNCTION snowid._expire(rev bigint) RETURNS bigint
+
+-- the cluster's row, held FOR SHARE until the verb commits: the fence
+-- cannot change between a write's check and its commit
+CREATE FUNCTION snowid._cluster(c text) RETURNS snowid.clusters
 LANGUAGE plpgsql AS $f$
 DECLARE
-        t timestamptz := clock_timestamp();
+        r snowid.clusters;
 BEGIN
-        WITH gone AS (DELETE FROM snowid.leases WHERE expires_at <= t RETURNING id)
-        DELETE FROM snowid.kv WHERE lease <> 0 AND lease IN (SELECT id FROM gone);
-        RETURN rev;
+        SELECT * INTO r FROM snowid.clusters WHERE name = c FOR SHARE;
+        RETURN r;
 END $f$;
 
--- ---- key-value requests ----
+-- ---- leases ----
 
--- RangeRequest -> RangeResponse at revision rev (header: the revision only)
-CREATE OR REPLACE FUNCTION snowid._range(r jsonb, rev bigint) RETURNS jsonb
+CREATE FUNCTION snowid.lease_grant(ttl_s bigint, OUT id bigint, OUT ttl bigint, OUT cid bigint)
 LANGUAGE plpgsql AS $f$
-DECLARE
-        k bytea := snowid._bytes(snowid._f(r, 'key'));
-        hi bytea := snowid._hi(k, snowid._bytes(snowid._f(r, 'range_end', 'rangeEnd')));
-        lim bigint := snowid._int(snowid._f(r, 'limit'));
-        ko boolean := snowid._bool(snowid._f(r, 'keys_only', 'keysOnly'));
-        co boolean := snowid._bool(snowid._f(r, 'count_only', 'countOnly'));
-        so int := snowid._enum(snowid._f(r, 'sort_order', 'sortOrder'),
-                               '{NONE,ASCEND,DESCEND}', 'RangeRequest_SortOrder');
-        st int := snowid._enum(snowid._f(r, 'sort_target', 'sortTarget'),
-                               '{KEY,VERSION,CREATE,MOD,VALUE}', 'RangeRequest_SortTarget');
-        at bigint := snowid._int(snowid._f(r, 'revision'));
-        n bigint;
-        kvs jsonb;
-        res jsonb := jsonb_build_object('header', jsonb_build_object('revision', rev::text));
 BEGIN
-        IF length(k) = 0 THEN
-                PERFORM snowid._fail(400, 3, 'etcdserver: key is not provided');
-        END IF;
-        -- no history is kept: only the current revision can be read
-        IF at > rev THEN
-                PERFORM snowid._fail(400, 11, 'etcdserver: mvcc: required revision is a future revision');
-        ELSIF at > 0 AND at < rev THEN
-                PERFORM snowid._fail(400, 11, 'etcdserver: mvcc: required revision has been compacted');
-        END IF;
-        IF snowid._int(snowid._f(r, 'min_mod_revision', 'minModRevision')) <> 0 OR
-           snowid._int(snowid._f(r, 'max_mod_revision', 'maxModRevision')) <> 0 OR
-           snowid._int(snowid._f(r, 'min_create_revision', 'minCreateRevision')) <> 0 OR
-           snowid._int(snowid._f(r, 'max_create_revision', 'maxCreateRevision')) <> 0 THEN
-                PERFORM snowid._fail(400, 12, 'snowid: revision filters are not supported');
-        END IF;
-        SELECT count(*) INTO n FROM snowid.kv WHERE key >= k AND (hi IS NULL OR key < hi);
-        -- etcd sorts ascending by default when the target is not the key.
-        -- Among equal values, etcd keeps the key order only up to 12 keys
-        -- (Go's sort is an insertion sort there, unstable beyond): the key
-        -- order here, always
-        IF so = 0 AND st <> 0 THEN
-                so := 1;
-        END IF;
-        IF NOT co AND n > 0 THEN
-                SELECT jsonb_agg(snowid._kv(x.key, x.value, x.create_revision, x.mod_revision,
-                                            x.version, x.lease, ko) ORDER BY x.o)
-                INTO kvs
-                FROM (SELECT kv.*, row_number() OVER (ORDER BY
-                        CASE WHEN so = 2 AND st = 0 THEN kv.key END DESC,
-                        CASE WHEN so = 1 AND st = 1 THEN kv.version END,
-                        CASE WHEN so = 2 AND st = 1 THEN kv.version END DESC,
-                        CASE WHEN so = 1 AND st = 2 THEN kv.create_revision END,
-                        CASE WHEN so = 2 AND st = 2 THEN kv.create_revision END DESC,
-                        CASE WHEN so = 1 AND st = 3 THEN kv.mod_revision END,
-                        CASE WHEN so = 2 AND st = 3 THEN kv.mod_revision END DESC,
-                        CASE WHEN so = 1 AND st = 4 THEN kv.value END,
-                        CASE WHEN so = 2 AND st = 4 THEN kv.value END DESC,
-                        kv.key) AS o
-                      FROM snowid.kv WHERE key >= k AND (hi IS NULL OR key < hi)) x
-                WHERE lim <= 0 OR x.o <= lim;
-                res := res || jsonb_build_object('kvs', kvs);
-                IF lim > 0 AND n > lim THEN
-                        res := res || '{"more": true}'::jsonb;
-                END IF;
-        END IF;
-        IF n > 0 THEN
-                res := res || jsonb_build_object('count', n::text);
-        END IF;
-        RETURN res;
-END $f$;
-
--- PutRequest at revision newrev -> PutResponse (header: the revision only)
-CREATE OR REPLACE FUNCTION snowid._put(p jsonb, newrev bigint) RETURNS jsonb
-LANGUAGE plpgsql AS $f$
-DECLARE
-        k bytea := snowid._bytes(snowid._f(p, 'key'));
-        v bytea := snowid._bytes(snowid._f(p, 'value'));
-        l bigint := snowid._int(snowid._f(p, 'lease'));
-        prev jsonb;
-        res jsonb := jsonb_build_object('header', jsonb_build_object('revision', newrev::text));
-BEGIN
-        IF length(k) = 0 THEN
-                PERFORM snowid._fail(400, 3, 'etcdserver: key is not provided');
-        END IF;
-        IF snowid._bool(snowid._f(p, 'ignore_value', 'ignoreValue')) OR
-           snowid._bool(snowid._f(p, 'ignore_lease', 'ignoreLease')) THEN
-                PERFORM snowid._fail(400, 12, 'snowid: ignore_value and ignore_lease are not supported');
-        END IF;
-        IF l <> 0 AND NOT EXISTS (SELECT 1 FROM snowid.leases WHERE id = l) THEN
-                PERFORM snowid._fail(404, 5, 'etcdserver: requested lease not found');
-        END IF;
-        IF snowid._bool(snowid._f(p, 'prev_kv', 'prevKv')) THEN
-                SELECT snowid._kv(x.key, x.value, x.create_revision, x.mod_revision, x.version,
-                                  x.lease, false)
-                INTO prev FROM snowid.kv x WHERE x.key = k;
-                IF prev IS NOT NULL THEN
-                        res := res || jsonb_build_object('prev_kv', prev);
-                END IF;
-        END IF;
-        INSERT INTO snowid.kv AS x (key, value, create_revision, mod_revision, version, lease)
-        VALUES (k, v, newrev, newrev, 1, l)
-        ON CONFLICT (key) DO UPDATE
-        SET value = excluded.value, mod_revision = excluded.mod_revision,
-            version = x.version + 1, lease = excluded.lease;
-        RETURN res;
-END $f$;
-
--- DeleteRangeRequest in a txn begun at revision rev; changed: whether the
--- txn wrote before (and after: whether it has now)
-CREATE OR REPLACE FUNCTION snowid._delete(d jsonb, rev bigint, INOUT changed boolean,
-                                          OUT resp jsonb)
-LANGUAGE plpgsql AS $f$
-DECLARE
-        k bytea := snowid._bytes(snowid._f(d, 'key'));
-        hi bytea := snowid._hi(k, snowid._bytes(snowid._f(d, 'range_end', 'rangeEnd')));
-        pk boolean := snowid._bool(snowid._f(d, 'prev_kv', 'prevKv'));
-        n bigint;
-        prevs jsonb;
-BEGIN
-        IF length(k) = 0 THEN
-                PERFORM snowid._fail(400, 3, 'etcdserver: key is not provided');
-        END IF;
-        WITH gone AS (DELETE FROM snowid.kv WHERE key >= k AND (hi IS NULL OR key < hi)
-                      RETURNING *)
-        SELECT count(*), jsonb_agg(snowid._kv(g.key, g.value, g.create_revision, g.mod_revision,
-                                              g.version, g.lease, false) ORDER BY g.key)
-        INTO n, prevs FROM gone g;
-        changed := changed OR n > 0;
-        resp := jsonb_build_object('header', jsonb_build_object(
-                        'revision', (rev + CASE WHEN changed THEN 1 ELSE 0 END)::text));
-        IF n > 0 THEN
-                resp := resp || jsonb_build_object('deleted', n::text);
-                IF pk THEN
-                        resp := resp || jsonb_build_object('prev_kvs', prevs);
-                END IF;
-        END IF;
-END $f$;
-
--- one Compare: every key of its range must satisfy it; an empty range
--- compares as one absent key (all zero), except that a VALUE compare on it
--- is false
-CREATE OR REPLACE FUNCTION snowid._cmp(c jsonb) RETURNS boolean
-LANGUAGE plpgsql AS $f$
-DECLARE
-        k bytea := snowid._bytes(snowid._f(c, 'key'));
-        hi bytea := snowid._hi(k, snowid._bytes(snowid._f(c, 'range_end', 'rangeEnd')));
-        tg int := snowid._enum(snowid._f(c, 'target'), '{VERSION,CREATE,MOD,VALUE,LEASE}',
-                               'Compare_CompareTarget');
-        rs int := snowid._enum(snowid._f(c, 'result'), '{EQUAL,GREATER,LESS,NOT_EQUAL}',
-                               'Compare_CompareResult');
-        v bytea;
-        a bigint := 0;
-        n bigint;
-        ok boolean;
-BEGIN
-        -- only the field of the target counts (the others are another
-        -- member of the proto's oneof)
-        CASE tg
-        WHEN 0 THEN a := snowid._int(snowid._f(c, 'version'));
-        WHEN 1 THEN a := snowid._int(snowid._f(c, 'create_revision', 'createRevision'));
-        WHEN 2 THEN a := snowid._int(snowid._f(c, 'mod_revision', 'modRevision'));
-        WHEN 3 THEN v := snowid._bytes(snowid._f(c, 'value'));
-        WHEN 4 THEN a := snowid._int(snowid._f(c, 'lease'));
-        ELSE PERFORM snowid._fail(400, 3, 'snowid: unknown compare target ' || tg);
-        END CASE;
-        IF rs > 3 THEN
-                PERFORM snowid._fail(400, 3, 'snowid: unknown compare result ' || rs);
-        END IF;
-        SELECT count(*), bool_and(snowid._res(rs, CASE tg
-                        WHEN 0 THEN snowid._c(x.version, a)
-                        WHEN 1 THEN snowid._c(x.create_revision, a)
-                        WHEN 2 THEN snowid._c(x.mod_revision, a)
-                        WHEN 4 THEN snowid._c(x.lease, a)
-                        ELSE snowid._cb(x.value, v) END))
-        INTO n, ok
-        FROM snowid.kv x WHERE x.key >= k AND (hi IS NULL OR x.key < hi);
-        IF n = 0 THEN
-                RETURN tg <> 3 AND snowid._res(rs, snowid._c(0, a));
-        END IF;
-        RETURN ok;
-END $f$;
-
--- ---- transactions ----
-
-CREATE OR REPLACE FUNCTION snowid._ops(t jsonb, branch text) RETURNS SETOF jsonb
-LANGUAGE sql IMMUTABLE AS $f$
-        SELECT e FROM jsonb_array_elements(coalesce(snowid._f(t, branch), '[]'::jsonb))
-               WITH ORDINALITY AS a(e, i) ORDER BY i
-$f$;
-
--- What etcd's server checks before it applies a txn: the number of
--- operations (128: etcd's --max-txn-ops default; a nested txn counts within
--- what its parent leaves), keys given, and every field well formed, in
--- both branches.
-CREATE OR REPLACE FUNCTION snowid._check(t jsonb, maxops int) RETURNS void
-LANGUAGE plpgsql AS $f$
-DECLARE
-        opc int;
-        c jsonb;
-        op jsonb;
-        x jsonb;
-BEGIN
-        IF jsonb_typeof(t) <> 'object' THEN
-                PERFORM snowid._fail(400, 3, 'json: cannot unmarshal ' || replace(jsonb_typeof(t), 'boolean', 'bool') ||
-                                     ' into Go value of type etcdserverpb.TxnRequest');
-        END IF;
-        opc := greatest(jsonb_array_length(coalesce(snowid._f(t, 'compare'), '[]')),
-                        jsonb_array_length(coalesce(snowid._f(t, 'success'), '[]')),
-                        jsonb_array_length(coalesce(snowid._f(t, 'failure'), '[]')));
-        IF opc > maxops THEN
-                PERFORM snowid._fail(400, 3, 'etcdserver: too many operations in txn request');
-        END IF;
-        FOR c IN SELECT snowid._ops(t, 'compare') LOOP
-                IF length(snowid._bytes(snowid._f(c, 'key'))) = 0 THEN
-                        PERFORM snowid._fail(400, 3, 'etcdserver: key is not provided');
-                END IF;
+        ttl := greatest(ttl_s, 2);
+        LOOP
+                id := ('x' || substr(md5(gen_random_uuid()::text), 1, 16))::bit(64)::bigint
+                      & 9223372036854775807;
+                EXIT WHEN id <> 0 AND NOT EXISTS (SELECT 1 FROM snowid.leases l WHERE l.id = lease_grant.id);
         END LOOP;
-        FOR op IN SELECT snowid._ops(t, 'success') UNION ALL SELECT snowid._ops(t, 'failure') LOOP
-                x := coalesce(snowid._f(op, 'request_range', 'requestRange'),
-                              snowid._f(op, 'request_put', 'requestPut'),
-                              snowid._f(op, 'request_delete_range', 'requestDeleteRange'));
-                IF x IS NOT NULL THEN
-                        IF length(snowid._bytes(snowid._f(x, 'key'))) = 0 THEN
-                                PERFORM snowid._fail(400, 3, 'etcdserver: key is not provided');
-                        END IF;
-                        PERFORM snowid._bytes(snowid._f(x, 'range_end', 'rangeEnd')),
-                                snowid._bytes(snowid._f(x, 'value')),
-                                snowid._int(snowid._f(x, 'lease')),
-                                snowid._int(snowid._f(x, 'limit'));
-                ELSIF snowid._f(op, 'request_txn', 'requestTxn') IS NOT NULL THEN
-                        PERFORM snowid._check(snowid._f(op, 'request_txn', 'requestTxn'), maxops - opc);
-                ELSIF jsonb_typeof(op) <> 'object' THEN
-                        PERFORM snowid._fail(400, 3, 'json: cannot unmarshal ' ||
-                                replace(jsonb_typeof(op), 'boolean', 'bool') ||
-                                ' into Go value of type map[string]json.RawMessage');
-                ELSE -- an operation of no kind: etcd's answer
-                        PERFORM snowid._fail(400, 3, 'etcdserver: key not found');
-                END IF;
-        END LOOP;
-END $f$;
-
--- etcd's check that no two writes of one txn could touch the same key:
--- the keys a list of operations puts and the ranges it deletes (nested
--- txns: either branch; the same key put in both branches of one is fine);
--- a put of a key that another put or a delete of the list could also
--- write is a duplicate.  (A delete "from the key on", range_end "\0",
--- conflicts with nothing, as in etcd.)
-CREATE OR REPLACE FUNCTION snowid._dup(k bytea, puts bytea[], dlo bytea[], dhi bytea[])
-RETURNS void LANGUAGE plpgsql AS $f$
-BEGIN
-        IF k = ANY (puts) OR EXISTS (SELECT 1 FROM unnest(dlo, dhi) AS d(lo, hi)
-                                     WHERE k >= d.lo AND k < d.hi) THEN
-                PERFORM snowid._fail(400, 3, 'etcdserver: duplicate key given in txn request');
-        END IF;
-END $f$;
-
-CREATE OR REPLACE FUNCTION snowid._writes(ops jsonb, OUT puts bytea[], OUT dlo bytea[],
-                                          OUT dhi bytea[])
-LANGUAGE plpgsql AS $f$
-DECLARE
-        t record;
-        e record;
-        k bytea;
-        op jsonb;
-        x jsonb;
-BEGIN
-        puts := '{}';
-        dlo := '{}';
-        dhi := '{}';
-        FOR x IN SELECT snowid._f(o, 'request_delete_range', 'requestDeleteRange')
-                 FROM jsonb_array_elements(coalesce(ops, '[]')) AS a(o) LOOP
-                CONTINUE WHEN x IS NULL;
-                k := snowid._bytes(snowid._f(x, 'key'));
-                dlo := dlo || k;
-                dhi := dhi || snowid._hi(k, snowid._bytes(snowid._f(x, 'range_end', 'rangeEnd')));
-        END LOOP;
-        FOR x IN SELECT snowid._f(o, 'request_txn', 'requestTxn')
-                 FROM jsonb_array_elements(coalesce(ops, '[]')) AS a(o) LOOP
-                CONTINUE WHEN x IS NULL;
-                SELECT * INTO t FROM snowid._writes(snowid._f(x, 'success'));
-                SELECT * INTO e FROM snowid._writes(snowid._f(x, 'failure'));
-                FOREACH k IN ARRAY t.puts LOOP
-                        PERFORM snowid._dup(k, puts, dlo, dhi);
-                        puts := puts || k;
-                END LOOP;
-                FOREACH k IN ARRAY e.puts LOOP
-                        PERFORM snowid._dup(k, CASE WHEN k = ANY (t.puts) THEN '{}' ELSE puts END,
-                                            dlo, dhi);
-                        puts := puts || k;
-                END LOOP;
-                dlo := dlo || t.dlo || e.dlo;
-                dhi := dhi || t.dhi || e.dhi;
-        END LOOP;
-        FOR x IN SELECT snowid._f(o, 'request_put', 'requestPut')
-                 FROM jsonb_array_elements(coalesce(ops, '[]')) AS a(o) LOOP
-                CONTINUE WHEN x IS NULL;
-                k := snowid._bytes(snowid._f(x, 'key'));
-                PERFORM snowid._dup(k, puts, dlo, dhi);
-                puts := puts || k;
-        END LOOP;
-END $f$;
-
--- Which branch each txn takes, nested ones included, all decided on the
--- state before the txn applies anything, as etcd does:
--- {"ok": bool, "sub": [the path of each nested txn of the branch taken]}
-CREATE OR REPLACE FUNCTION snowid._path(t jsonb) RETURNS jsonb
-LANGUAGE plpgsql AS $f$
-DECLARE
-        ok boolean := true;
-        c jsonb;
-        x jsonb;
-        sub jsonb := '[]';
-BEGIN
-        FOR c IN SELECT snowid._ops(t, 'compare') LOOP
-                ok := snowid._cmp(c) AND ok; -- every compare read: malformed ones fail
-        END LOOP;
-        FOR x IN SELECT snowid._f(o, 'request_txn', 'requestTxn')
-                 FROM snowid._ops(t, CASE WHEN ok THEN 'success' ELSE 'failure' END) AS o LOOP
-                IF x IS NOT NULL THEN
-                        sub := sub || jsonb_build_array(snowid._path(x));
-                END IF;
-        END LOOP;
-        RETURN jsonb_build_object('ok', ok, 'sub', sub);
-END $f$;
-
--- Applies a txn along its path; rev: the revision it began at.  Per-op
--- headers carry the revision as etcd's do (rev + 1 once anything changed);
--- a nested txn's header is empty, as etcd's is.
-CREATE OR REPLACE FUNCTION snowid._txn(t jsonb, path jsonb, rev bigint, INOUT changed boolean,
-                                       OUT resp jsonb)
-LANGUAGE plpgsql AS $f$
-DECLARE
-        ok boolean := (path ->> 'ok')::boolean;
-        op jsonb;
-        x jsonb;
-        r jsonb;
-        i int := 0;
-        rs jsonb := '[]';
-BEGIN
-        FOR op IN SELECT snowid._ops(t, CASE WHEN ok THEN 'success' ELSE 'failure' END) LOOP
-                IF snowid._f(op, 'request_range', 'requestRange') IS NOT NULL THEN
-                        r := jsonb_build_object('response_range', snowid._range(
-                                snowid._f(op, 'request_range', 'requestRange'),
-                                rev + CASE WHEN changed THEN 1 ELSE 0 END));
-                ELSIF snowid._f(op, 'request_put', 'requestPut') IS NOT NULL THEN
-                        r := jsonb_build_object('response_put', snowid._put(
-                                snowid._f(op, 'request_put', 'requestPut'), rev + 1));
-                        changed := true;
-                ELSIF snowid._f(op, 'request_delete_range', 'requestDeleteRange') IS NOT NULL THEN
-                        SELECT d.changed, jsonb_build_object('response_delete_range', d.resp)
-                        INTO changed, r
-                        FROM snowid._delete(snowid._f(op, 'request_delete_range', 'requestDeleteRange'),
-                                            rev, changed) d;
-                ELSE
-                        x := snowid._f(op, 'request_txn', 'requestTxn');
-                        SELECT s.changed, jsonb_build_object('response_txn', s.resp)
-                        INTO changed, r FROM snowid._txn(x, path -> 'sub' -> i, rev, changed) s;
-                        i := i + 1;
-                END IF;
-                rs := rs || jsonb_build_array(r);
-        END LOOP;
-        resp := jsonb_build_object('header', '{}'::jsonb);
-        IF ok THEN
-                resp := resp || '{"succeeded": true}'::jsonb;
-        END IF;
-        IF jsonb_array_length(rs) > 0 THEN
-                resp := resp || jsonb_build_object('responses', rs);
-        END IF;
-END $f$;
-
--- ---- the requests ----
-
-CREATE OR REPLACE FUNCTION snowid._kv_txn(b jsonb, rev bigint) RETURNS jsonb
-LANGUAGE plpgsql AS $f$
-DECLARE
-        changed boolean;
-        resp jsonb;
-BEGIN
-        PERFORM snowid._check(b, 128);
-        PERFORM snowid._writes(snowid._f(b, 'success'));
-        PERFORM snowid._writes(snowid._f(b, 'failure'));
-        SELECT t.changed, t.resp INTO changed, resp FROM snowid._txn(b, snowid._path(b), rev, false) t;
-        IF changed THEN
-                rev := rev + 1;
-                PERFORM snowid._set_revision(rev);
-        END IF;
-        RETURN resp || jsonb_build_object('header', snowid._hdr(rev));
-END $f$;
-
-CREATE OR REPLACE FUNCTION snowid._kv_put(b jsonb, rev bigint) RETURNS jsonb
-LANGUAGE plpgsql AS $f$
-DECLARE
-        resp jsonb := snowid._put(b, rev + 1);
-BEGIN
-        PERFORM snowid._set_revision(rev + 1);
-        RETURN resp || jsonb_build_object('header', snowid._hdr(rev + 1));
-END $f$;
-
-CREATE OR REPLACE FUNCTION snowid._kv_deleterange(b jsonb, rev bigint) RETURNS jsonb
-LANGUAGE plpgsql AS $f$
-DECLARE
-        changed boolean;
-        resp jsonb;
-BEGIN
-        SELECT d.changed, d.resp INTO changed, resp FROM snowid._delete(b, rev, false) d;
-        IF changed THEN
-                rev := rev + 1;
-                PERFORM snowid._set_revision(rev);
-        END IF;
-        RETURN resp || jsonb_build_object('header', snowid._hdr(rev));
-END $f$;
-
--- lease IDs: random positive int64, as etcd's are
-CREATE OR REPLACE FUNCTION snowid._lease_grant(b jsonb, rev bigint) RETURNS jsonb
-LANGUAGE plpgsql AS $f$
-DECLARE
-        ttl bigint := snowid._int(snowid._f(b, 'TTL'));
-        lid bigint := snowid._int(snowid._f(b, 'ID'));
-BEGIN
-        IF ttl > 9000000000 THEN
-                PERFORM snowid._fail(400, 11, 'etcdserver: too large lease TTL');
-        END IF;
-        ttl := greatest(ttl, 2); -- etcd's minimum with its default election timeout
-        IF lid = 0 THEN
-                LOOP
-                        lid := ('x' || substr(md5(gen_random_uuid()::text), 1, 16))::bit(64)::bigint
-                              & 9223372036854775807;
-                        EXIT WHEN lid <> 0 AND NOT EXISTS (SELECT 1 FROM snowid.leases l WHERE l.id = lid);
-                END LOOP;
-        ELSIF EXISTS (SELECT 1 FROM snowid.leases l WHERE l.id = lid) THEN
-                PERFORM snowid._fail(412, 9, 'etcdserver: lease already exists');
-        END IF;
         INSERT INTO snowid.leases (id, ttl, expires_at)
-        VALUES (lid, ttl, clock_timestamp() + ttl * interval '1 second');
-        RETURN jsonb_build_object('header', snowid._hdr(rev), 'ID', lid::text, 'TTL', ttl::text);
+        VALUES (id, ttl, clock_timestamp() + ttl * interval '1 second');
+        -- a few leases whose time is up, gone with no revoke
+        DELETE FROM snowid.leases l WHERE l.id IN (
+                SELECT x.id FROM snowid.leases x
+                WHERE x.expires_at < clock_timestamp() - interval '1 minute'
+                LIMIT 4 FOR UPDATE SKIP LOCKED);
+        cid := snowid._id();
 END $f$;
 
--- one keepalive: {"result": ...}; an unknown or expired lease has no TTL
-CREATE OR REPLACE FUNCTION snowid._lease_keepalive(b jsonb, rev bigint) RETURNS jsonb
+-- ttl 0: the lease is unknown (revoked, or its time was up).  Committed
+-- with the flush, as every write: a keepalive lost in a crash would end
+-- the lease earlier than its holder counts, and another daemon's claim of
+-- the number would then look to the holder like a restore (a halt until
+-- `snowid fence`; docs/postgres.md, "Commits and the flush")
+CREATE FUNCTION snowid.lease_keepalive(lease bigint, OUT ttl bigint, OUT cid bigint)
 LANGUAGE plpgsql AS $f$
-DECLARE
-        lid bigint := snowid._int(snowid._f(b, 'ID'));
-        ttl bigint;
 BEGIN
         UPDATE snowid.leases l SET expires_at = clock_timestamp() + l.ttl * interval '1 second'
-        WHERE l.id = lid RETURNING l.ttl INTO ttl;
-        RETURN jsonb_build_object('result', jsonb_strip_nulls(jsonb_build_object(
-                'header', snowid._hdr(rev), 'ID', lid::text, 'TTL', nullif(ttl, 0)::text)));
+        WHERE l.id = lease AND l.expires_at > clock_timestamp() RETURNING l.ttl INTO ttl;
+        ttl := coalesce(ttl, 0);
+        cid := snowid._id();
 END $f$;
 
-CREATE OR REPLACE FUNCTION snowid._lease_revoke(b jsonb, rev bigint) RETURNS jsonb
+CREATE FUNCTION snowid.lease_revoke(lease bigint, OUT gone boolean, OUT cid bigint)
 LANGUAGE plpgsql AS $f$
-DECLARE
-        lid bigint := snowid._int(snowid._f(b, 'ID'));
 BEGIN
-        DELETE FROM snowid.leases l WHERE l.id = lid;
-        IF NOT FOUND THEN
-                PERFORM snowid._fail(404, 5, 'etcdserver: requested lease not found');
-        END IF;
-        DELETE FROM snowid.kv x WHERE x.lease = lid;
-        IF FOUND THEN
-                rev := rev + 1;
-                PERFORM snowid._set_revision(rev);
-        END IF;
-        RETURN jsonb_build_object('header', snowid._hdr(rev));
+        DELETE FROM snowid.leases l WHERE l.id = lease;
+        gone := true;
+        cid := snowid._id();
 END $f$;
 
--- TTL: the whole seconds left (left out in the last one); -1: no such lease
-CREATE OR REPLACE FUNCTION snowid._lease_timetolive(b jsonb, rev bigint) RETURNS jsonb
+-- ---- numbers ----
+
+-- The numbers of a sample (NULL: every number below workers) that have a
+-- row: its number, whether a live lease holds it, its mark and the mark's
+-- revision; the floor; whether the fence and layout are the caller's.
+CREATE FUNCTION snowid.scan(c text, f text, lrev bigint, workers bigint, sample int[],
+                            OUT same boolean, OUT floor bigint, OUT ns int[], OUT held boolean[],
+                            OUT marks bigint[], OUT revs bigint[], OUT cid bigint)
+LANGUAGE plpgsql STABLE AS $f$
+DECLARE
+        r snowid.clusters;
+BEGIN
+        SELECT * INTO r FROM snowid.clusters WHERE name = c;
+        same := coalesce(r.fence = f AND r.layout_rev = lrev, false);
+        floor := snowid._floor(c, r.floor, r.time_bits);
+        SELECT array_agg(x.n ORDER BY x.n), array_agg(snowid._live(x.lease) ORDER BY x.n),
+               array_agg(x.mark ORDER BY x.n), array_agg(x.mark_rev ORDER BY x.n)
+        INTO ns, held, marks, revs
+        FROM snowid.numbers x
+        WHERE x.cluster = c AND x.n < workers AND (sample IS NULL OR x.n = ANY (sample));
+        cid := snowid._id();
+END $f$;
+
+-- A number's row locked, and its holder's lease, if the lease's time is
+-- up, deleted (so that no keepalive brings it back once the number is
+-- taken).  No row: nothing locked, and a write inserts one only if there is
+-- still none.
+CREATE FUNCTION snowid._number(c text, num int) RETURNS snowid.numbers
 LANGUAGE plpgsql AS $f$
 DECLARE
-        lid bigint := snowid._int(snowid._f(b, 'ID'));
-        l snowid.leases;
-        left_s bigint;
-        res jsonb;
-        keys jsonb;
+        x snowid.numbers;
 BEGIN
-        SELECT * INTO l FROM snowid.leases x WHERE x.id = lid;
-        IF NOT FOUND THEN
-                RETURN jsonb_build_object('header', snowid._hdr(rev), 'ID', lid::text, 'TTL', '-1');
-        END IF;
-        left_s := greatest(0, floor(extract(epoch FROM l.expires_at - clock_timestamp())))::bigint;
-        res := jsonb_strip_nulls(jsonb_build_object('header', snowid._hdr(rev), 'ID', lid::text,
-                'TTL', nullif(left_s, 0)::text, 'grantedTTL', l.ttl::text));
-        IF snowid._bool(snowid._f(b, 'keys')) THEN
-                SELECT jsonb_agg(snowid._enc(x.key) ORDER BY x.key) INTO keys
-                FROM snowid.kv x WHERE x.lease = l.id;
-                IF keys IS NOT NULL THEN
-                        res := res || jsonb_build_object('keys', keys);
+        SELECT * INTO x FROM snowid.numbers WHERE cluster = c AND n = num FOR UPDATE;
+        IF FOUND AND x.lease IS NOT NULL AND NOT snowid._live(x.lease) THEN
+                -- only if still out of time: a keepalive committing
+                -- meanwhile kept it
+                DELETE FROM snowid.leases l
+                WHERE l.id = x.lease AND l.expires_at <= clock_timestamp();
+                IF NOT snowid._live(x.lease) THEN
+                        x.lease := NULL;
+                        x.holder := NULL;
                 END IF;
         END IF;
-        RETURN res;
+        RETURN x;
 END $f$;
 
--- the leases, the soonest to expire first, as etcd lists them
-CREATE OR REPLACE FUNCTION snowid._lease_leases(b jsonb, rev bigint) RETURNS jsonb
-LANGUAGE sql AS $f$
-        SELECT jsonb_strip_nulls(jsonb_build_object('header', snowid._hdr(rev), 'leases',
-                (SELECT jsonb_agg(jsonb_build_object('ID', id::text) ORDER BY expires_at, id)
-                 FROM snowid.leases)))
-$f$;
-
--- PostgreSQL has no NOSPACE alarm: a full disk is SQLSTATE 53100, which
--- the daemon's libpq side reports as etcd's nospace.  etcd 3.4 answers an
--- alarm request with no alarms as {}: not even a header.
-CREATE OR REPLACE FUNCTION snowid._maintenance_alarm(b jsonb, rev bigint) RETURNS jsonb
-LANGUAGE sql AS $f$
-        SELECT '{}'::jsonb
-$f$;
-
--- The entry point: one etcd gateway request.  {"status", "body"}
-CREATE OR REPLACE FUNCTION snowid.call(path text, body jsonb) RETURNS jsonb
+-- A claim: the number under lease (live) with value and mark, if no live
+-- lease holds it, its mark is at revision mrev (0: no mark, and then the floor
+-- must be below start), the fence and layout are the caller's, and (orev
+-- > 0) this daemon's last acknowledged write of number own is still there.
+-- Failed: own's mark revision (-1: no row).
+CREATE FUNCTION snowid.claim(c text, f text, lrev bigint, num int, lease bigint, val text,
+                             start bigint, mark bigint, mrev bigint, own int, orev bigint,
+                             OUT ok boolean, OUT same boolean, OUT rev bigint,
+                             OUT own_rev bigint, OUT own_mark bigint, OUT lease_gone boolean,
+                             OUT cid bigint)
 LANGUAGE plpgsql AS $f$
 DECLARE
-        rev bigint;
-        p text := regexp_replace(regexp_replace(coalesce(path, ''), '^/v3beta/', '/v3/'),
-                                 '^/v3/kv/lease/(revoke|timetolive|leases)$', '/v3/lease/\1');
-        res jsonb;
-        msg text;
-        det text;
-        status int;
-        code int;
+        r snowid.clusters := snowid._cluster(c);
+        x snowid.numbers := snowid._number(c, num);
+        o bigint;
+        om bigint;
+        live boolean;
 BEGIN
-        -- one call at a time: see the top of daemon/store/postgres.sql
-        IF current_setting('transaction_isolation') <> 'read committed' THEN
-                RETURN snowid._err(500, 13, 'snowid.call runs only at READ COMMITTED, not ' ||
-                                   current_setting('transaction_isolation'));
+        same := coalesce(r.fence = f AND r.layout_rev = lrev, false);
+        rev := 0;
+        cid := snowid._id();
+        IF orev > 0 THEN
+                SELECT y.mark_rev, y.mark INTO o, om
+                FROM snowid.numbers y WHERE y.cluster = c AND y.n = own;
         END IF;
-        SELECT revision INTO rev FROM snowid.meta FOR UPDATE;
-        rev := snowid._expire(rev);
-        BEGIN
-                IF body IS NULL OR jsonb_typeof(body) <> 'object' THEN
-                        PERFORM snowid._fail(400, 3, 'json: cannot unmarshal ' ||
-                                coalesce(jsonb_typeof(body), 'nothing') || ' into a request');
-                END IF;
-                CASE p
-                WHEN '/v3/kv/txn' THEN res := snowid._kv_txn(body, rev);
-                WHEN '/v3/kv/range' THEN
-                        res := snowid._range(body, rev) || jsonb_build_object('header', snowid._hdr(rev));
-                WHEN '/v3/kv/put' THEN res := snowid._kv_put(body, rev);
-                WHEN '/v3/kv/deleterange' THEN res := snowid._kv_deleterange(body, rev);
-                WHEN '/v3/lease/grant' THEN res := snowid._lease_grant(body, rev);
-                WHEN '/v3/lease/keepalive' THEN res := snowid._lease_keepalive(body, rev);
-                WHEN '/v3/lease/revoke' THEN res := snowid._lease_revoke(body, rev);
-                WHEN '/v3/lease/timetolive' THEN res := snowid._lease_timetolive(body, rev);
-                WHEN '/v3/lease/leases' THEN res := snowid._lease_leases(body, rev);
-                WHEN '/v3/maintenance/alarm' THEN res := snowid._maintenance_alarm(body, rev);
+        own_rev := coalesce(o, -1);
+        own_mark := om;
+        -- the claim's own lease, live, and held so until the commit: a
+        -- claim that comes after its lease was revoked takes nothing
+        PERFORM 1 FROM snowid.leases l
+        WHERE l.id = claim.lease AND l.expires_at > clock_timestamp() FOR SHARE;
+        live := FOUND;
+        ok := coalesce(same AND x.lease IS NULL AND coalesce(x.mark_rev, 0) = mrev
+              AND (orev <= 0 OR o >= orev)
+              AND (mrev <> 0 OR snowid._floor(c, r.floor, r.time_bits) < start), false);
+        -- every compare held but the lease is gone: as etcd's put under a
+        -- lease it does not know, an error rather than a refusal
+        lease_gone := ok AND NOT live;
+        ok := ok AND live;
+        IF NOT ok THEN
+                RETURN;
+        END IF;
+        rev := nextval('snowid.revision');
+        IF mrev = 0 THEN
+                -- no row when it was read: one only if there is still none
+                -- (a claim of the same number under way waits here for the
+                -- other's commit, and then takes nothing)
+                INSERT INTO snowid.numbers (cluster, n, lease, holder, mark, mark_rev)
+                VALUES (c, num, claim.lease, val, claim.mark, rev)
+                ON CONFLICT (cluster, n) DO NOTHING;
+        ELSE
+                UPDATE snowid.numbers y
+                SET lease = claim.lease, holder = val, mark = claim.mark, mark_rev = rev
+                WHERE y.cluster = c AND y.n = num;
+        END IF;
+        IF NOT FOUND THEN
+                ok := false;
+                rev := 0;
+        END IF;
+END $f$;
+
+-- A number as read: whether a live lease holds it, under which lease and
+-- whether with value val; its mark and revision (no row: NULLs).
+CREATE FUNCTION snowid.read_number(c text, f text, lrev bigint, num int, val text,
+                                   OUT same boolean, OUT held boolean, OUT lease bigint,
+                                   OUT value_is boolean, OUT mark bigint, OUT mark_rev bigint,
+                                   OUT cid bigint)
+LANGUAGE plpgsql STABLE AS $f$
+DECLARE
+        r snowid.clusters;
+        x snowid.numbers;
+BEGIN
+        SELECT * INTO r FROM snowid.clusters WHERE name = c;
+        same := coalesce(r.fence = f AND r.layout_rev = lrev, false);
+        SELECT * INTO x FROM snowid.numbers y WHERE y.cluster = c AND y.n = num;
+        held := snowid._live(x.lease);
+        lease := CASE WHEN held THEN x.lease ELSE 0 END;
+        value_is := held AND x.holder = val;
+        mark := x.mark;
+        mark_rev := x.mark_rev;
+        cid := snowid._id();
+END $f$;
+
+-- A mark extension: the mark to mark, if the number is held by (lease,
+-- val), its mark is below mark and at revision orev or later, and the fence
+-- and layout are the caller's.  Failed: the number as read.
+CREATE FUNCTION snowid.extend(c text, f text, lrev bigint, num int, lease bigint, val text,
+                              mark bigint, orev bigint,
+                              OUT ok boolean, OUT same boolean, OUT rev bigint,
+                              OUT held boolean, OUT holder_lease bigint, OUT value_is boolean,
+                              OUT old_mark bigint, OUT old_rev bigint, OUT cid bigint)
+LANGUAGE plpgsql AS $f$
+DECLARE
+        r snowid.clusters := snowid._cluster(c);
+        x snowid.numbers := snowid._number(c, num);
+BEGIN
+        same := coalesce(r.fence = f AND r.layout_rev = lrev, false);
+        cid := snowid._id();
+        held := x.lease IS NOT NULL;
+        holder_lease := coalesce(x.lease, 0);
+        value_is := held AND x.holder = val;
+        old_mark := x.mark;
+        old_rev := x.mark_rev;
+        rev := 0;
+        ok := coalesce(same AND x.lease = extend.lease AND x.holder = val AND x.mark < extend.mark
+              AND x.mark_rev >= greatest(orev, 1), false);
+        IF ok THEN
+                rev := nextval('snowid.revision');
+                UPDATE snowid.numbers y SET mark = extend.mark, mark_rev = rev
+                WHERE y.cluster = c AND y.n = num;
+        END IF;
+END $f$;
+
+-- A mark raised (docs/fences.md rule 4): put it at mark if its revision is
+-- mrev (0: no mark) and the fence and layout are the caller's, or (put
+-- false) only read.  The mark as read, unless put.
+CREATE FUNCTION snowid.raise(c text, f text, lrev bigint, num int, put boolean, mark bigint,
+                             mrev bigint,
+                             OUT ok boolean, OUT same boolean, OUT rev bigint,
+                             OUT old_mark bigint, OUT old_rev bigint, OUT cid bigint)
+LANGUAGE plpgsql AS $f$
+DECLARE
+        r snowid.clusters := snowid._cluster(c);
+        x snowid.numbers;
+BEGIN
+        same := coalesce(r.fence = f AND r.layout_rev = lrev, false);
+        cid := snowid._id();
+        rev := 0;
+        IF put THEN
+                SELECT * INTO x FROM snowid.numbers y WHERE y.cluster = c AND y.n = num FOR UPDATE;
+        ELSE
+                SELECT * INTO x FROM snowid.numbers y WHERE y.cluster = c AND y.n = num;
+        END IF;
+        old_mark := x.mark;
+        old_rev := x.mark_rev;
+        ok := coalesce(same AND (NOT put OR coalesce(x.mark_rev, 0) = mrev), false);
+        IF put AND ok THEN
+                rev := nextval('snowid.revision');
+                IF mrev = 0 THEN
+                        INSERT INTO snowid.numbers (cluster, n, mark, mark_rev)
+                        VALUES (c, num, raise.mark, rev)
+                        ON CONFLICT (cluster, n) DO NOTHING;
                 ELSE
-                        RETURN snowid._err(404, 5, 'Not Found');
-                END CASE;
-                RETURN jsonb_build_object('status', 200, 'body', res);
-        EXCEPTION
-                WHEN SQLSTATE 'SNOW1' THEN
-                        GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL;
-                        status := split_part(det, ' ', 1)::int;
-                        code := split_part(det, ' ', 2)::int;
-                WHEN data_exception OR program_limit_exceeded THEN
-                        -- malformed input the checks above let by, or a key
-                        -- too long for the index
-                        GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT;
-                        status := 400;
-                        code := 3;
-        END;
-        -- etcd's keepalive is a stream: what it cannot read is a 500
-        IF p = '/v3/lease/keepalive' AND status = 400 THEN
-                status := 500;
-                code := 2;
+                        UPDATE snowid.numbers y SET mark = raise.mark, mark_rev = rev
+                        WHERE y.cluster = c AND y.n = num;
+                END IF;
+                IF NOT FOUND THEN
+                        ok := false;
+                        rev := 0;
+                END IF;
         END IF;
-        RETURN snowid._err(status, code, msg);
+END $f$;
+
+-- ---- the cluster ----
+
+-- The layout (with its revision), fence and floor; while there is no
+-- layout, whether a number is held, whether every mark is 0 (marks), and
+-- whether a witness is there; the regions' records, hex-encoded
+-- "region:value" pairs, and the highest revision among them; the revision
+-- of number own's mark (-1: none).
+CREATE FUNCTION snowid.read_cluster(c text, marks boolean, own int,
+                                    OUT epoch_ms bigint, OUT time_bits int, OUT worker_bits int,
+                                    OUT seq_bits int, OUT layout_rev bigint, OUT fence text,
+                                    OUT floor bigint, OUT held boolean, OUT marks_zero boolean,
+                                    OUT witnessed boolean, OUT records text,
+                                    OUT records_rev bigint, OUT own_rev bigint, OUT cid bigint)
+LANGUAGE plpgsql STABLE AS $f$
+DECLARE
+        r snowid.clusters;
+BEGIN
+        SELECT * INTO r FROM snowid.clusters WHERE name = c;
+        epoch_ms := r.epoch_ms;
+        time_bits := r.time_bits;
+        worker_bits := r.worker_bits;
+        seq_bits := r.seq_bits;
+        layout_rev := r.layout_rev;
+        fence := r.fence;
+        floor := snowid._floor(c, r.floor, r.time_bits);
+        held := false;
+        marks_zero := true;
+        witnessed := false;
+        IF r.layout_rev IS NULL THEN
+                held := EXISTS (SELECT 1 FROM snowid.numbers x
+                                WHERE x.cluster = c AND snowid._live(x.lease));
+                IF marks THEN
+                        marks_zero := NOT EXISTS (SELECT 1 FROM snowid.numbers x
+                                                  WHERE x.cluster = c AND x.mark <> 0);
+                END IF;
+                witnessed := EXISTS (SELECT 1 FROM snowid.witnesses w WHERE w.cluster = c);
+        END IF;
+        SELECT string_agg(encode(convert_to(g.region, 'UTF8'), 'hex') || ':' ||
+                          encode(convert_to(g.value, 'UTF8'), 'hex'), ',' ORDER BY g.region),
+               coalesce(max(g.rev), 0)
+        INTO records, records_rev
+        FROM snowid.ranges g WHERE g.cluster = c;
+        own_rev := -1;
+        IF own >= 0 THEN
+                SELECT coalesce(max(x.mark_rev), -1) INTO own_rev
+                FROM snowid.numbers x WHERE x.cluster = c AND x.n = own;
+        END IF;
+        cid := snowid._id();
+END $f$;
+
+-- The host making the cluster: taken (value; over a stale one at srev),
+-- or only read (poll).  layout: there; creating's value and revision.
+CREATE FUNCTION snowid.creating(c text, poll boolean, val text, srev bigint,
+                                OUT ok boolean, OUT layout boolean, OUT creating text,
+                                OUT creating_rev bigint, OUT cid bigint)
+LANGUAGE plpgsql AS $f$
+DECLARE
+        r snowid.clusters;
+BEGIN
+        cid := snowid._id();
+        IF NOT poll THEN
+                INSERT INTO snowid.clusters (name) VALUES (c) ON CONFLICT DO NOTHING;
+                SELECT * INTO r FROM snowid.clusters WHERE name = c FOR UPDATE;
+        ELSE
+                SELECT * INTO r FROM snowid.clusters WHERE name = c;
+        END IF;
+        layout := r.layout_rev IS NOT NULL;
+        creating := r.creating;
+        creating_rev := coalesce(r.creating_rev, 0);
+        ok := coalesce(NOT poll AND NOT layout AND
+              CASE WHEN srev <> 0 THEN r.creating IS NOT NULL AND r.creating_rev = srev
+                   ELSE r.creating IS NULL END, false);
+        IF ok THEN
+                UPDATE snowid.clusters SET creating = val,
+                                           creating_rev = nextval('snowid.revision')
+                WHERE name = c;
+        END IF;
+END $f$;
+
+-- Marks 0 for numbers [lo, hi) where there is none, while there is no
+-- layout and no floor.
+CREATE FUNCTION snowid.init_marks(c text, lo int, hi int, OUT ok boolean, OUT cid bigint)
+LANGUAGE plpgsql AS $f$
+DECLARE
+        r snowid.clusters;
+BEGIN
+        cid := snowid._id();
+        INSERT INTO snowid.clusters (name) VALUES (c) ON CONFLICT DO NOTHING;
+        SELECT * INTO r FROM snowid.clusters WHERE name = c FOR SHARE;
+        ok := coalesce(r.layout_rev IS NULL AND r.floor IS NULL, false);
+        IF ok THEN
+                INSERT INTO snowid.numbers (cluster, n, mark, mark_rev)
+                SELECT c, g, 0, nextval('snowid.revision') FROM generate_series(lo, hi - 1) g
+                ON CONFLICT DO NOTHING;
+        END IF;
+END $f$;
+
+-- The cluster made: layout, fence and floor, and the host making it
+-- forgotten, if none of them is there, no number is held, no witness is
+-- there, and every mark is 0 (marked) or there is none.
+CREATE FUNCTION snowid.make_cluster(c text, e bigint, tb int, wb int, sb int, f text,
+                                    fl bigint, marked boolean, OUT ok boolean, OUT cid bigint)
+LANGUAGE plpgsql AS $f$
+DECLARE
+        r snowid.clusters;
+BEGIN
+        cid := snowid._id();
+        INSERT INTO snowid.clusters (name) VALUES (c) ON CONFLICT DO NOTHING;
+        SELECT * INTO r FROM snowid.clusters WHERE name = c FOR UPDATE;
+        ok := coalesce(r.layout_rev IS NULL AND r.fence IS NULL AND r.floor IS NULL
+              AND NOT EXISTS (SELECT 1 FROM snowid.numbers x
+                              WHERE x.cluster = c AND snowid._live(x.lease))
+              AND NOT EXISTS (SELECT 1 FROM snowid.witnesses w WHERE w.cluster = c)
+              AND NOT EXISTS (SELECT 1 FROM snowid.numbers x
+                              WHERE x.cluster = c AND (NOT marked OR x.mark <> 0)), false);
+        IF ok THEN
+                UPDATE snowid.clusters
+                SET epoch_ms = e, time_bits = tb, worker_bits = wb, seq_bits = sb,
+                    layout_rev = nextval('snowid.revision'), fence = f,
+                    fence_rev = nextval('snowid.revision'), floor = fl,
+                    creating = NULL, creating_rev = NULL
+                WHERE name = c;
+        END IF;
+END $f$;
+
+-- A witness put (held FOR SHARE on the cluster: a fence compares them
+-- under FOR UPDATE), or deleted.
+CREATE FUNCTION snowid.witness(c text, tok text, val text, OUT ok boolean, OUT cid bigint)
+LANGUAGE plpgsql AS $f$
+BEGIN
+        cid := snowid._id();
+        -- the cluster's row held FOR SHARE (made if need be): a fence that
+        -- is being written waits for this, or this for it
+        INSERT INTO snowid.clusters (name) VALUES (c) ON CONFLICT DO NOTHING;
+        PERFORM snowid._cluster(c);
+        IF val IS NULL THEN
+                DELETE FROM snowid.witnesses w WHERE w.cluster = c AND w.token = tok;
+        ELSE
+                INSERT INTO snowid.witnesses AS w (cluster, token, value, rev)
+                VALUES (c, tok, val, nextval('snowid.revision'))
+                ON CONFLICT (cluster, token) DO UPDATE SET value = excluded.value, rev = excluded.rev;
+        END IF;
+        ok := true;
+END $f$;
+
+-- A region's record put, if no record was written after revision rrev
+-- (records are written one at a time, under the cluster's row: their
+-- revisions are in the order they commit) and the layout is at lrev.
+CREATE FUNCTION snowid.record_range(c text, reg text, val text, rrev bigint, lrev bigint,
+                                    OUT ok boolean, OUT cid bigint)
+LANGUAGE plpgsql AS $f$
+DECLARE
+        r snowid.clusters;
+BEGIN
+        cid := snowid._id();
+        SELECT * INTO r FROM snowid.clusters WHERE name = c FOR UPDATE;
+        ok := coalesce(r.layout_rev = lrev AND
+              coalesce((SELECT max(g.rev) FROM snowid.ranges g WHERE g.cluster = c), 0) <= rrev, false);
+        IF ok THEN
+                INSERT INTO snowid.ranges AS g (cluster, region, value, rev)
+                VALUES (c, reg, val, nextval('snowid.revision'))
+                ON CONFLICT (cluster, region) DO UPDATE SET value = excluded.value, rev = excluded.rev;
+        END IF;
+END $f$;
+
+-- ---- `snowid fence` ----
+
+-- What a fence reads: the layout (its revision), the fence and its
+-- revision, the floor as stored, how many marks below 2^tb and the
+-- highest, the witnesses (hex "token:value" pairs, comma-separated), and a
+-- digest of the
+-- witnesses' revisions (and, with no floor, of the marks') that the
+-- fence's write compares.
+CREATE FUNCTION snowid.fence_read(c text, tb int,
+                                  OUT layout_rev bigint, OUT fence text, OUT fence_rev bigint,
+                                  OUT floor bigint, OUT marks bigint, OUT highest bigint,
+                                  OUT witnesses text, OUT digest text, OUT cid bigint)
+LANGUAGE plpgsql STABLE AS $f$
+DECLARE
+        r snowid.clusters;
+BEGIN
+        SELECT * INTO r FROM snowid.clusters WHERE name = c;
+        layout_rev := coalesce(r.layout_rev, 0);
+        fence := r.fence;
+        fence_rev := coalesce(r.fence_rev, 0);
+        floor := r.floor;
+        SELECT count(*), coalesce(max(x.mark), 0) INTO marks, highest
+        FROM snowid.numbers x WHERE x.cluster = c AND snowid._valid(x.mark, tb);
+        SELECT string_agg(encode(convert_to(w.token, 'UTF8'), 'hex') || ':' ||
+                          encode(convert_to(w.value, 'UTF8'), 'hex'), ',' ORDER BY w.token)
+        INTO witnesses FROM snowid.witnesses w WHERE w.cluster = c;
+        digest := snowid._digest(c, r.floor IS NULL);
+        cid := snowid._id();
+END $f$;
+
+CREATE FUNCTION snowid._digest(c text, with_marks boolean) RETURNS text
+LANGUAGE sql STABLE AS $f$
+        SELECT md5(CASE WHEN with_marks THEN
+                           coalesce((SELECT string_agg(x.n || ':' || x.mark_rev, ',' ORDER BY x.n)
+                                     FROM snowid.numbers x WHERE x.cluster = c), '')
+                        ELSE '' END || '/' ||
+                   coalesce((SELECT string_agg(w.token || ':' || w.rev, ',' ORDER BY w.token)
+                             FROM snowid.witnesses w WHERE w.cluster = c), ''))
+$f$;
+
+-- A fence written: the fence and the floor (and the layout, if absent),
+-- every witness deleted, if the layout and fence are at the revisions read,
+-- the floor (every mark) at most fl, or still absent and then no mark
+-- written since the read, and no witness written since (digest).
+CREATE FUNCTION snowid.fence_write(c text, f text, fl bigint, lrev bigint, frev bigint,
+                                   floor_read boolean, dig text,
+                                   e bigint, tb int, wb int, sb int,
+                                   OUT ok boolean, OUT cid bigint)
+LANGUAGE plpgsql AS $f$
+DECLARE
+        r snowid.clusters;
+BEGIN
+        cid := snowid._id();
+        INSERT INTO snowid.clusters (name) VALUES (c) ON CONFLICT DO NOTHING;
+        SELECT * INTO r FROM snowid.clusters WHERE name = c FOR UPDATE;
+        ok := coalesce(coalesce(r.layout_rev, 0) = lrev AND coalesce(r.fence_rev, 0) = frev
+              AND CASE WHEN floor_read THEN snowid._floor(c, r.floor, r.time_bits) <= fl
+                       ELSE r.floor IS NULL END
+              AND snowid._digest(c, NOT floor_read) = dig, false);
+        IF NOT ok THEN
+                RETURN;
+        END IF;
+        UPDATE snowid.clusters SET fence = f, fence_rev = nextval('snowid.revision'), floor = fl
+        WHERE name = c;
+        IF r.layout_rev IS NULL THEN
+                UPDATE snowid.clusters
+                SET epoch_ms = e, time_bits = tb, worker_bits = wb, seq_bits = sb,
+                    layout_rev = nextval('snowid.revision')
+                WHERE name = c;
+        END IF;
+        DELETE FROM snowid.witnesses w WHERE w.cluster = c;
 END $f$;
 
 $functions$;
@@ -842,8 +754,8 @@ END
 $install$;
 
 -- A dump restored into another server (another system identifier) is a
--- restore the revisions may not show: the cluster gets a new cluster_id,
--- so that no daemon acts on it until `snowid fence` names it
+-- restore the revisions may not show: the store gets a new cluster_id, so
+-- that no daemon acts on it until `snowid fence` names it
 -- (docs/postgres.md).  Read by whoever can; nothing is locked unless it
 -- changed.
 DO $moved$
@@ -853,11 +765,14 @@ BEGIN
 IF has_function_privilege('pg_control_system()', 'EXECUTE') THEN
         SELECT system_identifier INTO sid FROM pg_control_system();
         IF (SELECT system_identifier FROM snowid.meta) IS DISTINCT FROM sid THEN
+                -- one new identity, however many daemons connect at once
+                PERFORM pg_advisory_xact_lock(7306086541206302061);
                 UPDATE snowid.meta
                 SET cluster_id = CASE WHEN system_identifier IS NULL THEN cluster_id
                         ELSE greatest(1, ('x' || substr(md5(gen_random_uuid()::text), 1, 16))
                                          ::bit(64)::bigint & 9223372036854775807) END,
-                    system_identifier = sid;
+                    system_identifier = sid
+                WHERE system_identifier IS DISTINCT FROM sid;
         END IF;
 END IF;
 END

@@ -99,7 +99,8 @@ struct store_cluster {
         bool witnessed;
         size_t n_records;
         const struct store_record *records;
-        bool own_read; /* own_mark_rev: the mod revision of hwm/<own_worker> */
+        int64_t records_rev; /* what store_record_range() compares: the records as read */
+        bool own_read;       /* own_mark_rev: the mod revision of hwm/<own_worker> */
         int32_t own_worker;
         int64_t own_mark_rev;
 };

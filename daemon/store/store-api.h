@@ -99,3 +99,15 @@ void store_refusal_hint(const struct store *s, const struct settings *cfg, enum 
 void store_full_text(const struct store *s, const char *member, int64_t left_ms, char *buf,
                      size_t size);
 unsigned store_members(const struct store *s, const struct settings *cfg);
+
+/* Every verb of every store in the process, as it is sent and as its
+ * answer comes (before its callback): which verb ("grant", "scan", ...),
+ * and for an answer how long it took and what it said.  For benches
+ * (bench/hosts.c); NULL: none. */
+struct store_observer {
+        void (*sent)(void *userdata, struct store *s, const char *verb);
+        void (*answered)(void *userdata, struct store *s, const char *verb, uint64_t usec,
+                         const struct store_answer *a);
+        void *userdata;
+};
+void store_observe(const struct store_observer *o);

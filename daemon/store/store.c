@@ -52,12 +52,21 @@ struct store *store_free(struct store *s)
 int store_call(struct store *s, const char *path, json_t *body, store_cb cb, void *userdata,
                uint64_t tag)
 {
+        if (!s->ops->call) {
+                json_decref(body);
+                return -EOPNOTSUPP;
+        }
         return s->ops->call(s->b, path, body, cb, userdata, tag);
 }
 
 void store_set_prefix(struct store *s, const char *prefix)
 {
         snprintf(s->prefix, sizeof(s->prefix), "%s", prefix);
+}
+
+void *store_backend(struct store *s)
+{
+        return s->b;
 }
 
 struct verb **store_verbs(struct store *s)
@@ -224,4 +233,15 @@ int store_record_range(struct store *s, const char *region, const char *value, i
 int store_alarms(struct store *s, verb_alarms_cb cb, void *userdata)
 {
         return s->ops->verbs->alarms(s, cb, userdata);
+}
+
+int store_fence_read(struct store *s, unsigned time_bits, verb_fence_read_cb cb, void *userdata)
+{
+        return s->ops->verbs->fence_read(s, time_bits, cb, userdata);
+}
+
+int store_fence_write(struct store *s, const struct store_fence_write *w, verb_done_cb cb,
+                      void *userdata)
+{
+        return s->ops->verbs->fence_write(s, w, cb, userdata);
 }

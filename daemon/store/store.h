@@ -97,9 +97,16 @@ struct store_verb_ops {
         int (*record_range)(struct store *s, const char *region, const char *value, int64_t rev,
                             int64_t layout_rev, verb_done_cb cb, void *userdata);
         int (*alarms)(struct store *s, verb_alarms_cb cb, void *userdata);
+        int (*fence_read)(struct store *s, unsigned time_bits, verb_fence_read_cb cb,
+                          void *userdata);
+        int (*fence_write)(struct store *s, const struct store_fence_write *w, verb_done_cb cb,
+                           void *userdata);
 };
 
-extern const struct store_verb_ops store_txn_verbs;
+extern const struct store_verb_ops store_txn_verbs, store_pg_verbs;
+
+/* The backend's own object (what its ops' new() made), for its verbs. */
+void *store_backend(struct store *s);
 
 /* What a backend does.  `b` is the backend's own object, made by new(). */
 struct store_ops {
@@ -109,7 +116,8 @@ struct store_ops {
         int (*new)(sd_event *event, const struct settings *cfg, void **ret);
         void (*free)(void *b);
         /* body taken over; cb runs exactly once, from the loop (never from
-         * inside call), unless the backend is freed first */
+         * inside call), unless the backend is freed first.  NULL: the
+         * backend speaks only its verbs */
         int (*call)(void *b, const char *path, json_t *body, store_cb cb, void *userdata,
                     uint64_t tag);
         unsigned (*in_flight)(const void *b);
@@ -162,6 +170,10 @@ void store_stats_count(struct store_stats *st, uint64_t usec, bool ok);
  * when the request was sent), or was already; sets r->behind for a lease
  * answer lower than rev_at_send. */
 void store_history_note(struct store_history *hist, int64_t rev_at_send, unsigned gen_at_send,
+                        bool linearizable, struct store_reply *r);
+/* The same, with r->revision and r->cluster_id already read (a revision of
+ * 0: the answer carries none, and only its cluster is compared). */
+void store_history_seen(struct store_history *hist, int64_t rev_at_send, unsigned gen_at_send,
                         bool linearizable, struct store_reply *r);
 /* An answer (status, body) as a reply: the body parsed as JSON, and a short
  * error unless it is a 200 with a JSON object.  r->tag and r->usec are left

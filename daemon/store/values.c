@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "values.h"
+#include "verbs.h"
 
 int parse_mark(const char *v, size_t len, uint64_t *ret)
 {
@@ -82,4 +83,15 @@ int fence_make(uint64_t claims_above, uint64_t after, uint64_t cluster_id, bool 
                               cluster_id);
         c->fence_len = (size_t)n;
         return fence_parse(c->fence, c->fence_len, c);
+}
+
+char *witness_text(const struct store_witness *w)
+{
+        json_t *v = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "host", w->host, "instance",
+                              w->instance, "era", (json_int_t)w->era, "claims_above",
+                              (json_int_t)w->claims_above, "deadline", (json_int_t)w->deadline,
+                              "wall_ms", (json_int_t)w->wall_ms);
+        char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+        json_decref(v);
+        return text;
 }

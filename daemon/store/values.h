@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The values snowid stores, the same in every store: a mark (hwm/<n>, the
- * floor) and a fence.  How a store keeps and sends them is its backend's.
+ * floor), a fence and a witness.  How a store keeps and sends them is its backend's.
  */
 #pragma once
 
@@ -21,3 +21,9 @@ int fence_parse(const char *v, size_t len, struct cluster_ident *c);
  * naming cluster_id (0: none); made: by the cluster's creation. */
 int fence_make(uint64_t claims_above, uint64_t after, uint64_t cluster_id, bool made,
                struct cluster_ident *c);
+
+struct store_witness;
+/* A witness's value (docs/fences.md rule 7): {"host", "instance", "era",
+ * "claims_above", "deadline", "wall_ms"}; NULL if out of memory.  Freed by
+ * the caller. */
+char *witness_text(const struct store_witness *w);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "txn.h"
+#include "values.h"
 #include "verbs-int.h"
 
 static json_t *layout_value(const snowid_layout *l)
@@ -49,7 +50,8 @@ static bool range_at(const json_t *root, size_t i)
 static void cluster_answer(struct verb *v, const struct store_reply *r)
 {
         const struct store_answer a = store_answer_of(r);
-        struct store_cluster c = {.ok = store_ok(r), .own_worker = v->own_worker};
+        struct store_cluster c = {
+                .ok = store_ok(r), .own_worker = v->own_worker, .records_rev = r->revision};
         struct kv lk = {0}, fk = {0}, flk = {0}, *kvs = NULL;
         struct store_record *records = NULL;
         const char *prefix = store_prefix(v->store);
@@ -279,6 +281,8 @@ int txn_make_cluster(struct store *s, const snowid_layout *l, const char *fence,
         return verb_send(verb_new(s, V_DONE, (void (*)(void))cb, userdata), "/v3/kv/txn", body, 0);
 }
 
+static void fence_answer(struct verb *v, const struct store_reply *r);
+
 /* ---- witnesses, regions' records, alarms ---- */
 
 static json_t *witness_key(struct store *s, const char *token)
@@ -291,12 +295,7 @@ static json_t *witness_key(struct store *s, const char *token)
 int txn_witness_put(struct store *s, const char *token, const struct store_witness *w,
                     verb_done_cb cb, void *userdata, uint64_t tag)
 {
-        json_t *v = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "host", w->host, "instance",
-                              w->instance, "era", (json_int_t)w->era, "claims_above",
-                              (json_int_t)w->claims_above, "deadline", (json_int_t)w->deadline,
-                              "wall_ms", (json_int_t)w->wall_ms);
-        char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
-        json_decref(v);
+        char *text = witness_text(w);
         if (!text)
                 return -ENOMEM;
         json_t *body = json_pack("{s:[o]}", "success",
@@ -364,7 +363,139 @@ void verb_cluster_answer(struct verb *v, const struct store_reply *r)
         case V_ALARMS:
                 alarms_answer(v, r);
                 break;
+        case V_FENCE:
+                fence_answer(v, r);
+                break;
         default:
                 break;
         }
+}
+
+/* ---- `snowid fence` ---- */
+
+void fence_read_clear(struct store_fence_read *f)
+{
+        for (size_t i = 0; f->witnesses && i < f->n_witnesses; i++)
+                free(f->witnesses[i].value);
+        free(f->witnesses);
+        f->witnesses = NULL;
+        f->n_witnesses = 0;
+}
+
+/* [layout, fence, floor, hwm/..., witness/...] */
+static void fence_answer(struct verb *v, const struct store_reply *r)
+{
+        const struct store_answer a = store_answer_of(r);
+        struct store_fence_read f = {.ok = store_ok(r), .since = r->revision};
+        struct kv lk = {0}, fk = {0}, flk = {0}, kv;
+        if (!f.ok)
+                goto done;
+        int rl = txn_kv(r->json, 0, &lk), rf = txn_kv(r->json, 1, &fk),
+            rfl = txn_kv(r->json, 2, &flk);
+        if (rl < 0 || rf < 0 || rfl < 0) {
+                f.ok = false;
+                goto done;
+        }
+        f.layout = rl;
+        f.layout_rev = rl ? lk.create_revision : 0;
+        f.fence = rf;
+        f.fence_rev = rf ? fk.mod_revision : 0;
+        if (rf && fk.value_len <= sizeof(f.fence_bytes)) {
+                memcpy(f.fence_bytes, fk.value, fk.value_len);
+                f.fence_len = fk.value_len;
+        }
+        f.floor = rfl;
+        if (rfl == 1 && (parse_mark(flk.value, flk.value_len, &f.floor_value) < 0 ||
+                         f.floor_value >> v->time_bits))
+                f.floor = -1;
+        json_t *j;
+        size_t i;
+        json_array_foreach(txn_kvs(r->json, 3), i, j)
+        {
+                uint64_t m;
+                if (kv_parse(j, &kv) < 0)
+                        continue;
+                if (parse_mark(kv.value, kv.value_len, &m) == 0 && !(m >> v->time_bits)) {
+                        f.marks++;
+                        f.highest = m > f.highest ? m : f.highest;
+                }
+                kv_clear(&kv);
+        }
+        json_t *ws = txn_kvs(r->json, 4);
+        f.witnesses = calloc(json_array_size(ws) + 1, sizeof(*f.witnesses));
+        if (!f.witnesses) {
+                f.ok = false;
+                goto done;
+        }
+        json_array_foreach(ws, i, j)
+        {
+                if (kv_parse(j, &kv) < 0)
+                        continue;
+                struct store_fence_witness *w = &f.witnesses[f.n_witnesses++];
+                snprintf(w->key, sizeof(w->key), "%s", kv.key);
+                w->value = kv.value;
+                w->len = kv.value_len;
+                kv.value = NULL;
+                kv_clear(&kv);
+        }
+done:
+        ((verb_fence_read_cb)v->cb)(v->userdata, &a, &f);
+        fence_read_clear(&f);
+        kv_clear(&lk);
+        kv_clear(&fk);
+        kv_clear(&flk);
+}
+
+int txn_fence_read(struct store *s, unsigned time_bits, verb_fence_read_cb cb, void *userdata)
+{
+        const char *p = store_prefix(s);
+        struct verb *v = verb_new(s, V_FENCE, (void (*)(void))cb, userdata);
+        if (v)
+                v->time_bits = time_bits;
+        json_t *body = json_pack(
+                "{s:[o, o, o, o, o]}", "success", txn_range(txn_key(p, "layout", -1), NULL, false),
+                txn_range(txn_key(p, "fence", -1), NULL, false),
+                txn_range(txn_key(p, "floor", -1), NULL, false),
+                txn_range(txn_key(p, "hwm/", -1), txn_key(p, "hwm0", -1), false),
+                txn_range(txn_key(p, "witness/", -1), txn_key(p, "witness0", -1), false));
+        return verb_send(v, "/v3/kv/txn", body, 0);
+}
+
+int txn_fence_write(struct store *s, const struct store_fence_write *w, verb_done_cb cb,
+                    void *userdata)
+{
+        const char *p = store_prefix(s);
+        const struct store_fence_read *rd = w->read;
+        /* the layout and fence as read; the floor still at or below what
+         * is put (daemons raise it meanwhile: then read again) */
+        json_t *cmp = json_pack(
+                "[o, o, o]",
+                txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, rd->layout_rev),
+                txn_cmp(txn_key(p, "fence", -1), "MOD", "EQUAL", NULL, rd->fence_rev),
+                rd->floor ? txn_cmp(txn_key(p, "floor", -1), "VALUE", "LESS",
+                                    txn_mark(w->floor + 1), 0)
+                          : txn_cmp(txn_key(p, "floor", -1), "CREATE", "EQUAL", NULL, 0));
+        /* no witness written since the read: every one is covered, and
+         * deleted */
+        json_t *c = txn_cmp(txn_key(p, "witness/", -1), "MOD", "LESS", NULL, rd->since + 1);
+        json_object_set_new(c, "range_end", txn_key(p, "witness0", -1));
+        json_array_append_new(cmp, c);
+        if (!rd->floor) {
+                /* no floor: mark writes raise none, so no mark may have
+                 * moved since it was read */
+                c = txn_cmp(txn_key(p, "hwm/", -1), "MOD", "LESS", NULL, rd->since + 1);
+                json_object_set_new(c, "range_end", txn_key(p, "hwm0", -1));
+                json_array_append_new(cmp, c);
+        }
+        json_t *ops =
+                json_pack("[o, o]", txn_put(txn_key(p, "fence", -1), store_b64("%s", w->fence), 0),
+                          txn_put(txn_key(p, "floor", -1), txn_mark(w->floor), 0));
+        if (!rd->layout)
+                json_array_append_new(
+                        ops, txn_put(txn_key(p, "layout", -1), layout_value(w->layout), 0));
+        json_array_append_new(ops, json_pack("{s:{s:o, s:o}}", "request_delete_range", "key",
+                                             txn_key(p, "witness/", -1), "range_end",
+                                             txn_key(p, "witness0", -1)));
+        return verb_send(verb_new(s, V_DONE, (void (*)(void))cb, userdata), "/v3/kv/txn",
+                         json_pack("{s:o, s:o}", "compare", cmp, "success", ops), 0);
 }

@@ -23,6 +23,7 @@ enum verb_kind {
         V_CREATING,
         V_DONE,
         V_ALARMS,
+        V_FENCE,
 };
 
 struct verb {
@@ -38,7 +39,8 @@ struct verb {
         unsigned time_bits;
         unsigned sampled;
         uint32_t sample[STORE_SAMPLE_MAX];
-        bool own; /* a claim, or a cluster read, that read this daemon's own mark */
+        bool own;         /* a claim, or a cluster read, that read this daemon's own mark */
+        uint64_t sent_us; /* CLOCK_MONOTONIC, for store_observe() */
         int32_t own_worker;
 };
 
@@ -83,3 +85,12 @@ int txn_witness_delete(struct store *s, const char *token, verb_done_cb cb, void
 int txn_record_range(struct store *s, const char *region, const char *value, int64_t rev,
                      int64_t layout_rev, verb_done_cb cb, void *userdata);
 int txn_alarms(struct store *s, verb_alarms_cb cb, void *userdata);
+int txn_fence_read(struct store *s, unsigned time_bits, verb_fence_read_cb cb, void *userdata);
+int txn_fence_write(struct store *s, const struct store_fence_write *w, verb_done_cb cb,
+                    void *userdata);
+/* v's answer came: told to the observer, if any (store_observe()). */
+void verb_answered(const struct verb *v, const struct store_answer *a);
+/* Frees a verb's context, its answer read (pg-verbs.c's too). */
+void verb_free(struct verb *v);
+/* The witnesses of a fence read, freed. */
+void fence_read_clear(struct store_fence_read *f);

@@ -12,10 +12,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "monotonic.h"
 #include "txn.h"
 #include "verbs-int.h"
 
-static void verb_free(struct verb *v);
+static struct store_observer observer;
+static const char *const verb_names[] = {
+        [V_GRANT] = "grant",       [V_KEEPALIVE] = "keepalive", [V_REVOKE] = "revoke",
+        [V_SCAN] = "scan",         [V_CLAIM] = "claim",         [V_READ] = "read",
+        [V_EXTEND] = "extend",     [V_RAISE] = "raise",         [V_CLUSTER] = "cluster",
+        [V_CREATING] = "creating", [V_DONE] = "write",          [V_ALARMS] = "alarms",
+        [V_FENCE] = "fence",
+};
 
 /* ---- reading answers ---- */
 
@@ -136,6 +144,7 @@ static void on_answer(void *userdata, const struct store_reply *r)
 {
         struct verb *v = userdata;
         const struct store_answer a = store_answer_of(r);
+        verb_answered(v, &a);
         int64_t id = 0, ttl = -1;
         switch (v->kind) {
         case V_GRANT:
@@ -221,7 +230,7 @@ static void on_answer(void *userdata, const struct store_reply *r)
         verb_free(v);
 }
 
-static void verb_free(struct verb *v)
+void verb_free(struct verb *v)
 {
         struct verb **head = store_verbs(v->store);
         if (v->prev)
@@ -238,11 +247,30 @@ struct verb *verb_new(struct store *s, enum verb_kind kind, void (*cb)(void), vo
         struct verb **head = store_verbs(s), *v = calloc(1, sizeof(*v));
         if (!v)
                 return NULL;
-        *v = (struct verb){.kind = kind, .store = s, .cb = cb, .userdata = userdata, .next = *head};
+        *v = (struct verb){.kind = kind,
+                           .store = s,
+                           .cb = cb,
+                           .userdata = userdata,
+                           .next = *head,
+                           .sent_us = now_usec()};
         if (*head)
                 (*head)->prev = v;
         *head = v;
+        if (observer.sent)
+                observer.sent(observer.userdata, s, verb_names[kind]);
         return v;
+}
+
+void verb_answered(const struct verb *v, const struct store_answer *a)
+{
+        if (observer.answered)
+                observer.answered(observer.userdata, v->store, verb_names[v->kind],
+                                  now_usec() - v->sent_us, a);
+}
+
+void store_observe(const struct store_observer *o)
+{
+        observer = o ? *o : (struct store_observer){0};
 }
 
 void store_verbs_drop(struct store *s)
@@ -457,4 +485,6 @@ const struct store_verb_ops store_txn_verbs = {
         .witness_delete = txn_witness_delete,
         .record_range = txn_record_range,
         .alarms = txn_alarms,
+        .fence_read = txn_fence_read,
+        .fence_write = txn_fence_write,
 };

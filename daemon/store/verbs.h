@@ -146,6 +146,52 @@ int store_witness_delete(struct store *s, const char *token, verb_done_cb cb, vo
 int store_record_range(struct store *s, const char *region, const char *value, int64_t rev,
                        int64_t layout_rev, verb_done_cb cb, void *userdata);
 
+/* ---- `snowid fence` (cli/fence.c) ---- */
+
+/* A witness as stored: its key (for messages) and value. */
+struct store_fence_witness {
+        char key[160];
+        char *value;
+        size_t len;
+};
+/* What a fence reads: the layout (1 there, 0 absent; its create revision),
+ * the fence's bytes as stored (1 there, 0 absent) and its revision, the
+ * floor (1 a valid mark, 0 absent, -1 there but not one), how many marks
+ * below 2^time_bits are stored and the highest, the witnesses, and what
+ * the write compares to find nothing written since (since, digest). */
+struct store_fence_read {
+        bool ok;
+        int layout;
+        int64_t layout_rev;
+        int fence;
+        char fence_bytes[FENCE_MAX];
+        size_t fence_len;
+        int64_t fence_rev;
+        int floor;
+        uint64_t floor_value;
+        size_t marks;
+        uint64_t highest;
+        size_t n_witnesses;
+        struct store_fence_witness *witnesses;
+        int64_t since;
+        char digest[40];
+};
+typedef void (*verb_fence_read_cb)(void *userdata, const struct store_answer *r,
+                                   const struct store_fence_read *f);
+int store_fence_read(struct store *s, unsigned time_bits, verb_fence_read_cb cb, void *userdata);
+/* A fence written: fence and floor put (and layout, if the read found
+ * none), every witness deleted, if the layout and fence are as read, the
+ * floor and every mark at most floor (or, none read, still none and no
+ * mark written since), and no witness written since the read. */
+struct store_fence_write {
+        const struct store_fence_read *read;
+        const char *fence;
+        uint64_t floor;
+        const snowid_layout *layout;
+};
+int store_fence_write(struct store *s, const struct store_fence_write *w, verb_done_cb cb,
+                      void *userdata);
+
 /* Whether the store says it is full (etcd's NOSPACE alarm): member, the
  * member that said so, or NULL; ok: the store answered the question. */
 typedef void (*verb_alarms_cb)(void *userdata, const struct store_answer *r, bool ok,

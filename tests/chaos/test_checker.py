@@ -2,8 +2,8 @@
 """The chaos test's checker must be able to fail: each kind of wrong ID it
 looks for is planted in files of made-up IDs and must be found; and etcd
 history is turned into the right holdings, across restores of etcd from a
-snapshot and deleted marks; and PostgreSQL's audit rows are turned into the
-same history."""
+snapshot and deleted marks; and PostgreSQL's audit rows (of its numbers'
+table) are turned into the same history."""
 import json
 import os
 import sys
@@ -174,24 +174,42 @@ def main():
     assert chaos.recoveries(healed, [(0, 40)], per_host, 0, 100) == (
         [(0, "daemon-kill9", "h1", 50)], 1)
 
-    # PostgreSQL's audit rows: a DELETE takes the PUTs' rule for its revision
-    # (meta's + 1 while the request runs); keys outside the prefix left out
-    def row(op, key, value, mod, meta):
-        return [op, chaos.b64(key), chaos.b64(value), mod, meta]
+    # PostgreSQL's audit rows (a write of a number's row each): a claim puts
+    # the holder and the mark at the row's seq, a write of the mark alone
+    # the mark, a deleted row deletes the mark; other clusters left out
+    def row(seq, op, n, mark, rev, lease=None, holder=None, claim=False, cluster="chaos"):
+        return [seq, op, cluster, n, mark, rev, lease, holder, claim]
     p = "/snowid/chaos/"
-    rows = [row("PUT", p + "workers/5", '{"instance":"a"}', 3, 2),
-            row("PUT", p + "hwm/5", "00000000000000001010", 3, 2),
-            row("PUT", "/snowid/other/hwm/5", "1", 4, 3),
-            row("DELETE", p + "workers/5", "", None, 4)]
+    rows = [row(1, "INSERT", 5, 0, 1),
+            row(2, "UPDATE", 5, 1010, 3, 77, '{"instance":"a"}', True),
+            row(3, "UPDATE", 5, 1010, 3, 77, '{"instance":"a"}'),   # no event: nothing moved
+            row(4, "INSERT", 5, 1, 4, cluster="other"),
+            row(5, "UPDATE", 5, 1020, 6, 77, '{"instance":"a"}'),
+            row(6, "DELETE", 5, 1020, 6, 77, '{"instance":"a"}')]
     events, bad = chaos.audit_events(rows, p)
     assert bad == [] and events == [
-        (3, "PUT", p + "workers/5", '{"instance":"a"}'), (3, "PUT", p + "hwm/5",
-                                                          "00000000000000001010"),
-        (5, "DELETE", p + "workers/5", "")], events
-    # PUTs that disagree on the rule, or a revision going back, are reported
-    assert len(chaos.audit_events(rows + [row("PUT", p + "hwm/5", "1", 5, 5)], p)[1]) == 1
-    assert len(chaos.audit_events(rows + [row("PUT", p + "hwm/5", "1", 2, 1)], p)[1]) == 1
-    print("checker: 26 checks passed")
+        (1, "PUT", p + "hwm/5", "00000000000000000000"),
+        (2, "PUT", p + "workers/5", '{"instance":"a"}'),
+        (2, "PUT", p + "hwm/5", "00000000000000001010"),
+        (5, "PUT", p + "hwm/5", "00000000000000001020"),
+        (6, "DELETE", p + "hwm/5", "")], events
+    # a mark's revision going back for one number is reported, not across numbers
+    assert len(chaos.audit_events(rows + [row(7, "INSERT", 5, 2000, 5)], p)[1]) == 1
+    assert chaos.audit_events(rows + [row(7, "INSERT", 6, 2000, 2)], p)[1] == []
+    # the history they make is turned into holdings as etcd's is
+    held = chaos.holdings(events + [(8, "PUT", p + "workers/5", '{"instance":"b"}'),
+                                    (8, "PUT", p + "hwm/5", "00000000000000003000")],
+                          p, ["a", "b"])
+    assert held == {0: [(5, 0, 1020)], 1: [(5, 1020, 3000)]}, held
+    # an era restored from a backup repeats part of the era before it (the
+    # rows committed before the dump began, whatever their seq)
+    era0 = events + [(7, "PUT", p + "hwm/6", "00000000000000000001")]
+    era1 = [e for e in events if e[0] != 5] + [(9, "PUT", p + "hwm/5", "00000000000000004000")]
+    assert chaos.timeline([(0, era0), (6, era1)], repeats_some=True)[1] == []
+    assert len(chaos.timeline([(0, era0), (6, era1)])[1]) == 1
+    assert len(chaos.timeline([(0, era0), (6, era1 + [(3, "PUT", p + "hwm/9", "1")])],
+                              repeats_some=True)[1]) == 1
+    print("checker: 30 checks passed")
 
 
 if __name__ == "__main__":

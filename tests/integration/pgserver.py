@@ -31,6 +31,26 @@ def sql_literal(s):
     return "'" + s.replace("'", "''") + "'"
 
 
+def sql_value(v):
+    """A Python value as an SQL constant: None, bool, int, str, a list of
+    ints (an int[] argument: scan's sample)."""
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, (list, tuple)):
+        return "ARRAY[" + ",".join(str(int(x)) for x in v) + "]::int[]"
+    return sql_literal(str(v))
+
+
+def verb_sql(name, args):
+    """The query of one of postgres.sql's verbs (snowid.claim, ...) with
+    constant arguments; its one row."""
+    return f"SELECT * FROM snowid.{name}({', '.join(sql_value(a) for a in args)})"
+
+
 class Postgres:
     def __init__(self, h=None, port=None, settings=()):
         """h: a Harness (cleanup registered, logs kept in its dir) or None."""
@@ -175,12 +195,15 @@ class Postgres:
         with open(path) as f:
             return self.psql(f.read())
 
-    def call(self, path, body, timeout=60):
-        """snowid.call(path, body): (status, body)."""
-        out = self.psql(f"SELECT snowid.call({sql_literal(path)}, "
-                        f"{sql_literal(json.dumps(body))}::jsonb)", timeout=timeout)
-        r = json.loads(out)
-        return r["status"], r["body"]
+    def query_json(self, sql, timeout=60):
+        """The rows of one query, as a list of dicts (json_agg: the values
+        as JSON gives them, bigints as numbers)."""
+        out = self.psql(f"SELECT coalesce(json_agg(q), '[]') FROM ({sql}) q", timeout=timeout)
+        return json.loads(out)
+
+    def verb(self, name, *args, timeout=60):
+        """SELECT * FROM snowid.<name>(args): the verb's one row, as a dict."""
+        return self.query_json(verb_sql(name, args), timeout=timeout)[0]
 
     def session(self):
         """A connection of its own (one psql process) for many calls."""
@@ -226,10 +249,12 @@ class Session:
             raise AssertionError(f"psql: {out[:1500]}")
         return out
 
-    def call(self, path, body):
-        r = json.loads(self.query(f"SELECT snowid.call({sql_literal(path)}, "
-                                  f"{sql_literal(json.dumps(body))}::jsonb)"))
-        return r["status"], r["body"]
+    def query_json(self, sql):
+        return json.loads(self.query(f"SELECT coalesce(json_agg(q), '[]') FROM ({sql}) q"))
+
+    def verb(self, name, *args):
+        """snowid.<name>(args) on this connection: its one row, as a dict."""
+        return self.query_json(verb_sql(name, args))[0]
 
     def close(self):
         if self.p.poll() is None:

@@ -17,7 +17,17 @@ LOG_LINE = re.compile(r"\d\d:\d\d:\d\d\.\d{3} snowidd: |<3>")
 
 
 def mark_txn(etcd, n, lease, value, mark, cluster="default"):
-    """The guarded renewal, as snowidd sends it; True if it succeeded."""
+    """The guarded renewal, as snowidd sends it; True if it succeeded:
+    written only if the number is held under lease with value and its mark
+    is below mark.  On PostgreSQL the verb snowid.extend() under the
+    cluster's fence and layout as stored (any mark revision)."""
+    if STORE == "postgres":
+        import pgserver
+        r = etcd.pg.query_json(
+            "SELECT e.ok FROM snowid.clusters c, snowid.extend(c.name, c.fence, c.layout_rev, "
+            f"{int(n)}, {int(lease)}, {pgserver.sql_literal(value)}, {int(mark)}, 0) e "
+            f"WHERE c.name = {pgserver.sql_literal(cluster)}")
+        return bool(r and r[0]["ok"])
     w, m = f"/snowid/{cluster}/workers/{n}", f"/snowid/{cluster}/hwm/{n}"
     r = etcd.call("/v3/kv/txn", {
         "compare": [{"key": b64(w), "target": "LEASE", "result": "EQUAL", "lease": str(lease)},

@@ -497,8 +497,9 @@ if __name__ == "__main__":
              test_restore_with_stalled_holder, test_restore_without_fence, test_layout_lost,
              test_no_layout_on_used_cluster, test_ahead_claim_slews_back]
     if STORE == "postgres":
-        # where the store matters: its restores and `snowid fence` on it (a
+        # where the store matters: a deleted mark (its floor is the stored
+        # floor and the marks), its restores and `snowid fence` on it (a
         # holder's raises and slews are the daemon's, run against etcd)
-        tests = [test_mark_and_floor_deleted, test_restore_with_stalled_holder,
+        tests = [test_mark_deleted_and_holder_killed, test_mark_and_floor_deleted, test_restore_with_stalled_holder,
                  test_restore_without_fence, test_layout_lost, test_no_layout_on_used_cluster]
     run([t for t in tests if len(sys.argv) < 2 or t.__name__ in sys.argv[1:]])

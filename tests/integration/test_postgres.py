@@ -229,8 +229,9 @@ def test_store_named(h):
 
     look("at rest")
 
-    # the role loses its rights on the keys: mark extensions are refused
-    pg.pg.psql("REVOKE ALL ON snowid.kv FROM snowid_worker")
+    # the role loses its rights on the numbers' table: mark extensions
+    # (snowid.extend, which locks and writes the number's row) are refused
+    pg.pg.psql("REVOKE ALL ON snowid.numbers FROM snowid_worker")
     wait_for(lambda: "postgres-permission" in http_get(port, "/healthz")[1], 20,
              "/healthz to say postgres-permission")
     text, j, health = look("refused")
@@ -249,7 +250,7 @@ def test_store_named(h):
     log(said[0].split("snowidd: ", 1)[-1][:200])
 
     # given back: it goes on by itself, and says so
-    pg.pg.psql("GRANT SELECT, INSERT, UPDATE, DELETE ON snowid.kv TO snowid_worker")
+    pg.pg.psql("GRANT SELECT, INSERT, UPDATE, DELETE ON snowid.numbers TO snowid_worker")
     wait_for(lambda: http_get(port, "/healthz")[0] == 200, 45, "/healthz to be 200 again")
     look("again")
     assert min(take(h.instance, 3)) > max(before)
@@ -268,12 +269,16 @@ def test_restart_during_claim(h):
     pg = PgStore(h)
     # make the schema, and one holder, first
     a = Daemon(h, pg, instance=h.instance + "-a", name="a").start()
-    # every new holder key now waits inside its transaction
+    # every claim now waits inside its transaction: a write that puts a
+    # holder on a number's row (snowid.claim's INSERT ... ON CONFLICT DO
+    # UPDATE, which fires the row's BEFORE INSERT trigger, and then its
+    # BEFORE UPDATE trigger when the row is there)
     pg.pg.psql("""
         CREATE FUNCTION public.stall() RETURNS trigger LANGUAGE plpgsql AS
-          $$ BEGIN IF convert_from(NEW.key, 'UTF8') LIKE '%/workers/%' THEN
+          $$ BEGIN IF NEW.lease IS NOT NULL AND NEW.lease IS DISTINCT FROM
+                      (CASE WHEN TG_OP = 'UPDATE' THEN OLD.lease END) THEN
                PERFORM pg_sleep(60); END IF; RETURN NEW; END $$;
-        CREATE TRIGGER stall BEFORE INSERT ON snowid.kv
+        CREATE TRIGGER stall BEFORE INSERT OR UPDATE ON snowid.numbers
           FOR EACH ROW EXECUTE FUNCTION public.stall();""")
     b = Daemon(h, pg, instance=h.instance + "-b", name="b",
                args=["--etcd-timeout", "8000"]).start(wait_ready=False)
@@ -285,7 +290,7 @@ def test_restart_during_claim(h):
     log("B's claim is open on the server: kill -9")
     pg.kill()
     pg.start()
-    pg.pg.psql("DROP TRIGGER stall ON snowid.kv; DROP FUNCTION public.stall();")
+    pg.pg.psql("DROP TRIGGER stall ON snowid.numbers; DROP FUNCTION public.stall();")
     b.wait_message("READY=1", 60)
     text = b.log_text()
     assert "got no answer" in text and "reading back" in text, text[-3000:]

@@ -494,7 +494,7 @@ def test_lease_revoked_by_hand(h):
     a = Daemon(h, etcd, instance=h.instance + "-a", name="a", args=FAST).start()
     n = decode(take(a.instance)[0])[1]
     _, kv = etcd.get(f"/snowid/default/workers/{n}")
-    etcd.call("/v3/lease/revoke", {"ID": kv["lease"]})
+    etcd.revoke(kv["lease"])
     # its keepalive finds the lease unknown early and reads its mark, or its
     # extension finds workers/<n> gone with its mark write intact: either
     # way, a number lost, not a restore
