@@ -3,7 +3,7 @@
 # - one snowidd at rest: the store's requests per second, counted by the
 #   store itself (etcd: gRPC calls handled, which the HTTP gateway turns
 #   requests into, and the keepalive stream's messages; PostgreSQL:
-#   statements run, from pg_stat_statements: one snowid.call() each), and
+#   statements run, from pg_stat_statements: one verb's function each), and
 #   the daemon's resident memory;
 # - the claim storm: N daemons started at the same moment
 #   (bench/claim-storm.py), the time until every one is READY.
@@ -164,7 +164,7 @@ print("Written by `bench/coordination.sh` (" + sys.argv[2] + " cores, the store 
       "on this one machine; renew-interval 1000 ms, mark-step 5 s, lease-ttl 10 s).")
 print("At rest: one snowidd holding its number; requests counted by the store (etcd: gRPC calls "
       "and keepalive messages; PostgreSQL: statements, from pg_stat_statements, each one "
-      "`snowid.call()` in a transaction of its own). Claim storm: N daemons released at the same "
+      "verb's function in a transaction of its own). Claim storm: N daemons released at the same "
       "moment, each with its own instance, until the last one is READY.\n")
 head = ["store", "requests/s per host at rest", "snowidd RSS"] + [
     f"claim storm: {n} daemons to READY" for n in sizes]

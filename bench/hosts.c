@@ -12,8 +12,8 @@
  * --serve: each host also serves its segment on its socket, <dir>/hNNNN.sock
  * (the "started" event names dir), so that clients can take IDs from it.
  *
- * Every host's store calls pass through a wrapper that times them by the
- * step its holder is at (layout, grant, scan, claim, settle, renew, stop).
+ * Every host's store verbs are timed (store_observe()) by the step its
+ * holder is at (layout, grant, scan, claim, settle, renew, stop).
  * Every 50 ms the harness checks that no worker number is published by two
  * hosts, and measures how long each host's clients would get EAGAIN (ID
  * time at or past its segment's deadline, once it first published).
@@ -32,9 +32,10 @@
  *   stop              every holder stopped as snowidd stops; exits when done
  * Events: {"event":"ready","host":I,"t":S} once per host start.
  *
- * --floor: instead of holders, each host makes the calls a claim cannot do
- * without (one lease grant, one compare-and-put of a key of its own) once,
- * all at once, through the same store client: the store's floor.
+ * --floor: instead of holders, each host makes the calls an acquisition
+ * cannot do without (one lease grant, one claim of a number of its own, on
+ * a cluster of the floor's made beforehand) once, all at once, through the
+ * same store client and verbs: the store's floor.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -57,7 +58,8 @@
 #include "publish.h"
 #include "serve.h"
 #include "store.h"
-#include "txn.h"
+#include "values.h"
+#include "verbs.h"
 
 enum kind { K_LAYOUT, K_GRANT, K_SCAN, K_CLAIM, K_SETTLE, K_RENEW, K_OTHER, K_MAX };
 static const char *const kind_names[K_MAX] = {"layout", "grant", "scan", "claim",
@@ -105,7 +107,6 @@ struct host {
         struct shm_pub *pub;
         struct serve *serve;
         struct holder *h;
-        struct tb *tb;
         bool started, ready;
         uint64_t t_start_us, t_ready_us;
         uint64_t eagain_since_us; /* 0: none now */
@@ -115,7 +116,7 @@ struct host {
         uint64_t switched_us; /* when it last changed */
         int64_t worker_at_mark;
         /* --floor */
-        int64_t lease;
+        struct store *floor_store;
         bool floor_done;
 };
 
@@ -234,91 +235,80 @@ static double secs(uint64_t us)
         return (double)(us - t0_us) / 1e6;
 }
 
-/* ---- the store wrapper: times every call by its holder's step ---- */
+/* ---- every verb timed by its holder's step (store_observe()) ---- */
 
-struct pending {
-        struct tb *tb;
-        enum kind kind;
-        uint64_t sent_us;
-        store_cb cb;
-        void *userdata;
-        struct pending *prev, *next;
-};
-
-struct tb {
+/* Each host's store backend, made by the holder through host_ops.new:
+ * the backend object says which host a verb's store is (a hash of
+ * HOST_SLOTS by its address). */
+#define HOST_SLOTS 8192
+static struct {
+        const void *b;
         struct host *host;
-        const struct store_ops *real;
-        void *b;
-        struct pending *pending;
-};
-
+} by_backend[HOST_SLOTS];
 static const struct store_ops *real_ops;
+static struct store_ops host_ops;
 
-static int tb_new(sd_event *ev, const struct settings *cfg, void **ret)
+static size_t slot_of(const void *b)
+{
+        return ((uintptr_t)b >> 4) * 2654435761u % HOST_SLOTS;
+}
+
+static struct host *host_of(struct store *s)
+{
+        const void *b = store_backend(s);
+        for (size_t i = slot_of(b), n = 0; n < HOST_SLOTS && by_backend[i].b;
+             i = (i + 1) % HOST_SLOTS, n++)
+                if (by_backend[i].b == b)
+                        return by_backend[i].host;
+        return NULL;
+}
+
+static int host_backend_new(sd_event *ev, const struct settings *cfg, void **ret)
 {
         struct host *host = (struct host *)((char *)cfg - offsetof(struct host, cfg));
-        struct tb *tb = calloc(1, sizeof(*tb));
-        if (!tb)
-                return -ENOMEM;
-        tb->host = host;
-        tb->real = real_ops;
-        int r = real_ops->new (ev, cfg, &tb->b);
-        if (r < 0) {
-                free(tb);
+        int r = real_ops->new (ev, cfg, ret);
+        if (r < 0)
                 return r;
-        }
-        host->tb = tb;
-        *ret = tb;
+        size_t i = slot_of(*ret);
+        while (by_backend[i].b && by_backend[i].b != *ret)
+                i = (i + 1) % HOST_SLOTS;
+        by_backend[i].b = *ret;
+        by_backend[i].host = host;
         return 0;
 }
 
-static void tb_free(void *b)
+static void host_backend_free(void *b)
 {
-        struct tb *tb = b;
-        tb->real->free(tb->b); /* drops the calls in flight without their callbacks */
-        while (tb->pending) {
-                struct pending *p = tb->pending;
-                tb->pending = p->next;
-                free(p);
-        }
-        if (tb->host->tb == tb)
-                tb->host->tb = NULL;
-        free(tb);
+        size_t i = slot_of(b);
+        for (size_t n = 0; n < HOST_SLOTS && by_backend[i].b; i = (i + 1) % HOST_SLOTS, n++)
+                if (by_backend[i].b == b) {
+                        /* its run of slots stays whole: marked gone, not emptied */
+                        by_backend[i].host = NULL;
+                        by_backend[i].b = (const void *)~(uintptr_t)0;
+                        break;
+                }
+        real_ops->free(b);
 }
 
-static void tb_answer(void *userdata, const struct store_reply *r)
+static bool lease_verb(const char *verb)
 {
-        struct pending *p = userdata;
-        struct tb *tb = p->tb;
-        dist_add(&dists[p->kind], now_us() - p->sent_us);
-        if (!store_ok(r))
-                answers_failed++;
-        if (r->revision > max_revision)
-                max_revision = r->revision;
-        if (p->prev)
-                p->prev->next = p->next;
-        else
-                tb->pending = p->next;
-        if (p->next)
-                p->next->prev = p->prev;
-        store_cb cb = p->cb;
-        void *ud = p->userdata;
-        free(p);
-        cb(ud, r);
+        return !strcmp(verb, "grant") || !strcmp(verb, "keepalive") || !strcmp(verb, "revoke");
 }
 
-static enum kind kind_of(const struct host *host, const char *path)
+static enum kind kind_of(const struct host *host, const char *verb)
 {
-        if (!host->h) /* the call holder_new() makes: the cluster read */
+        if (floor_mode)
+                return !strcmp(verb, "grant") ? K_GRANT : K_CLAIM;
+        if (!host || !host->h) /* the call holder_new() makes: the cluster read */
                 return K_LAYOUT;
         struct holder_status st;
         holder_status(host->h, &st);
         if (!strcmp(st.step, "layout"))
                 return K_LAYOUT;
         if (!strcmp(st.step, "grant"))
-                return !strncmp(path, "/v3/lease/grant", 15) ? K_GRANT : K_OTHER;
+                return !strcmp(verb, "grant") ? K_GRANT : K_OTHER;
         if (!strcmp(st.step, "scan")) /* a read, or a wait to read again */
-                return strncmp(path, "/v3/lease/", 10) ? K_SCAN : K_OTHER;
+                return lease_verb(verb) ? K_OTHER : K_SCAN;
         if (!strcmp(st.step, "claim"))
                 return K_CLAIM;
         if (!strcmp(st.step, "settle"))
@@ -328,87 +318,33 @@ static enum kind kind_of(const struct host *host, const char *path)
         return K_OTHER;
 }
 
-static int tb_call(void *b, const char *path, json_t *body, store_cb cb, void *userdata,
-                   uint64_t tag)
+static void verb_sent(void *userdata, struct store *s, const char *verb)
 {
-        struct tb *tb = b;
-        struct pending *p = calloc(1, sizeof(*p));
-        if (!p) {
-                json_decref(body);
-                return -ENOMEM;
-        }
-        *p = (struct pending){.tb = tb,
-                              .kind = floor_mode ? K_OTHER : kind_of(tb->host, path),
-                              .sent_us = now_us(),
-                              .cb = cb,
-                              .userdata = userdata,
-                              .next = tb->pending};
-        if (floor_mode)
-                p->kind = !strncmp(path, "/v3/lease/grant", 15) ? K_GRANT : K_CLAIM;
-        int r = tb->real->call(tb->b, path, body, tb_answer, p, tag);
-        if (r < 0) {
-                free(p);
-                return r;
-        }
-        if (tb->pending)
-                tb->pending->prev = p;
-        tb->pending = p;
+        (void)userdata;
+        (void)s;
+        (void)verb;
         calls_total++;
         calls_interval++;
-        return 0;
 }
 
-static unsigned tb_in_flight(const void *b)
+static void verb_answered(void *userdata, struct store *s, const char *verb, uint64_t usec,
+                          const struct store_answer *a)
 {
-        const struct tb *tb = b;
-        return tb->real->in_flight(tb->b);
+        (void)userdata;
+        dist_add(&dists[kind_of(host_of(s), verb)], usec);
+        if (!a->answered || a->status != 200)
+                answers_failed++;
+        if (a->revision > max_revision)
+                max_revision = a->revision;
 }
 
-static void tb_history_reset(void *b)
-{
-        struct tb *tb = b;
-        tb->real->history_reset(tb->b);
-}
-
-static void tb_expect_cluster(void *b, uint64_t cluster_id)
-{
-        struct tb *tb = b;
-        tb->real->expect_cluster(tb->b, cluster_id);
-}
-
-static const char *tb_endpoint(const void *b)
-{
-        const struct tb *tb = b;
-        return tb->real->endpoint(tb->b);
-}
-
-static const struct store_stats *tb_stats(const void *b)
-{
-        const struct tb *tb = b;
-        return tb->real->stats(tb->b);
-}
-
-static void tb_on_problem(void *b, store_problem_cb cb, void *userdata)
-{
-        struct tb *tb = b;
-        tb->real->on_problem(tb->b, cb, userdata);
-}
-
-static struct store_ops tb_ops;
-
-static void tb_ops_make(const struct store_ops *real)
+static void host_ops_make(const struct store_ops *real)
 {
         real_ops = real;
-        tb_ops = *real;
-        tb_ops.new = tb_new;
-        tb_ops.free = tb_free;
-        tb_ops.call = tb_call;
-        tb_ops.in_flight = tb_in_flight;
-        tb_ops.history_reset = tb_history_reset;
-        tb_ops.expect_cluster = tb_expect_cluster;
-        tb_ops.endpoint = tb_endpoint;
-        tb_ops.stats = tb_stats;
-        tb_ops.on_problem = tb_on_problem;
+        host_ops = *real;
+        host_ops.new = host_backend_new;
+        host_ops.free = host_backend_free;
+        store_observe(&(const struct store_observer){.sent = verb_sent, .answered = verb_answered});
 }
 
 /* ---- holders ---- */
@@ -475,7 +411,7 @@ static int host_start(struct host *host)
         }
         struct holder *h;
         r = holder_new(
-                loop_of(host), &host->cfg, host->pub, &tb_ops,
+                loop_of(host), &host->cfg, host->pub, &host_ops,
                 &(struct holder_callbacks){.change = on_change, .done = on_done, .userdata = host},
                 &h);
         if (r < 0)
@@ -496,13 +432,20 @@ static void host_kill(struct host *host)
         host->started = false;
 }
 
-/* ---- the floor: one grant and one compare-and-put per host ---- */
+/* ---- the floor: one grant and one claim per host ---- */
 
-static void floor_put_done(void *userdata, const struct store_reply *r)
+static void reset_dists(void);
+
+/* The cluster the floor's claims name: made once, before the floor is
+ * timed, by host 0's store, and read back for its fence and layout. */
+static struct cluster_ident floor_cluster;
+
+static void floor_claimed(void *userdata, const struct store_answer *r,
+                          const struct store_claimed *c)
 {
         struct host *host = userdata;
-        if (!store_ok(r) || !json_is_true(json_object_get(r->json, "succeeded")))
-                fprintf(stderr, "snowid-hosts: host %d: floor put failed: %s\n", host->i,
+        if (!c->ok || !c->succeeded)
+                fprintf(stderr, "snowid-hosts: host %d: floor claim failed: %s\n", host->i,
                         r->error ? r->error : "not succeeded");
         host->floor_done = host->ready = true;
         host->t_ready_us = now_us();
@@ -511,25 +454,81 @@ static void floor_put_done(void *userdata, const struct store_reply *r)
                 sd_event_exit(event, 0);
 }
 
-static void floor_granted(void *userdata, const struct store_reply *r)
+static void floor_granted(void *userdata, const struct store_answer *r, int64_t lease,
+                          int64_t ttl_s)
 {
         struct host *host = userdata;
-        if (!store_ok(r) || store_int64(r->json, "ID", &host->lease) < 0) {
+        (void)ttl_s;
+        static const struct store_claimed none = {0};
+        if (!lease) {
                 fprintf(stderr, "snowid-hosts: host %d: no lease: %s\n", host->i,
                         r->error ? r->error : "malformed");
-                floor_put_done(host, r);
+                floor_claimed(host, r, &none);
                 return;
         }
-        char prefix[160];
-        snprintf(prefix, sizeof(prefix), "/snowid-floor/%s/", host->cfg.cluster);
-        json_t *k = txn_key(prefix, "k", host->i);
-        json_t *body = json_pack("{s:[o],s:[{s:o}]}", "compare",
-                                 txn_cmp(json_incref(k), "CREATE", "EQUAL", NULL, 0), "success",
-                                 "request_put",
-                                 json_pack("{s:o,s:o,s:I}", "key", k, "value", txn_mark(1), "lease",
-                                           (json_int_t)host->lease));
-        if (tb_call(host->tb, "/v3/kv/txn", body, floor_put_done, host, 0) < 0)
-                floor_put_done(host, &(struct store_reply){.error = "cannot send"});
+        const struct store_claim_req c = {.cl = &floor_cluster,
+                                          .worker = (uint32_t)host->i,
+                                          .lease = lease,
+                                          .value = "floor",
+                                          .start = 1,
+                                          .mark = 1,
+                                          .own_worker = -1};
+        if (store_claim(host->floor_store, &c, floor_claimed, host, 0) < 0)
+                floor_claimed(host, &(struct store_answer){.error = "cannot send"}, &none);
+}
+
+static void floor_read(void *userdata, const struct store_answer *r, const struct store_cluster *c)
+{
+        (void)userdata;
+        if (!c->ok || c->fence != 1 || c->layout != 1) {
+                fprintf(stderr, "snowid-hosts: the floor's cluster cannot be read: %s\n",
+                        r->error ? r->error : "no fence or layout");
+                exit(1);
+        }
+        floor_cluster = c->c;
+        /* the floor itself, timed from here */
+        t0_us = t_interval_us = now_us();
+        reset_dists();
+        calls_total = calls_interval = 0;
+        for (unsigned h = 0; h < n_hosts; h++) {
+                hosts[h].t_start_us = now_us();
+                if (store_grant(hosts[h].floor_store, hosts[h].cfg.lease_ttl_s, floor_granted,
+                                &hosts[h], 0) < 0) {
+                        fprintf(stderr, "snowid-hosts: host %u: cannot send\n", h);
+                        exit(1);
+                }
+        }
+}
+
+static void floor_made(void *userdata, const struct store_answer *r, bool ok, bool succeeded)
+{
+        (void)succeeded; /* made by an earlier run: read as it is */
+        if (!ok || store_read_cluster(userdata, false, -1, floor_read, NULL, 0) < 0) {
+                fprintf(stderr, "snowid-hosts: the floor's cluster cannot be made: %s\n",
+                        r->error ? r->error : "cannot send");
+                exit(1);
+        }
+}
+
+/* Each host's store made and the floor's cluster made (untimed); then the
+ * floor runs in the loop. */
+static int floor_setup(void)
+{
+        char fence[FENCE_MAX];
+        struct cluster_ident made;
+        for (unsigned h = 0; h < n_hosts; h++) {
+                int r = store_new(loop_of(&hosts[h]), &hosts[h].cfg, &hosts[h].floor_store);
+                if (r < 0)
+                        return r;
+                char prefix[160];
+                snprintf(prefix, sizeof(prefix), "/snowid/%s-floor/", hosts[h].cfg.cluster);
+                store_set_prefix(hosts[h].floor_store, prefix);
+        }
+        if (fence_make(0, 0, 0, true, &made) < 0)
+                return -EIO;
+        snprintf(fence, sizeof(fence), "%s", made.fence);
+        return store_make_cluster(hosts[0].floor_store, &hosts[0].cfg.layout, fence, 0, false,
+                                  floor_made, hosts[0].floor_store);
 }
 
 /* ---- every 50 ms: numbers held once, EAGAIN stretches ---- */
@@ -810,7 +809,7 @@ int main(int argc, char **argv)
                         return settings_exit_status(r);
         }
         log_max_level = hosts[0].cfg.log_level;
-        tb_ops_make(hosts[0].cfg.store == STORE_POSTGRES ? &store_pg_ops : &store_etcd_ops);
+        host_ops_make(hosts[0].cfg.store == STORE_POSTGRES ? &store_pg_ops : &store_etcd_ops);
         if (sd_event_default(&event) < 0)
                 return 1;
         sd_event_source *tick = NULL, *in = NULL;
@@ -827,16 +826,7 @@ int main(int argc, char **argv)
         t0_us = t_interval_us = now_us();
         int r = 0;
         if (floor_mode) {
-                for (unsigned h = 0; h < n_hosts && r >= 0; h++) {
-                        hosts[h].t_start_us = now_us();
-                        void *b;
-                        r = tb_ops.new(loop_of(&hosts[h]), &hosts[h].cfg, &b);
-                        if (r >= 0)
-                                r = tb_call(hosts[h].tb, "/v3/lease/grant",
-                                            json_pack("{s:I}", "TTL",
-                                                      (json_int_t)hosts[h].cfg.lease_ttl_s),
-                                            floor_granted, &hosts[h], 0);
-                }
+                r = floor_setup();
         } else {
                 for (unsigned h = 0; h < n_hosts && r >= 0; h++)
                         r = host_start(&hosts[h]);
@@ -852,8 +842,7 @@ int main(int argc, char **argv)
         if (floor_mode)
                 report();
         for (unsigned h = 0; h < n_hosts; h++) {
-                if (floor_mode && hosts[h].tb)
-                        tb_ops.free(hosts[h].tb);
+                hosts[h].floor_store = store_free(hosts[h].floor_store);
                 holder_free(hosts[h].h);
                 serve_free(hosts[h].serve);
                 shm_pub_close(hosts[h].pub);

@@ -4,8 +4,9 @@
 process (bench/hosts.c, `snowid-hosts`): for each store and each N, on a
 store of its own:
 
-  floor      one lease grant and one compare-and-put per host, all at once,
-             through the same store client: what a storm cannot avoid
+  floor      one lease grant and one claim of a number per host, all at once,
+             through the same store client and verbs: what a storm cannot
+             avoid
   storm new  N holders started together on a cluster that does not exist
   rest       requests and revisions per second per host, the store's growth,
              its members' CPU
@@ -29,6 +30,7 @@ import argparse
 import json
 import os
 import queue
+import re
 import shutil
 import subprocess
 import sys
@@ -165,8 +167,7 @@ class PgStore:
         self.flags = ["--store", "postgres", "--postgres", self.pg.conninfo()]
 
     def revision(self):
-        status, a = self.pg.call("/v3/kv/range", {"key": "Lw==", "count_only": True})
-        return int(a["header"]["revision"])
+        return int(self.pg.psql("SELECT last_value FROM snowid.revision").strip())
 
     def size(self):
         out = self.pg.psql("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
@@ -204,6 +205,9 @@ def run_one(store, n, args, work, wbits):
     row["floor_s"] = rep["last_s"]
     log(f"{store.name} N={n}: floor {row['floor_s']:.2f} s")
 
+    if store.name == "postgres":
+        table_phase(store, n, work, row)
+
     # the storm on a new cluster
     h = Hosts(n, flags, work, f"hosts-{n}")
     try:
@@ -232,6 +236,54 @@ def run_one(store, n, args, work, wbits):
     else:
         h.stop(120)
     return row
+
+
+TABLE_SQL = """
+DROP SCHEMA IF EXISTS design CASCADE;
+CREATE SCHEMA design;
+CREATE TABLE design.worker_ids (id int PRIMARY KEY, holder text,
+                                lease_until timestamptz NOT NULL DEFAULT '-infinity');
+INSERT INTO design.worker_ids (id) SELECT generate_series(0, 1023);
+"""
+TABLE_CLAIM = """UPDATE design.worker_ids SET holder = :client_id::text, lease_until = now() + interval '10 s'
+WHERE id = (SELECT id FROM design.worker_ids WHERE lease_until < now() ORDER BY id LIMIT 1
+            FOR UPDATE SKIP LOCKED) RETURNING id;
+"""
+TABLE_RENEW = """\\set id random(0, 1023)
+UPDATE design.worker_ids SET lease_until = now() + interval '10 s'
+WHERE id = :id AND holder IS NOT NULL AND lease_until > now();
+"""
+
+
+def pgbench(store, work, name, script, clients, extra):
+    path = os.path.join(work, name + ".sql")
+    with open(path, "w") as f:
+        f.write(script)
+    import pgserver
+    cmd = [os.path.join(pgserver.PGBIN, "pgbench"), "-n", "-f", path, "-c", str(clients),
+           "-j", str(min(clients, 8))] + extra + [store.pg.conninfo()]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        raise RuntimeError(f"pgbench: {r.stderr.strip()[-500:]}")
+    m = re.search(r"tps = ([0-9.]+) \(without initial connection time\)", r.stdout)
+    return float(m.group(1))
+
+
+def table_phase(store, n, work, row):
+    """The first design document's table (worker_ids, claimed by UPDATE ...
+    FOR UPDATE SKIP LOCKED, renewed by a guarded UPDATE), on the same
+    server: n clients claiming at once, and renewals per second from 64."""
+    store.pg.psql(TABLE_SQL)
+    tps = pgbench(store, work, "claim", TABLE_CLAIM, n, ["-t", "1"])
+    held = int(store.pg.psql("SELECT count(DISTINCT holder) FROM design.worker_ids "
+                             "WHERE holder IS NOT NULL").strip())
+    row["table_claim_s"] = n / tps
+    row["table_claimed"] = held
+    row["table_renew_per_s"] = pgbench(store, work, "renew", TABLE_RENEW, 64, ["-T", "10"])
+    store.pg.psql("DROP SCHEMA design CASCADE")
+    log(f"postgres N={n}: the design's table: {held} distinct numbers for {n} clients in "
+        f"{row['table_claim_s']:.2f} s after connecting; {row['table_renew_per_s']:.0f} renewals "
+        f"per s from 64 clients")
 
 
 def rest_phase(store, n, args, h, row):
@@ -368,7 +420,7 @@ def write(rows, out):
           "`bench/hosts.py` (one `snowid-hosts` process holds every host's holder on one",
           f"loop). Machine: {os.cpu_count()} cores; etcd as 3 members on loopback.",
           "Ratios are to the floor measured in the same run (one lease grant and one",
-          "compare-and-put per host, all at once, through the same client).",
+          "claim of a number per host, all at once, through the same client and verbs).",
           "Growth: etcd's database in use over the rest (its history; compacted, what",
           "is left per host is in brackets); PostgreSQL's snowid tables over the rest,",
           "autovacuum on (dead rows not yet reclaimed). Leader CPU: etcd's leader, or",
@@ -404,6 +456,19 @@ def write(rows, out):
             f"{f(r, 'first_old_s')} | {fence} | {f(r, 'fence_eagain_ms', '%.0f ms')} | {wave} | "
             f"{f(r, 'full_s')} | {f(r, 'rest_req_per_host_s', '%.3f')} | "
             f"{f(r, 'rest_rev_per_host_s', '%.3f')} | {growth} | {cpu} |")
+    table = [r for r in rows if r.get("table_claim_s") is not None]
+    if table:
+        md += ["", "The first design document's table on the same server, in the same run "
+               "(`worker_ids`: a claim is an `UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP "
+               "LOCKED)`, a renewal a guarded `UPDATE`; pgbench), beside snowid's own on "
+               "PostgreSQL: N clients arriving at once, and renewals per second from 64 "
+               "clients:", "",
+               "| N | the table: N claims at once | distinct numbers | renewals /s | snowid: "
+               "floor | snowid: storm, new cluster |", "|---|---|---|---|---|---|"]
+        for r in table:
+            md.append(f"| {r['hosts']} | {r['table_claim_s']:.2f} s | {r['table_claimed']} | "
+                      f"{r['table_renew_per_s']:.0f} | {r['floor_s']:.2f} s | "
+                      f"{f(r, 'storm_new_s')} |")
     md += ["", "Where a storm's time goes (each step's store calls: count, median and 99th "
            "percentile, ms), and the store calls per host it took: all of them (the floor "
            "takes 2), and those of the acquisitions alone (the renewals of the hosts "
