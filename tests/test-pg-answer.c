@@ -3,7 +3,7 @@
  * The PostgreSQL store's parts that need no server (daemon/store/pg-answer.c,
  * daemon/store/pg-conninfo.c): a connection string with a password is refused,
  * server errors are classed by SQLSTATE and libpq's connect messages, and
- * snowid.call()'s {"status", "body"} answers read as etcd's would be.
+ * the revisions a verb's row carries are noted as etcd's would be.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -68,7 +68,7 @@ static void test_sqlstate(void **state)
                 {"42501", STORE_ERR_PERMISSION, 403, false}, {"53100", STORE_ERR_NONE, 429, true},
                 {"53200", STORE_ERR_NONE, 500, false}, /* out of memory: transient */
                 {"40001", STORE_ERR_NONE, 500, false}, /* serialization failure */
-                {"42883", STORE_ERR_NONE, 500, false}, /* snowid.call() missing */
+                {"42883", STORE_ERR_NONE, 500, false}, /* a verb's function missing */
                 {NULL, STORE_ERR_NONE, 500, false},
         };
         (void)state;

@@ -2,9 +2,10 @@
 /*
  * The store's answers, apart from how they travel: base64 and the integers
  * sent as strings, an answer (status, body) turned into a store_reply, and
- * the revisions and cluster ID of its header.  Both backends answer in this
- * shape (etcd's gateway natively, PostgreSQL's snowid.call() by design); the
- * fuzz targets feed these the same way the backends do.
+ * the revisions and cluster ID of its header, as etcd's gateway answers;
+ * and the revisions seen, which PostgreSQL's backend notes from its rows
+ * too (store_history_seen()).  The fuzz targets feed these the same way the
+ * backend does.
  */
 #include <errno.h>
 #include <stdarg.h>

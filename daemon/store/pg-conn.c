@@ -160,7 +160,7 @@ static void connect_poll(struct pg *p)
         p->state = C_SETUP;
         p->step = S_SETTINGS;
         /* connected: the setup gets a budget of its own, which a busy server
-         * needs the first time a backend runs snowid.call (it compiles the
+         * needs the first time a backend runs the verbs (it compiles their
          * functions); a connection closed at every 2 s deadline would pay
          * that again and again and never serve */
         sd_event_source_set_time(p->connect_timer, now_usec() + (uint64_t)pg_setup_ms(p) * 1000);

@@ -17,7 +17,7 @@
 /* ---- the cluster ---- */
 
 int pg_read_cluster(struct store *s, bool marks, int32_t own_worker, verb_cluster_cb cb,
-                           void *userdata, uint64_t tag)
+                    void *userdata, uint64_t tag)
 {
         struct args a = {0};
         char name[96];
@@ -169,7 +169,7 @@ done:
 }
 
 int pg_creating(struct store *s, bool poll, const char *value, int64_t stale_rev,
-                       verb_creating_cb cb, void *userdata, uint64_t tag)
+                verb_creating_cb cb, void *userdata, uint64_t tag)
 {
         struct args a = {0};
         char name[96];
@@ -181,8 +181,7 @@ int pg_creating(struct store *s, bool poll, const char *value, int64_t stale_rev
                          "snowid_creating", &a, true, tag);
 }
 
-int pg_init_marks(struct store *s, uint64_t from, uint64_t to, verb_done_cb cb,
-                         void *userdata)
+int pg_init_marks(struct store *s, uint64_t from, uint64_t to, verb_done_cb cb, void *userdata)
 {
         struct args a = {0};
         char name[96];
@@ -193,8 +192,8 @@ int pg_init_marks(struct store *s, uint64_t from, uint64_t to, verb_done_cb cb,
                          "snowid_init_marks", &a, true, 0);
 }
 
-int pg_make_cluster(struct store *s, const snowid_layout *l, const char *fence,
-                           uint64_t floor, bool marked, verb_done_cb cb, void *userdata)
+int pg_make_cluster(struct store *s, const snowid_layout *l, const char *fence, uint64_t floor,
+                    bool marked, verb_done_cb cb, void *userdata)
 {
         struct args a = {0};
         char name[96];
@@ -223,7 +222,7 @@ static int witness_send(struct store *s, const char *token, const char *value, v
 }
 
 int pg_witness_put(struct store *s, const char *token, const struct store_witness *w,
-                          verb_done_cb cb, void *userdata, uint64_t tag)
+                   verb_done_cb cb, void *userdata, uint64_t tag)
 {
         char *text = witness_text(w);
         if (!text)
@@ -239,7 +238,7 @@ int pg_witness_delete(struct store *s, const char *token, verb_done_cb cb, void 
 }
 
 int pg_record_range(struct store *s, const char *region, const char *value, int64_t rev,
-                           int64_t layout_rev, verb_done_cb cb, void *userdata)
+                    int64_t layout_rev, verb_done_cb cb, void *userdata)
 {
         struct args a = {0};
         char name[96];
@@ -263,8 +262,7 @@ int pg_alarms(struct store *s, verb_alarms_cb cb, void *userdata)
 
 /* ---- `snowid fence` ---- */
 
-int pg_fence_read(struct store *s, unsigned time_bits, verb_fence_read_cb cb,
-                         void *userdata)
+int pg_fence_read(struct store *s, unsigned time_bits, verb_fence_read_cb cb, void *userdata)
 {
         struct args a = {0};
         char name[96];
@@ -311,8 +309,7 @@ static void fence_row(struct verb *v, const struct store_reply *r, const PGresul
                 goto done;
         }
         for (long i = 0; i < ws.n; i++) {
-                snprintf(f.witnesses[i].key, sizeof(f.witnesses[i].key), "witness/%s",
-                         ws.first[i]);
+                snprintf(f.witnesses[i].key, sizeof(f.witnesses[i].key), "witness/%s", ws.first[i]);
                 f.witnesses[i].value = ws.second[i];
                 f.witnesses[i].len = ws.len[i];
                 ws.second[i] = NULL;
@@ -325,7 +322,7 @@ done:
 }
 
 int pg_fence_write(struct store *s, const struct store_fence_write *w, verb_done_cb cb,
-                          void *userdata)
+                   void *userdata)
 {
         struct args a = {0};
         char name[96];
@@ -344,7 +341,6 @@ int pg_fence_write(struct store *s, const struct store_fence_write *w, verb_done
         return send_verb(new_verb(s, V_DONE, (void (*)(void))cb, userdata, NULL),
                          "snowid_fence_write", &a, true, 0);
 }
-
 
 /* ---- answers ---- */
 

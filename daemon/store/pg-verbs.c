@@ -55,8 +55,8 @@ const char *cluster_name(struct store *s, char *buf, size_t size)
 
 /* The cluster's name, the fence's bytes and the layout's revision: how
  * every verb on numbers names the cluster it believes it talks to. */
-static void arg_cluster(struct args *a, struct store *s, const struct cluster_ident *cl,
-                        char *name, size_t size, char *fence)
+static void arg_cluster(struct args *a, struct store *s, const struct cluster_ident *cl, char *name,
+                        size_t size, char *fence)
 {
         arg_str(a, cluster_name(s, name, size));
         memcpy(fence, cl->fence, cl->fence_len);
@@ -157,7 +157,7 @@ int send_verb(struct verb *v, const char *stmt, const struct args *a, bool kv, u
 }
 
 struct verb *new_verb(struct store *s, enum verb_kind kind, void (*cb)(void), void *userdata,
-                             const struct cluster_ident *cl)
+                      const struct cluster_ident *cl)
 {
         struct verb *v = verb_new(s, kind, cb, userdata);
         if (v)
@@ -351,8 +351,8 @@ static int pg_raise(struct store *s, const struct cluster_ident *cl, uint32_t wo
         arg_bool(&a, put);
         arg_u64(&a, mark);
         arg_i64(&a, modrev);
-        return send_verb(new_verb(s, V_RAISE, (void (*)(void))cb, userdata, cl), "snowid_raise",
-                         &a, true, tag);
+        return send_verb(new_verb(s, V_RAISE, (void (*)(void))cb, userdata, cl), "snowid_raise", &a,
+                         true, tag);
 }
 
 /* ---- answers ---- */
@@ -416,9 +416,8 @@ static void on_row(void *userdata, const struct store_reply *r, const PGresult *
                 break;
         }
         case V_EXTEND: {
-                struct store_extended e = {.ok = ok,
-                                           .succeeded = ok && col_bool(res, "ok"),
-                                           .revision = r->revision};
+                struct store_extended e = {
+                        .ok = ok, .succeeded = ok && col_bool(res, "ok"), .revision = r->revision};
                 e.same = e.succeeded ? 1 : same_of(r, res);
                 e.n.malformed = !ok;
                 if (ok && !e.succeeded) {
@@ -432,7 +431,8 @@ static void on_row(void *userdata, const struct store_reply *r, const PGresult *
         }
         case V_RAISE: {
                 bool put = ok && col_bool(res, "ok") && r->revision > 0;
-                struct store_raised rs = {.ok = ok, .succeeded = ok && col_bool(res, "ok"), .put = put};
+                struct store_raised rs = {
+                        .ok = ok, .succeeded = ok && col_bool(res, "ok"), .put = put};
                 rs.same = put ? 1 : same_of(r, res);
                 rs.n.malformed = !ok;
                 if (ok && !put)
