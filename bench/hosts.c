@@ -70,6 +70,7 @@ static const char *const kind_names[K_MAX] = {"layout", "grant", "scan", "claim"
 #define BUCKETS 40
 struct dist {
         uint64_t n, sum_us, max_us;
+        uint64_t lost; /* calls that got no answer (a timeout, the connection gone) */
         uint64_t b[BUCKETS];
 };
 
@@ -331,7 +332,9 @@ static void verb_answered(void *userdata, struct store *s, const char *verb, uin
                           const struct store_answer *a)
 {
         (void)userdata;
-        dist_add(&dists[kind_of(host_of(s), verb)], usec);
+        struct dist *d = &dists[kind_of(host_of(s), verb)];
+        dist_add(d, usec);
+        d->lost += !a->answered;
         if (!a->answered || a->status != 200)
                 answers_failed++;
         if (a->revision > max_revision)
@@ -644,10 +647,12 @@ static void report(void)
                 const struct dist *d = &dists[k];
                 if (!d->n)
                         continue;
-                printf("%s\"%s\":{\"n\":%" PRIu64 ",\"median_ms\":%.2f,\"p99_ms\":%.2f,"
+                printf("%s\"%s\":{\"n\":%" PRIu64 ",\"lost\":%" PRIu64
+                       ",\"median_ms\":%.2f,\"p99_ms\":%.2f,"
                        "\"max_ms\":%.2f,\"mean_ms\":%.2f}",
-                       comma ? "," : "", kind_names[k], d->n, dist_q(d, 0.5), dist_q(d, 0.99),
-                       (double)d->max_us / 1000, (double)d->sum_us / (double)d->n / 1000);
+                       comma ? "," : "", kind_names[k], d->n, d->lost, dist_q(d, 0.5),
+                       dist_q(d, 0.99), (double)d->max_us / 1000,
+                       (double)d->sum_us / (double)d->n / 1000);
                 comma = true;
         }
         printf("}}\n");

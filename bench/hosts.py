@@ -25,6 +25,10 @@ and hosts.png when gnuplot is installed.
 
     bench/hosts.py [--stores etcd,postgres] [--hosts 64,256,1024] [--rest 60]
                    [--members 3] [--out bench/results] [--merge] [--phases ...]
+                   [--busy N]
+
+--busy N keeps N cores busy with other processes for the whole run: the
+storms under load, against a floor measured under the same load.
 """
 import argparse
 import json
@@ -397,7 +401,7 @@ def old_phase(store, n, args, h, row, flags, work):
     log(f"{store.name} N={n}: storm on the existing cluster {rep['last_s']:.2f} s")
 
 
-def write(rows, out):
+def write(rows, out, busy=0):
     os.makedirs(out, exist_ok=True)
     rows = sorted(rows, key=lambda r: (r["store"] != "etcd", r["store"], r["hosts"]))
     with open(os.path.join(out, "hosts.json"), "w") as f:
@@ -419,6 +423,9 @@ def write(rows, out):
           "",
           "`bench/hosts.py` (one `snowid-hosts` process holds every host's holder on one",
           f"loop). Machine: {os.cpu_count()} cores; etcd as 3 members on loopback.",
+          *([f"During the whole run, {busy} other process{'es' if busy > 1 else ''} kept "
+             f"{'as many cores' if busy > 1 else 'one core'} busy (`--busy {busy}`: a loop "
+             "that never sleeps), the floor's included."] if busy else []),
           "Ratios are to the floor measured in the same run (one lease grant and one",
           "claim of a number per host, all at once, through the same client and verbs).",
           "Growth: etcd's database in use over the rest (its history; compacted, what",
@@ -484,7 +491,9 @@ def write(rows, out):
             cells = []
             for k in ("layout", "grant", "scan", "claim", "settle", "renew"):
                 p = ph.get(k)
-                cells.append(f"{p['n']}: {p['median_ms']:.0f} / {p['p99_ms']:.0f}" if p else "-")
+                lost = f" ({p['lost']} lost)" if p and p.get("lost") else ""
+                cells.append(f"{p['n']}{lost}: {p['median_ms']:.0f} / {p['p99_ms']:.0f}"
+                             if p else "-")
             total = sum(p["n"] for p in ph.values())
             acquiring = total - ph.get("renew", {}).get("n", 0)
             cells.append(f"{total / r['hosts']:.1f} ({acquiring / r['hosts']:.1f})")
@@ -544,7 +553,21 @@ def main():
                     help="keep the rows of other stores and N already in OUT/hosts.json")
     ap.add_argument("--phases", default="rest,fence,wave,full,old",
                     help="which phases follow the floor and the storm on a new cluster")
+    ap.add_argument("--busy", type=int, default=0,
+                    help="processes that each keep one core busy for the whole run "
+                         "(a loop that never sleeps), the floor included")
     args = ap.parse_args()
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(args.busy)]
+    try:
+        run_all(args)
+    finally:
+        for b in busy:
+            b.kill()
+            b.wait()
+
+
+def run_all(args):
     rows = []
     if args.merge and os.path.exists(os.path.join(args.out, "hosts.json")):
         # rows of other stores and N from an earlier run stay; this run's replace theirs
@@ -562,7 +585,7 @@ def main():
                 store.stop()
                 if not args.keep:
                     shutil.rmtree(work, ignore_errors=True)
-            write(rows, args.out)
+            write(rows, args.out, args.busy)
     print(open(os.path.join(args.out, "hosts.md")).read())
 
 
