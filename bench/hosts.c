@@ -766,9 +766,12 @@ int main(int argc, char **argv)
                         floor_mode = true;
                 else if (!strcmp(argv[i], "--serve"))
                         serving = true;
+                else if (!strcmp(argv[i], "--rundir") && i + 1 < argc &&
+                         strlen(argv[i + 1]) < sizeof(rundir))
+                        snprintf(rundir, sizeof(rundir), "%s", argv[++i]);
                 else {
-                        fprintf(stderr, "usage: snowid-hosts --hosts N [--serve] [--floor] -- "
-                                        "SNOWIDD FLAGS\n");
+                        fprintf(stderr, "usage: snowid-hosts --hosts N [--serve] [--floor] "
+                                        "[--rundir DIR] -- SNOWIDD FLAGS\n");
                         return 2;
                 }
         }
@@ -779,12 +782,16 @@ int main(int argc, char **argv)
         int nflags = i < argc ? argc - i - 1 : 0;
         char **flags = i < argc ? argv + i + 1 : NULL;
         raise_nofile();
-        snprintf(rundir, sizeof(rundir), "/tmp/snowid-hosts.XXXXXX");
-        if (!mkdtemp(rundir) || chmod(rundir, 0755) < 0) {
-                perror("snowid-hosts: mkdtemp");
-                return 1;
+        /* the hosts' segments and lock files: a directory of the caller's,
+         * kept (a fleet restarted over its own lock files), or one of ours */
+        if (!rundir[0]) {
+                snprintf(rundir, sizeof(rundir), "/tmp/snowid-hosts.XXXXXX");
+                if (!mkdtemp(rundir) || chmod(rundir, 0755) < 0) {
+                        perror("snowid-hosts: mkdtemp");
+                        return 1;
+                }
+                atexit(cleanup_rundir);
         }
-        atexit(cleanup_rundir);
         log_setup();
         curl_global_init(CURL_GLOBAL_DEFAULT);
         signal(SIGPIPE, SIG_IGN);

@@ -15,7 +15,8 @@ store of its own:
   wave       10% freed without a stop (as kill -9) and started again
   full       (N = 2^worker-bits) one host more: it waits; one holder retires;
              time until the extra host holds the number
-  storm old  every holder stopped, then N started again on the existing cluster
+  storm old  every holder stopped, then N started again on the existing cluster,
+             each over its own lock file (a restart, not a reboot)
 
 For each storm, the store calls per host it took (the floor takes 2): all
 of them, and those of the acquisitions alone.
@@ -59,10 +60,11 @@ def log(msg):
 class Hosts:
     """One snowid-hosts process; its JSON lines read on a thread."""
 
-    def __init__(self, n, flags, work, name, floor=False, serve=False):
+    def __init__(self, n, flags, work, name, floor=False, serve=False, rundir=None):
         cmd = [os.path.join(BUILD, "bench", "snowid-hosts"), "--hosts", str(n)]
         cmd += ["--floor"] if floor else []
         cmd += ["--serve"] if serve else []
+        cmd += ["--rundir", rundir] if rundir else []
         self.n = n
         self.errlog = open(os.path.join(work, f"{name}.log"), "ab")
         self.proc = subprocess.Popen(cmd + ["--"] + flags, stdin=subprocess.PIPE,
@@ -212,8 +214,11 @@ def run_one(store, n, args, work, wbits):
     if store.name == "postgres":
         table_phase(store, n, work, row)
 
-    # the storm on a new cluster
-    h = Hosts(n, flags, work, f"hosts-{n}")
+    # the storm on a new cluster; its hosts' segments and lock files are
+    # kept for the storm on the existing cluster (a restart, not a reboot)
+    rundir = os.path.join(work, "run")
+    os.makedirs(rundir, mode=0o755, exist_ok=True)
+    h = Hosts(n, flags, work, f"hosts-{n}", rundir=rundir)
     try:
         h.wait(lambda: len(h.ready) == n, args.timeout, f"{n} holders READY")
     except TimeoutError:
@@ -300,13 +305,15 @@ def rest_phase(store, n, args, h, row):
     rev1, size1, cpu1, t1 = store.revision(), store.size(), store.cpu(), time.monotonic()
     dt = t1 - t0
     row["rest_req_per_host_s"] = rep["calls_per_s_per_host"]
+    row["rest_ready"] = rep["ready"]  # holding a number at the rest's end
     row["rest_rev_per_host_s"] = (rev1 - rev0) / dt / n
     row["growth_per_host_day"] = (size1 - size0) / dt * 86400 / n
     leader = store.leader() or 0
     row["leader_cpu"] = (cpu1[leader] - cpu0[leader]) / dt
     compacted = store.compacted_size()
     row["compacted_per_host"] = None if compacted is None else compacted / n
-    log(f"{store.name} N={n}: at rest {row['rest_req_per_host_s']:.3f} requests and "
+    log(f"{store.name} N={n}: at rest {rep['ready']} of {n} holding; "
+        f"{row['rest_req_per_host_s']:.3f} requests and "
         f"{row['rest_rev_per_host_s']:.3f} revisions per s per host, leader CPU "
         f"{100 * row['leader_cpu']:.1f}%; growth {row['growth_per_host_day'] / 1024:.0f} KiB per "
         f"host per day without compaction, "
@@ -388,7 +395,7 @@ def full_phase(store, n, args, h, row, flags, work, wbits):
 def old_phase(store, n, args, h, row, flags, work):
     """the storm on the existing cluster"""
     h.stop(120)
-    h2 = Hosts(n, flags, work, f"hosts2-{n}")
+    h2 = Hosts(n, flags, work, f"hosts2-{n}", rundir=os.path.join(work, "run"))
     try:
         h2.wait(lambda: len(h2.ready) == n, args.timeout, f"{n} holders READY again")
     except TimeoutError:
