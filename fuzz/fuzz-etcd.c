@@ -73,9 +73,10 @@ static void fake_free(void *b)
 }
 
 static int fake_call(void *b, const char *path, json_t *body, store_cb cb, void *userdata,
-                     uint64_t tag)
+                     uint64_t tag, unsigned timeout_ms)
 {
         struct fake *e = b;
+        (void)timeout_ms;
         /* what the real client sends: the body must be JSON it can print */
         char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
         if (!text)

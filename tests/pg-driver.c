@@ -104,7 +104,7 @@ static void command(char *cmd)
                 const char *params[] = {path, body};
                 in_call = true;
                 int r = pg_query(pg, "snowid_call", 2, params, !strncmp(path, "/v3/kv/", 7),
-                                 on_reply, NULL, strtoull(tag, NULL, 10));
+                                 on_reply, NULL, strtoull(tag, NULL, 10), cfg.store_timeout_ms);
                 in_call = false;
                 if (r < 0)
                         printf("{\"call_failed\": %d}\n", r);

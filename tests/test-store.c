@@ -15,6 +15,7 @@
 #include "holder.h"
 #include "holder-int.h"
 #include "log.h"
+#include "patience.h"
 #include "publish.h"
 #include "store.h"
 
@@ -26,6 +27,7 @@ struct fake {
         uint64_t expected_cluster;
         char last_path[64];
         uint64_t last_tag;
+        unsigned last_timeout_ms;
         store_cb cb;
         void *cb_userdata;
         store_problem_cb problem_cb;
@@ -57,7 +59,7 @@ static void fake_free(void *b)
 }
 
 static int fake_call(void *b, const char *path, json_t *body, store_cb cb, void *userdata,
-                     uint64_t tag)
+                     uint64_t tag, unsigned timeout_ms)
 {
         struct fake *f = b;
         /* the body is taken over: freed here, as a backend must */
@@ -66,6 +68,7 @@ static int fake_call(void *b, const char *path, json_t *body, store_cb cb, void 
         f->in_flight++;
         snprintf(f->last_path, sizeof(f->last_path), "%s", path);
         f->last_tag = tag;
+        f->last_timeout_ms = timeout_ms;
         f->cb = cb;
         f->cb_userdata = userdata;
         return 0;
@@ -201,10 +204,12 @@ static void test_dispatch(void **state)
         assert_int_equal(store_new_with(&fake_ops, NULL, &cfg, &s), 0);
         struct fake *f = &fakes[0];
 
-        assert_int_equal(store_call(s, "/v3/kv/range", json_object(), on_answer, &answered, 42), 0);
+        assert_int_equal(
+                store_call(s, "/v3/kv/range", json_object(), on_answer, &answered, 42, 1234), 0);
         assert_int_equal(f->calls, 1);
         assert_string_equal(f->last_path, "/v3/kv/range");
         assert_int_equal(f->last_tag, 42);
+        assert_int_equal(f->last_timeout_ms, 1234);
         assert_int_equal(store_in_flight(s), 1);
         f->cb(f->cb_userdata, &(struct store_reply){.answered = true, .http = 200, .tag = 42});
         assert_int_equal(answered, 1);
@@ -310,6 +315,88 @@ static void test_backends_complete(void **state)
         assert_int_equal(store_pg_ops.members(&cfg), 1);
 }
 
+static void on_lease(void *userdata, const struct store_answer *a, int64_t lease, int64_t ttl)
+{
+        (void)a;
+        (void)lease;
+        (void)ttl;
+        ++*(int *)userdata;
+}
+
+static void on_extended(void *userdata, const struct store_answer *a,
+                        const struct store_extended *e)
+{
+        (void)a;
+        (void)e;
+        ++*(int *)userdata;
+}
+
+/* The estimator alone: store-timeout until answers say the store is
+ * slower, then their smoothed latency and four deviations; doubled per call
+ * in a row with no answer; never above PATIENCE_X store-timeouts. */
+static void test_patience(void **state)
+{
+        (void)state;
+        struct patience p = {0};
+        assert_int_equal(patience_ms(&p, 2000), 2000);
+        patience_answered(&p, 100000); /* fast answers: store-timeout stays */
+        assert_int_equal(patience_ms(&p, 2000), 2000);
+        p = (struct patience){0};
+        patience_answered(&p, 1500000); /* 1.5 s, deviation 0.75 s: 4.5 s */
+        assert_int_equal(patience_ms(&p, 2000), 4500);
+        for (int i = 0; i < 40; i++) /* steady at 1.5 s: the deviation decays */
+                patience_answered(&p, 1500000);
+        unsigned steady = patience_ms(&p, 2000);
+        assert_true(steady >= 2000 && steady < 2100);
+        patience_lost(&p);
+        assert_int_equal(patience_ms(&p, 2000), 2 * steady);
+        patience_lost(&p);
+        patience_lost(&p);
+        assert_int_equal(patience_ms(&p, 2000), PATIENCE_X * 2000); /* the cap */
+        for (int i = 0; i < 20; i++)
+                patience_lost(&p);
+        assert_int_equal(patience_ms(&p, 2000), PATIENCE_X * 2000);
+        patience_answered(&p, 100000); /* an answer ends the doubling */
+        assert_true(patience_ms(&p, 2000) < 2 * steady);
+        p = (struct patience){0};
+        patience_answered(&p, 60000000); /* a minute: still the cap */
+        assert_int_equal(patience_ms(&p, 100), PATIENCE_X * 100);
+}
+
+/* Through the store: a patient verb (a grant) waits as the estimator says,
+ * a mark's write (an extension) always store-timeout; a patient call that
+ * waited its whole wait in vain doubles the next patient wait, one refused
+ * at once does not, nor does another call's. */
+static void test_waits(void **state)
+{
+        (void)state;
+        n_fakes = 0;
+        struct store *s = NULL;
+        assert_int_equal(store_new_with(&fake_ops, NULL, &cfg, &s), 0);
+        store_set_prefix(s, "/snowid/t/");
+        struct fake *f = &fakes[0];
+        unsigned t = cfg.store_timeout_ms;
+        int n = 0;
+        assert_int_equal(store_grant(s, 10, on_lease, &n, 1), 0);
+        assert_int_equal(f->last_timeout_ms, t);
+        store_waited(s, true, t, 1000, false); /* refused at once */
+        assert_int_equal(store_wait_ms(s, true), t);
+        store_waited(s, false, t, (uint64_t)t * 1000, false); /* a keepalive's, say */
+        assert_int_equal(store_wait_ms(s, true), t);
+        store_waited(s, true, t, (uint64_t)t * 1000, false); /* no answer within its wait */
+        assert_int_equal(store_grant(s, 10, on_lease, &n, 2), 0);
+        assert_int_equal(f->last_timeout_ms, 2 * t);
+        struct cluster_ident cl = {0};
+        assert_int_equal(store_extend(s, &cl, 3, 1, "{}", 100, 0, on_extended, &n, 3), 0);
+        assert_int_equal(f->last_timeout_ms, t);
+        /* an answer, even a slow one, ends the doubling */
+        store_waited(s, true, 2 * t, (uint64_t)t * 500, true);
+        assert_int_equal(store_wait_ms(s, true), t * 3 / 2);
+        assert_int_equal(store_wait_ms(s, false), t);
+        assert_int_equal(n, 0);
+        assert_null(store_free(s));
+}
+
 /* Two holders on one loop, each with its own backend: each asks its own
  * store for the cluster first, and each is freed with its store. */
 static void test_two_holders(void **state)
@@ -355,6 +442,8 @@ int main(void)
                 cmocka_unit_test(test_dispatch),
                 cmocka_unit_test(test_new_fails),
                 cmocka_unit_test(test_backends_complete),
+                cmocka_unit_test(test_patience),
+                cmocka_unit_test(test_waits),
                 cmocka_unit_test(test_two_holders),
         };
         return cmocka_run_group_tests(tests, setup, teardown);

@@ -31,6 +31,7 @@ static char last_path[64];
 static store_cb last_cb;
 static void *last_userdata;
 static uint64_t last_tag;
+static unsigned last_timeout_ms;
 static struct store_stats stats;
 
 static int fake_new(sd_event *event, const struct settings *cfg, void **ret)
@@ -47,7 +48,7 @@ static void fake_free(void *b)
 }
 
 static int fake_call(void *b, const char *path, json_t *body, store_cb cb, void *userdata,
-                     uint64_t tag)
+                     uint64_t tag, unsigned timeout_ms)
 {
         (void)b;
         json_decref(last_body);
@@ -56,6 +57,7 @@ static int fake_call(void *b, const char *path, json_t *body, store_cb cb, void 
         last_cb = cb;
         last_userdata = userdata;
         last_tag = tag;
+        last_timeout_ms = timeout_ms;
         return 0;
 }
 

@@ -30,6 +30,7 @@ struct request {
         void *userdata;
         uint64_t tag;
         uint64_t started;
+        unsigned timeout_ms;          /* how long each attempt waits (patience.h) */
         int64_t rev_at_send;          /* the highest kv revision seen when it was sent */
         unsigned member;              /* the endpoint it was sent to */
         char errbuf[CURL_ERROR_SIZE]; /* libcurl's own words when it fails */
@@ -435,7 +436,7 @@ static int send_request(struct etcd *e, struct request *q)
         curl_easy_setopt(q->easy, CURLOPT_HTTPHEADER, q->headers);
         curl_easy_setopt(q->easy, CURLOPT_WRITEFUNCTION, on_data);
         curl_easy_setopt(q->easy, CURLOPT_WRITEDATA, q);
-        curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, (long)cfg->store_timeout_ms);
+        curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, (long)q->timeout_ms);
         curl_easy_setopt(q->easy, CURLOPT_CONNECTTIMEOUT_MS,
                          (long)(cfg->store_timeout_ms < 1000 ? cfg->store_timeout_ms : 1000));
         curl_easy_setopt(q->easy, CURLOPT_NOSIGNAL, 1L);
@@ -490,6 +491,7 @@ static struct request *request_new(struct etcd *e, const char *path, char *body)
         q->etcd = e;
         q->path = strdup(path);
         q->body = body;
+        q->timeout_ms = e->cfg->store_timeout_ms;
         q->next = e->requests;
         if (q->next)
                 q->next->prev = q;
@@ -522,7 +524,7 @@ static int start_auth(struct etcd *e)
 }
 
 static int etcd_call(void *b, const char *path, json_t *body, store_cb cb, void *userdata,
-                     uint64_t tag)
+                     uint64_t tag, unsigned timeout_ms)
 {
         struct etcd *e = b;
         char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
@@ -537,6 +539,7 @@ static int etcd_call(void *b, const char *path, json_t *body, store_cb cb, void 
         q->cb = cb;
         q->userdata = userdata;
         q->tag = tag;
+        q->timeout_ms = timeout_ms;
         q->is_kv = !strncmp(path, "/v3/kv/", 7);
         q->is_lease = !strncmp(path, "/v3/lease/", 10);
         q->rev_at_send = e->hist.max_rev;

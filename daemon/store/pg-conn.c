@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "patience.h"
 #include "pg-int.h"
 
 static const char checks_sql[] =
@@ -28,9 +29,16 @@ static const char checks_sql[] =
 
 static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 
+unsigned pg_statement_timeout_ms(const struct pg *p)
+{
+        return p->cfg->store_timeout_ms * PATIENCE_X;
+}
+
 void pg_close_conn(struct pg *p)
 {
         p->io = sd_event_source_disable_unref(p->io);
+        if (p->stuck)
+                sd_event_source_set_enabled(p->stuck, SD_EVENT_OFF);
         if (p->connect_timer)
                 sd_event_source_set_enabled(p->connect_timer, SD_EVENT_OFF);
         PQclear(p->result);
@@ -302,10 +310,11 @@ static void setup_send(struct pg *p)
                 pg_flush(p);
                 return;
         case S_TIMEOUTS:
-                /* no statement or lock wait outlives the call that made it */
+                /* no statement or lock wait outlives the longest call
+                 * (patience.h) by much */
                 snprintf(settings, sizeof(settings),
                          "SET statement_timeout = %u; SET lock_timeout = %u",
-                         p->cfg->store_timeout_ms, p->cfg->store_timeout_ms);
+                         pg_statement_timeout_ms(p), pg_statement_timeout_ms(p));
                 sql = settings;
                 break;
         case S_CHECKS:
@@ -414,12 +423,12 @@ static void request_result(struct pg *p, PGresult *res)
         struct request *q = p->current;
         ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
         struct store_reply r = {0};
-        if (!q)
-                return; /* failed at its deadline meanwhile */
         if (p->unreplicated) {
                 pg_conn_broken(p, "a commit was not replicated to the synchronous standby");
                 return;
         }
+        if (!q)
+                return; /* failed at its deadline meanwhile */
         if (st == PGRES_TUPLES_OK) {
                 r.answered = true;
                 if (PQntuples(res) == 1) {
@@ -436,17 +445,15 @@ static void request_result(struct pg *p, PGresult *res)
                         return;
                 }
                 if (sqlstate && !strcmp(sqlstate, "57014")) {
-                        /* statement_timeout, which is the call's deadline seen
-                         * from the server: the same as the deadline here */
-                        char why[128];
-                        snprintf(why, sizeof(why),
-                                 "PostgreSQL did not answer within %u ms "
-                                 "(statement_timeout)",
-                                 p->cfg->store_timeout_ms);
-                        pg_conn_broken(p, why);
-                        return;
-                }
-                pg_error_reply(&r, sqlstate, msg);
+                        /* statement_timeout: rolled back, the connection as
+                         * good as before; to the caller, no answer, as at
+                         * its deadline here (which comes first) */
+                        snprintf(r.text, sizeof(r.text),
+                                 "PostgreSQL did not answer within %u ms (statement_timeout)",
+                                 pg_statement_timeout_ms(p));
+                        r.error = r.text;
+                } else
+                        pg_error_reply(&r, sqlstate, msg);
         }
         pg_unlink_request(p, q);
         pg_finish(p, q, &r, r.http == 200 ? res : NULL);
@@ -458,6 +465,8 @@ static void query_done(struct pg *p)
         PGresult *res = p->result;
         p->result = NULL;
         p->query_pending = false;
+        if (p->stuck)
+                sd_event_source_set_enabled(p->stuck, SD_EVENT_OFF);
         if (p->state == C_SETUP)
                 setup_result(p, res);
         else

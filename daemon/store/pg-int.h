@@ -31,6 +31,8 @@ struct request {
         void *userdata;
         uint64_t tag;
         uint64_t queued;     /* CLOCK_MONOTONIC usec */
+        uint64_t sent;       /* idem, when its statement went on the connection */
+        unsigned timeout_ms; /* its deadline, from queued */
         int64_t rev_at_send; /* the highest kv revision seen when it was sent */
         unsigned gen_at_send;
         bool is_kv;
@@ -66,13 +68,16 @@ struct pg {
         sd_event_source *kick;          /* runs dispatch() from the loop */
         sd_event_source *retry;         /* the next connection attempt */
         sd_event_source *connect_timer; /* connecting and setting up take this long at most */
-        uint64_t next_try;              /* CLOCK_MONOTONIC usec: no attempt before */
-        unsigned backoff_ms;            /* 0: the last connection was made */
-        bool query_pending;             /* a query's results are still to come */
-        bool flushing;                  /* libpq holds bytes not yet sent */
-        PGresult *result;               /* what the query in flight got so far */
-        struct request *head, *tail;    /* oldest first */
-        struct request *current;        /* its query is on the connection */
+        /* a statement given up on still runs: the connection is dropped if
+         * the server has not ended it by then */
+        sd_event_source *stuck;
+        uint64_t next_try;           /* CLOCK_MONOTONIC usec: no attempt before */
+        unsigned backoff_ms;         /* 0: the last connection was made */
+        bool query_pending;          /* a query's results are still to come */
+        bool flushing;               /* libpq holds bytes not yet sent */
+        PGresult *result;            /* what the query in flight got so far */
+        struct request *head, *tail; /* oldest first */
+        struct request *current;     /* its query is on the connection */
         unsigned in_flight;
         struct store_stats stats;
         struct store_history hist; /* of kv and lease answers */
@@ -94,6 +99,9 @@ struct pg {
 bool pg_failed(const PGresult *res);
 const char *pg_one_line(char *buf, size_t size, const char *msg);
 void pg_close_conn(struct pg *p);
+/* The session's statement_timeout and lock_timeout: the longest a call
+ * waits (patience.h). */
+unsigned pg_statement_timeout_ms(const struct pg *p);
 void pg_conn_broken(struct pg *p, const char *why);
 void pg_connect_start(struct pg *p);
 void pg_endpoint_format(char *buf, size_t size, const char *host, const char *port);

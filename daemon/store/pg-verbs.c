@@ -150,7 +150,7 @@ int send_verb(struct verb *v, const char *stmt, const struct args *a, bool kv, u
         if (!v)
                 return -ENOMEM;
         struct pg *p = store_backend(v->store);
-        int r = pg_query(p, stmt, a->n, a->v, kv, on_row, v, tag);
+        int r = pg_query(p, stmt, a->n, a->v, kv, on_row, v, tag, v->wait_ms);
         if (r < 0)
                 verb_free(v);
         return r;

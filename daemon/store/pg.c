@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <libpq-fe.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,6 +214,7 @@ static void send_request(struct pg *p, struct request *q)
                 return;
         }
         p->current = q;
+        q->sent = now_usec();
         p->query_pending = true;
         p->unreplicated = false;
         /* calls run one after another: this one is answered at or after
@@ -273,6 +275,76 @@ static int on_kick(sd_event_source *s, void *userdata)
         return 0;
 }
 
+static int on_stuck(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        struct pg *p = userdata;
+        char why[128];
+        (void)s;
+        (void)usec;
+        snprintf(why, sizeof(why), "PostgreSQL did not end a cancelled statement within %u ms",
+                 p->cfg->store_timeout_ms);
+        pg_conn_broken(p, why);
+        return 0;
+}
+
+/* libpq's cancel request: a connection of its own to the server, made
+ * off the loop (it may block as long as connecting does). */
+static void *cancel_thread(void *arg)
+{
+        PGcancel *c = arg;
+        char err[256];
+        (void)PQcancel(c, err, sizeof(err));
+        PQfreeCancel(c);
+        return NULL;
+}
+
+static int cancel_statement(struct pg *p)
+{
+        PGcancel *c = PQgetCancel(p->conn);
+        if (!c)
+                return -ENOMEM;
+        pthread_attr_t attr;
+        pthread_t t;
+        int r = pthread_attr_init(&attr);
+        if (r == 0) {
+                pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+                r = pthread_create(&t, &attr, cancel_thread, c);
+                pthread_attr_destroy(&attr);
+        }
+        if (r != 0) {
+                PQfreeCancel(c);
+                return -r;
+        }
+        return 0;
+}
+
+/* The call on the connection was given up on: its statement is cancelled
+ * and the connection kept.  The server answers the cancelled statement
+ * with an error (or its result, had it ended meanwhile), which is dropped,
+ * and the next call goes on the same connection; the connection is
+ * dropped only if no answer comes within store-timeout.  Setting up
+ * another costs a loaded server more than any call, and a statement on a
+ * connection dropped runs on until it ends all the same. */
+static void give_up_current(struct pg *p)
+{
+        uint64_t until = now_usec() + (uint64_t)p->cfg->store_timeout_ms * 1000;
+        if (cancel_statement(p) < 0) {
+                pg_conn_broken(p, "PostgreSQL did not answer in time, and no cancel could be sent");
+                return;
+        }
+        if (!p->stuck) {
+                if (sd_event_add_time(p->event, &p->stuck, CLOCK_MONOTONIC, until, 1000, on_stuck,
+                                      p) < 0) {
+                        pg_conn_broken(p, "PostgreSQL did not answer in time");
+                        return;
+                }
+                sd_event_source_set_description(p->stuck, "pg-stuck");
+                return;
+        }
+        sd_event_source_set_time(p->stuck, until);
+        sd_event_source_set_enabled(p->stuck, SD_EVENT_ONESHOT);
+}
+
 static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct request *q = userdata;
@@ -281,9 +353,10 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
         (void)s;
         (void)usec;
         if (q == p->current) {
-                snprintf(why, sizeof(why), "PostgreSQL did not answer within %u ms",
-                         p->cfg->store_timeout_ms);
-                pg_conn_broken(p, why);
+                snprintf(why, sizeof(why), "PostgreSQL did not answer within %u ms", q->timeout_ms);
+                pg_unlink_request(p, q); /* current is NULL from here */
+                give_up_current(p);      /* which may drop the connection */
+                fail_request(p, q, STORE_ERR_NONE, why);
                 return 0;
         }
         /* waiting out a refusal: the refusal is why it failed */
@@ -296,10 +369,10 @@ static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata)
                 snprintf(why, sizeof(why), "%s", p->hold.problem.message);
         else if (p->state == C_READY)
                 snprintf(why, sizeof(why), "waited %u ms behind other calls to PostgreSQL",
-                         p->cfg->store_timeout_ms);
+                         q->timeout_ms);
         else
                 snprintf(why, sizeof(why), "no connection to PostgreSQL at %s within %u ms",
-                         p->endpoint, p->cfg->store_timeout_ms);
+                         p->endpoint, q->timeout_ms);
         fail_request(p, q, err, why);
         return 0;
 }
@@ -341,6 +414,7 @@ struct pg *pg_free(struct pg *p)
         sd_event_source_disable_unref(p->kick);
         sd_event_source_disable_unref(p->retry);
         sd_event_source_disable_unref(p->connect_timer);
+        sd_event_source_disable_unref(p->stuck);
         store_refusal_free(&p->hold);
         sd_event_unref(p->event);
         free(p);
@@ -348,7 +422,7 @@ struct pg *pg_free(struct pg *p)
 }
 
 int pg_query(struct pg *p, const char *stmt, unsigned n, const char *const *params, bool kv,
-             pg_result_cb cb, void *userdata, uint64_t tag)
+             pg_result_cb cb, void *userdata, uint64_t tag, unsigned timeout_ms)
 {
         struct request *q = n <= PG_PARAMS_MAX ? calloc(1, sizeof(*q)) : NULL;
         if (!q)
@@ -364,10 +438,10 @@ int pg_query(struct pg *p, const char *stmt, unsigned n, const char *const *para
         q->userdata = userdata;
         q->tag = tag;
         q->queued = now_usec();
+        q->timeout_ms = timeout_ms;
         q->is_kv = kv;
         int r = sd_event_add_time(p->event, &q->deadline, CLOCK_MONOTONIC,
-                                  q->queued + (uint64_t)p->cfg->store_timeout_ms * 1000, 1000,
-                                  on_deadline, q);
+                                  q->queued + (uint64_t)timeout_ms * 1000, 1000, on_deadline, q);
         if (r < 0) {
                 request_free(q);
                 return r;

@@ -33,9 +33,10 @@ typedef void (*pg_result_cb)(void *userdata, const struct store_reply *r, const 
 /* Runs prepared statement stmt (one of those pg-conn.c prepares, or a
  * test's own) with n text parameters (NULL: SQL's NULL);
  * kv: on the cluster's rows (the only calls a permission refusal holds
- * back).  cb runs exactly once, from the loop, unless p is freed first. */
+ * back).  cb runs exactly once, from the loop, unless p is freed first, at
+ * the latest timeout_ms after the call. */
 int pg_query(struct pg *p, const char *stmt, unsigned n, const char *const *params, bool kv,
-             pg_result_cb cb, void *userdata, uint64_t tag);
+             pg_result_cb cb, void *userdata, uint64_t tag, unsigned timeout_ms);
 /* What every connection prepares instead of the verbs' statements: a
  * test's own (tests/pg-driver.c); NULL in snowidd. */
 extern const char *pg_prepare_sql;

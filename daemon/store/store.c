@@ -1,18 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The store: one backend, as the settings say, behind the table of its
- * operations (store.h).  Nothing is added to a call but the dispatch.
+ * operations (store.h), and what every backend shares: the verbs in
+ * flight, and how long a call waits (patience.h).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "patience.h"
 #include "store.h"
 #include "verbs-int.h"
 
 struct store {
         const struct store_ops *ops;
         void *b;
+        const struct settings *cfg;
+        struct patience patience;
         char prefix[96]; /* the verbs' keys: "/snowid/<cluster>/" */
         struct verb *verbs;
 };
@@ -24,6 +28,7 @@ int store_new_with(const struct store_ops *ops, sd_event *event, const struct se
         if (!s)
                 return -ENOMEM;
         s->ops = ops;
+        s->cfg = cfg;
         int r = ops->new (event, cfg, &s->b);
         if (r < 0) {
                 free(s);
@@ -50,13 +55,27 @@ struct store *store_free(struct store *s)
 }
 
 int store_call(struct store *s, const char *path, json_t *body, store_cb cb, void *userdata,
-               uint64_t tag)
+               uint64_t tag, unsigned timeout_ms)
 {
         if (!s->ops->call) {
                 json_decref(body);
                 return -EOPNOTSUPP;
         }
-        return s->ops->call(s->b, path, body, cb, userdata, tag);
+        return s->ops->call(s->b, path, body, cb, userdata, tag, timeout_ms);
+}
+
+unsigned store_wait_ms(const struct store *s, bool patient)
+{
+        return patient ? patience_ms(&s->patience, s->cfg->store_timeout_ms)
+                       : s->cfg->store_timeout_ms;
+}
+
+void store_waited(struct store *s, bool patient, unsigned waited_ms, uint64_t usec, bool answered)
+{
+        if (answered)
+                patience_answered(&s->patience, usec);
+        else if (patient && usec >= (uint64_t)waited_ms * 900) /* not a refused connection */
+                patience_lost(&s->patience);
 }
 
 void store_set_prefix(struct store *s, const char *prefix)

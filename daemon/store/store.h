@@ -1,17 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The coordination store: a transactional key-value store with leases and
- * revisions.  Requests are a path ("/v3/kv/txn", "/v3/lease/grant", ...)
- * and a JSON body in the shape etcd's v3 JSON gateway takes; answers come
- * back in the shape it gives (store/answer.c reads them).  That language is
- * the store's, whichever backend speaks it: etcd itself (store/etcd.c), or
- * PostgreSQL (store/pg.c), which runs the same transactions with the same
- * meaning (docs/postgres.md).  The holder speaks none of it: it asks by the
- * verbs of verbs.h, which verbs.c and verbs-cluster.c say in it; `snowid
- * fence` still calls store_call() itself.
+ * The coordination store, the backends' side.  Everything else asks by the
+ * verbs of verbs.h, which each backend says in its own language: etcd's v3
+ * JSON gateway (a path such as "/v3/kv/txn" and a JSON body, sent by
+ * store/etcd.c; verbs.c and verbs-cluster.c build them, store/answer.c
+ * reads the answers), or PostgreSQL's prepared statements of snowid's
+ * schema (store/pg.c; pg-verbs.c and pg-verbs-cluster.c).
  *
- * A backend fills a struct store_ops; store.c picks one by the settings and
- * adds nothing to a call but the dispatch.
+ * A backend fills a struct store_ops; store.c picks one by the settings,
+ * and keeps what does not depend on the backend: the verbs in flight, and
+ * how long each call waits (patience.h).
  */
 #pragma once
 
@@ -119,7 +117,7 @@ struct store_ops {
          * inside call), unless the backend is freed first.  NULL: the
          * backend speaks only its verbs */
         int (*call)(void *b, const char *path, json_t *body, store_cb cb, void *userdata,
-                    uint64_t tag);
+                    uint64_t tag, unsigned timeout_ms);
         unsigned (*in_flight)(const void *b);
         void (*history_reset)(void *b);
         void (*expect_cluster)(void *b, uint64_t cluster_id);
@@ -144,10 +142,20 @@ struct store_ops {
 
 extern const struct store_ops store_etcd_ops, store_pg_ops;
 
-/* Sends a request in the store's language (the holder asks by verbs.h
- * instead); cb runs exactly once, from the loop. */
+/* Sends a request in etcd's language (the verbs' own backend side); cb runs
+ * exactly once, from the loop, at the latest timeout_ms after it was sent
+ * (per endpoint tried). */
 int store_call(struct store *s, const char *path, json_t *body, store_cb cb, void *userdata,
-               uint64_t tag);
+               uint64_t tag, unsigned timeout_ms);
+
+/* How long a verb's call waits for its answer (patience.h): store-timeout,
+ * or for a patient verb (one that writes nothing the fences count on) as
+ * long as the store's answers take now. */
+unsigned store_wait_ms(const struct store *s, bool patient);
+/* What a call that waited up to waited_ms said of the store: an answer
+ * after usec, or none (which counts for a patient call that waited its
+ * whole wait). */
+void store_waited(struct store *s, bool patient, unsigned waited_ms, uint64_t usec, bool answered);
 
 /* ---- the answers' language (store/answer.c), pure ---- */
 

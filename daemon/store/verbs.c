@@ -25,6 +25,29 @@ static const char *const verb_names[] = {
         [V_FENCE] = "fence",
 };
 
+/* Whether a verb's call waits as long as the store's answers take
+ * (patience.h): the acquisition's (a grant, a scan, a claim, its read-back)
+ * and the cluster's reads.  A held number's keepalive, extension and raise
+ * wait store-timeout: one keepalive is in flight at a time, and the next
+ * is due a third of the TTL later; rule 6's settle pause counts on the
+ * others.  So do the writes of a cluster, a witness and a range. */
+static bool patient(enum verb_kind kind)
+{
+        switch (kind) {
+        case V_GRANT:
+        case V_SCAN:
+        case V_CLAIM:
+        case V_READ:
+        case V_CLUSTER:
+        case V_CREATING:
+        case V_ALARMS:
+        case V_FENCE:
+                return true;
+        default:
+                return false;
+        }
+}
+
 /* ---- reading answers ---- */
 
 /* whether ops i (fence) and i + 1 (layout) of an ok answer name cl */
@@ -252,7 +275,9 @@ struct verb *verb_new(struct store *s, enum verb_kind kind, void (*cb)(void), vo
                            .cb = cb,
                            .userdata = userdata,
                            .next = *head,
-                           .sent_us = now_usec()};
+                           .sent_us = now_usec(),
+                           .wait_ms = store_wait_ms(s, patient(kind)),
+                           .patient = patient(kind)};
         if (*head)
                 (*head)->prev = v;
         *head = v;
@@ -263,9 +288,10 @@ struct verb *verb_new(struct store *s, enum verb_kind kind, void (*cb)(void), vo
 
 void verb_answered(const struct verb *v, const struct store_answer *a)
 {
+        uint64_t usec = now_usec() - v->sent_us;
+        store_waited(v->store, v->patient, v->wait_ms, usec, a->answered);
         if (observer.answered)
-                observer.answered(observer.userdata, v->store, verb_names[v->kind],
-                                  now_usec() - v->sent_us, a);
+                observer.answered(observer.userdata, v->store, verb_names[v->kind], usec, a);
 }
 
 void store_observe(const struct store_observer *o)
@@ -286,7 +312,7 @@ int verb_send(struct verb *v, const char *path, json_t *body, uint64_t tag)
                 json_decref(body);
                 return -ENOMEM;
         }
-        int r = store_call(v->store, path, body, on_answer, v, tag);
+        int r = store_call(v->store, path, body, on_answer, v, tag, v->wait_ms);
         if (r < 0)
                 verb_free(v);
         return r;

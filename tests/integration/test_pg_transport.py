@@ -359,16 +359,34 @@ def test_backend_killed(pg):
 
 
 def test_deadline(pg):
+    """A call past its deadline fails there; its statement is cancelled and
+    the connection kept: the next call goes on the same connection.  A
+    server that does not end it (its backend stopped) loses the connection
+    a store-timeout after that."""
     d = Driver(pg.conninfo(), 1000, "deadline")
     try:
         r, _ = d.call_until_ok(1)
         pid = answer(r)["pid"]
-        d.call(100, body={"sleep_ms": 5000})
-        d.call(101)  # queued behind it: fails with it
-        unanswered(d.reply(100), at_least_ms=900, within_ms=4000)
-        unanswered(d.reply(101), within_ms=4000)
+        d.call(100, body={"sleep_ms": 20000})
+        d.call(101)  # queued behind it: fails at its own deadline
+        unanswered(d.reply(100), at_least_ms=900, within_ms=3000)
+        unanswered(d.reply(101), within_ms=3000)
         r, _ = d.call_until_ok(102)
-        assert answer(r)["pid"] != pid, "the connection of the late query was kept"
+        assert answer(r)["pid"] == pid, "a new connection for a late query"
+        # the 20 s sleep is over: cancelled, not left to run
+        assert pg.psql(f"SELECT count(*) FROM pg_stat_activity WHERE pid = {pid} "
+                       "AND wait_event = 'PgSleep'") == "0"
+
+        # the backend stopped: the statement never ends, the connection goes
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            d.call(200)
+            unanswered(d.reply(200), at_least_ms=900, within_ms=3000)
+            r, _ = d.call_until_ok(201, timeout=30)
+            assert answer(r)["pid"] != pid, r
+            assert "did not end a cancelled statement within 1000 ms" in d.log(), d.log()
+        finally:
+            os.kill(pid, signal.SIGCONT)
     finally:
         d.close()
 

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How long a call waits for its answer before it is given up (docs/design.md,
+ * "Retries"), as pure functions of what the store's last answers took.
+ *
+ * A call that writes a mark, a fence or the cluster waits store-timeout, as
+ * rule 6's settle pause counts on.  A call that writes nothing the fences
+ * count on (a read, a lease's grant) waits as long as the store's answers
+ * take now: the smoothed latency of this daemon's answered calls plus four
+ * times its mean deviation (RFC 6298's estimator), doubled after each call
+ * of its kind in a row that got no answer, never below store-timeout and
+ * never above PATIENCE_X times it.  A store slowed by load is then waited
+ * for, not asked again: a call given up on is still the store's work, and
+ * its retry only adds to the queue that made it slow.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#define PATIENCE_X 4
+
+struct patience {
+        uint64_t srtt_us, rttvar_us; /* no answer yet: both 0 */
+        unsigned lost;               /* patient calls in a row with no answer */
+};
+
+/* An answer came after usec. */
+void patience_answered(struct patience *p, uint64_t usec);
+/* A patient call got no answer within its wait. */
+void patience_lost(struct patience *p);
+/* How long the next patient call waits, in ms, for a store-timeout of
+ * timeout_ms. */
+unsigned patience_ms(const struct patience *p, unsigned timeout_ms);
