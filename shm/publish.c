@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,8 +43,18 @@ struct memo {
         char boot_id[40];
         uint64_t epoch_ms;
         int64_t offset_ns;
+        /* since the worker was remembered too: after the fields above, which
+         * an earlier snowidd reads (and writes) alone; with a copy of them,
+         * so that a worker left behind by a later snowidd before an earlier
+         * one wrote the fields anew is not taken for the earlier one's */
+        char worker_tag[4];
+        int32_t worker;
+        uint64_t worker_epoch_ms;
+        int64_t worker_offset_ns;
 };
 #define MEMO_MAGIC "SNOWIDm1"
+#define MEMO_WORKER_TAG "wkr1"
+#define MEMO_FIRST offsetof(struct memo, worker_tag) /* what an earlier one wrote */
 
 static void boot_id(char out[40])
 {
@@ -57,16 +68,23 @@ static void boot_id(char out[40])
                 memset(out, 0, 40);
 }
 
-static void memo_write(struct shm_pub *p, uint64_t epoch_ms, int64_t offset_ns)
+static void memo_write(struct shm_pub *p, uint64_t epoch_ms, int64_t offset_ns, int32_t worker)
 {
-        if (p->lock_fd < 0 || (p->memo_epoch_ms == epoch_ms && p->memo_offset_ns == offset_ns))
+        if (p->lock_fd < 0 || (p->memo_epoch_ms == epoch_ms && p->memo_offset_ns == offset_ns &&
+                               p->memo_worker == worker))
                 return;
-        struct memo m = {.magic = MEMO_MAGIC, .epoch_ms = epoch_ms, .offset_ns = offset_ns};
+        struct memo m = {.magic = MEMO_MAGIC,
+                         .epoch_ms = epoch_ms,
+                         .offset_ns = offset_ns,
+                         .worker_tag = MEMO_WORKER_TAG,
+                         .worker = worker,
+                         .worker_epoch_ms = epoch_ms,
+                         .worker_offset_ns = offset_ns};
         boot_id(m.boot_id);
         /* best effort: without it, a restart without the fd store starts on
-         * the wall clock, as before */
+         * the wall clock, as before, and claims any number */
         if (pwrite(p->lock_fd, &m, sizeof(m), 0) == (ssize_t)sizeof(m))
-                p->memo_epoch_ms = epoch_ms, p->memo_offset_ns = offset_ns;
+                p->memo_epoch_ms = epoch_ms, p->memo_offset_ns = offset_ns, p->memo_worker = worker;
 }
 
 static void memo_read(struct shm_pub *p)
@@ -74,11 +92,15 @@ static void memo_read(struct shm_pub *p)
         struct memo m;
         char id[40];
         boot_id(id);
-        if (pread(p->lock_fd, &m, sizeof(m), 0) != (ssize_t)sizeof(m) ||
-            memcmp(m.magic, MEMO_MAGIC, 8) || !id[0] || memcmp(m.boot_id, id, sizeof(id)))
+        ssize_t n = pread(p->lock_fd, &m, sizeof(m), 0);
+        if (n < (ssize_t)MEMO_FIRST || memcmp(m.magic, MEMO_MAGIC, 8) || !id[0] ||
+            memcmp(m.boot_id, id, sizeof(id)))
                 return;
         p->memo_epoch_ms = m.epoch_ms;
         p->memo_offset_ns = m.offset_ns;
+        if (n == (ssize_t)sizeof(m) && !memcmp(m.worker_tag, MEMO_WORKER_TAG, 4) && m.worker >= 0 &&
+            m.worker_epoch_ms == m.epoch_ms && m.worker_offset_ns == m.offset_ns)
+                p->memo_worker = m.worker;
 }
 
 int shm_pub_remembered(const struct shm_pub *p, uint64_t epoch_ms, int64_t *ret_offset_ns)
@@ -87,6 +109,13 @@ int shm_pub_remembered(const struct shm_pub *p, uint64_t epoch_ms, int64_t *ret_
                 return 0;
         *ret_offset_ns = p->memo_offset_ns;
         return 1;
+}
+
+int32_t shm_pub_remembered_worker(const struct shm_pub *p, uint64_t epoch_ms)
+{
+        if (!p->memo_epoch_ms || p->memo_epoch_ms != epoch_ms)
+                return -1;
+        return p->memo_worker;
 }
 
 static void *map_fd(int fd, size_t size, int prot)
@@ -253,6 +282,7 @@ int shm_pub_open(const char *dir, const char *instance, int ctl_fd, int ctr_fd,
                 r = -ENOMEM;
                 goto fail_fds;
         }
+        p->memo_worker = -1;
         p->lock_fd = -1;
         p->ctl_fd = ctl_fd;
         p->ctr_fd = ctr_fd;
@@ -428,7 +458,7 @@ int shm_pub_switch(struct shm_pub *p, const struct shm_publication *pub)
         WRITE_ONCE(ctl->deadline, pub->deadline);
         WRITE_ONCE(ctl->offset_ns, pub->offset_ns);
         WRITE_ONCE(ctl->state, SHM_STATE_LEASED);
-        memo_write(p, l->epoch_ms, pub->offset_ns);
+        memo_write(p, l->epoch_ms, pub->offset_ns, (int32_t)pub->worker);
         /* pairs with the load_acquire of gen at the start of a client call:
          * a client that reads this gen sees the new worker, layout and line */
         store_release(ctl->gen, next);
@@ -453,7 +483,7 @@ int shm_pub_extend(struct shm_pub *p, uint64_t deadline)
 void shm_pub_set_offset(struct shm_pub *p, int64_t offset_ns)
 {
         WRITE_ONCE(p->ctl->offset_ns, offset_ns);
-        memo_write(p, READ_ONCE(p->ctl->epoch_ms), offset_ns);
+        memo_write(p, READ_ONCE(p->ctl->epoch_ms), offset_ns, p->memo_worker);
 }
 
 void shm_pub_set_state(struct shm_pub *p, enum shm_state state)

@@ -24,6 +24,7 @@ struct shm_pub {
         unsigned replaced;      /* how many times a fresh segment replaced a damaged one */
         uint64_t memo_epoch_ms; /* what the lock file remembers (0: nothing) */
         int64_t memo_offset_ns;
+        int32_t memo_worker; /* the worker number last published (-1: none) */
 };
 
 /* What a switch publishes. */
@@ -51,6 +52,9 @@ int shm_pub_open(const char *dir, const char *instance, int ctl_fd, int ctr_fd,
  * publisher of this instance in this boot, when it published for this
  * epoch; kept in the lock file at each switch and each change of offset. */
 int shm_pub_remembered(const struct shm_pub *p, uint64_t epoch_ms, int64_t *ret_offset_ns);
+/* The worker number the last publisher of this instance in this boot
+ * published for this epoch (kept in the lock file at each switch), or -1. */
+int32_t shm_pub_remembered_worker(const struct shm_pub *p, uint64_t epoch_ms);
 /* Unmaps and drops the lock; clients keep the segment, valid until its deadline. */
 struct shm_pub *shm_pub_close(struct shm_pub *p);
 /* Tells clients that the daemon is alive (every clock tick). */

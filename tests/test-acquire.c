@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "acquire.h"
+#include "choose.h"
 #include "rules.h"
 
 #define NOW UINT64_C(60000000000)
@@ -282,6 +283,27 @@ static void test_sample(void **state)
         scanned(&sc);
         assert_int_equal(acq_holding(&f.a)->worker, 3);
         assert_int_equal(acq_holding(&f.a)->start_ms, NOW);
+        /* the preferred number (a restart's last) is still claimed first
+         * after the sample sends every number to be read: every free mark
+         * is ahead, and its mark within a mark step of the lowest (but not
+         * within the 1 s of it that a number is drawn from) */
+        setup(NULL);
+        step(&(struct acq_in){.kind = ACQ_IN_PREFER, .worker = 700});
+        start();
+        granted(77);
+        g = acq_holding(&f.a);
+        assert_int_equal(g->sample[0], 700);
+        for (unsigned i = 1; i < g->sampled; i++)
+                set_free(g->sample[i], NOW + SPAN_MS + 1 + i, 40);
+        set_free(700, NOW + SPAN_MS + 1 + CHOOSE_SPREAD_MS + 1000, 40);
+        sc = scan_of(0);
+        scanned(&sc);
+        assert_true(said(ACQ_SAY_SCAN_ALL));
+        only(ACQ_DO_SCAN);
+        scanned(&sc);
+        assert_int_equal(f.a.state, ACQ_CLAIM);
+        assert_int_equal(acq_holding(&f.a)->worker, 700);
+        step(&(struct acq_in){.kind = ACQ_IN_DROP});
         /* a small range: every number */
         setup_with(3, 20);
         start();

@@ -258,6 +258,7 @@ static struct choice choose(struct store_number *nums, uint64_t first, uint64_t 
                                      .fresh = fresh,
                                      .sampled = sampled,
                                      .lead_ms = 15000,
+                                     .step_ms = 5000,
                                      .draw = draw};
         return claim_choose(&in);
 }
@@ -380,13 +381,46 @@ static void test_choose(void **state)
         marked(&n[3], NOW);
         c = choose(n, 3, 3, -1, false, false, false, draw_first);
         assert_true(c.ahead);
-        /* the preferred number, ahead of the clock: not preferred */
+        /* the preferred number: taken when its claim would start no more
+         * than a mark step (5 s) above the lowest start any claim could
+         * have, here the clock's (numbers behind it); never, more */
+        for (int i = 0; i < 8; i++)
+                marked(&n[i], NOW - 1000);
+        marked(&n[4], NOW + 5001);
+        c = choose(n, 0, 7, 4, false, false, false, draw_never);
+        assert_int_equal(c.worker, 0);
+        marked(&n[4], NOW + 5000);
+        c = choose(n, 0, 7, 4, false, false, false, draw_never);
+        assert_int_equal(c.worker, 4);
+        assert_true(c.ahead);
+        /* every free mark ahead (a fleet restarted at once): within a mark
+         * step of the lowest, where the draw would pick another */
+        for (int i = 0; i < 8; i++)
+                marked(&n[i], NOW + 2000 + 100 * (uint64_t)i);
+        marked(&n[4], NOW + 7000);
+        c = choose(n, 0, 7, 4, false, false, false, draw_first);
+        assert_int_equal(c.kind, CHOOSE_CLAIM);
+        assert_int_equal(c.worker, 4);
+        assert_true(c.ahead);
+        c = choose(n, 0, 7, 4, false, false, true, draw_first); /* its sample, too */
+        assert_int_equal(c.worker, 4);
+        marked(&n[4], NOW + 7001); /* further above the lowest: any other */
+        c = choose(n, 0, 7, 4, false, false, false, draw_first);
+        assert_int_equal(c.worker, 7);
+        marked(&n[4], NOW + 2400);
+        n[4].held = true; /* taken: any other */
+        c = choose(n, 0, 7, 4, false, false, false, draw_first);
+        assert_int_equal(c.worker, 7);
+        /* a sample whose lowest is further ahead than a live holder's
+         * mark: every number read first, for a better one */
+        for (int i = 0; i < 8; i++)
+                marked(&n[i], NOW + 15001 + 100 * (uint64_t)i);
+        c = choose(n, 0, 7, 4, false, false, true, draw_first);
+        assert_int_equal(c.kind, CHOOSE_SCAN_ALL);
         for (int i = 0; i < 8; i++)
                 marked(&n[i], NOW - 1000);
         marked(&n[4], NOW + 3000);
-        c = choose(n, 0, 7, 4, false, false, false, draw_never);
-        assert_int_equal(c.worker, 0);
-        /* ... unless behind what the fence claims above anyway */
+        /* with no step: only behind what the fence claims above anyway */
         const struct choose_in above = {.numbers = n,
                                         .first = 0,
                                         .last = 7,

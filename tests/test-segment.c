@@ -134,6 +134,7 @@ static void test_lock_file_remembers_id_time(void **state)
         int64_t off = 0;
         assert_int_equal(shm_pub_open(test_dir(), inst, -1, -1, &a), 0);
         assert_false(shm_pub_remembered(a, 1, &off)); /* a first start: nothing */
+        assert_int_equal(shm_pub_remembered_worker(a, 1), -1);
         struct shm_publication p = test_publication(3, 1000, 2000, INT64_C(7000000000));
         assert_int_equal(shm_pub_switch(a, &p), 0);
         shm_pub_set_offset(a, INT64_C(6500000000)); /* slewing back */
@@ -144,13 +145,34 @@ static void test_lock_file_remembers_id_time(void **state)
         assert_true(shm_pub_remembered(b, epoch, &off));
         assert_int_equal(off, INT64_C(6500000000));
         assert_false(shm_pub_remembered(b, epoch + 1, &off)); /* another epoch */
+        /* and the number it published, which the holder claims first */
+        assert_int_equal(shm_pub_remembered_worker(b, epoch), 3);
+        assert_int_equal(shm_pub_remembered_worker(b, epoch + 1), -1);
         b = shm_pub_close(b);
 
-        /* damaged, or from another boot: forgotten */
+        /* a lock file whose first fields an earlier snowidd wrote anew (an
+         * offset of its own): its ID time counts, the number left behind
+         * does not */
         char name[4096];
         snprintf(name, sizeof(name), "%s/%s.lock", test_dir(), inst);
         int fd = open(name, O_RDWR | O_CLOEXEC);
         assert_true(fd >= 0);
+        int64_t other = INT64_C(6600000000);
+        assert_int_equal(pwrite(fd, &other, sizeof(other), 56), (ssize_t)sizeof(other));
+        assert_int_equal(shm_pub_open(test_dir(), inst, -1, -1, &b), 0);
+        assert_true(shm_pub_remembered(b, epoch, &off));
+        assert_int_equal(off, other);
+        assert_int_equal(shm_pub_remembered_worker(b, epoch), -1);
+        b = shm_pub_close(b);
+        /* one it wrote from scratch (no number in it) */
+        assert_int_equal(ftruncate(fd, 64), 0);
+        assert_int_equal(shm_pub_open(test_dir(), inst, -1, -1, &b), 0);
+        assert_true(shm_pub_remembered(b, epoch, &off));
+        assert_int_equal(off, other);
+        assert_int_equal(shm_pub_remembered_worker(b, epoch), -1);
+        b = shm_pub_close(b);
+
+        /* damaged, or from another boot: forgotten */
         assert_int_equal(pwrite(fd, "X", 1, 0), 1);
         assert_int_equal(shm_pub_open(test_dir(), inst, -1, -1, &b), 0);
         assert_false(shm_pub_remembered(b, epoch, &off));

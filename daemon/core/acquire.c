@@ -378,6 +378,7 @@ static void on_scanned(struct acquire *a, const struct acq_view *v, const struct
                 .fresh = a->g.fresh,
                 .sampled = sampled,
                 .lead_ms = (uint64_t)(a->set.window_s + a->set.mark_step_s) * 1000,
+                .step_ms = (uint64_t)a->set.mark_step_s * 1000,
                 .draw = draw_below,
                 .draw_state = a,
         };
@@ -391,7 +392,9 @@ static void on_scanned(struct acquire *a, const struct acq_view *v, const struct
                 return;
         case CHOOSE_SCAN_ALL:
                 /* nothing free and behind the clock in the sample: look at
-                 * every number before claiming ahead or waiting */
+                 * every number before claiming ahead or waiting (the
+                 * preferred one still first) */
+                a->prefer = pref;
                 say(out, ACQ_SAY_SCAN_ALL, -1, a->g.sampled, 0);
                 scan(a, v, out, true);
                 return;

@@ -227,7 +227,9 @@ static void on_witness_deleted(void *userdata, const struct store_answer *r, boo
  * a segment of the same epoch, or one that finds where the last daemon's
  * ID time stood (the lock file: a restart without the fd store, whose
  * clients carry their IDs over), keeps it from going back (it may run
- * ahead, slewing). */
+ * ahead, slewing).  The number the last daemon published (the lock file
+ * again) is the one claimed first, if it is free: a fleet restarted at
+ * once takes its numbers back instead of racing for each other's. */
 static void first_read(struct holder *h)
 {
         const snowid_layout *l = &h->known.layout;
@@ -241,6 +243,9 @@ static void first_read(struct holder *h)
                 clock_raise(&h->clock, &now, shm_pub_offset_ns(h->pub));
         if (shm_pub_remembered(h->pub, l->epoch_ms, &remembered))
                 clock_raise(&h->clock, &now, remembered);
+        int32_t last = shm_pub_remembered_worker(h->pub, l->epoch_ms);
+        if (last >= 0 && !((uint64_t)last >> l->worker_bits))
+                claim_prefer(h, last);
 }
 
 static void known_say(struct holder *h, const struct known_action *t)

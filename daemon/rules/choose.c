@@ -31,17 +31,32 @@ struct choice claim_choose(const struct choose_in *in)
                 if (m < lowest)
                         lowest = m, low = (int64_t)n;
         }
-        /* the number held when a fence came, once given up: again, when it
-         * costs no more ID time ahead than any claim does now */
+        /* the lowest mark as good as any could be (below) */
+        uint64_t good = in->now + in->lead_ms;
+        if (in->claims_above + 1 > good)
+                good = in->claims_above + 1;
+        /* the preferred number (the one this daemon published last before a
+         * restart, or held when a fence came), when a claim of it would
+         * start no more than a mark step (step_ms, how far apart live
+         * holders' marks lie) above the lowest start any claim could have
+         * now (of a sample, only one whose lowest is as good as any): a
+         * fleet restarted at once takes its own numbers back, and no two
+         * of its claims meet */
         int32_t pref = in->prefer;
         bool in_range = pref >= 0 && (uint64_t)pref >= in->first && (uint64_t)pref <= in->last;
         if (in_range && !choose_free(&in->numbers[pref]) && in->prefer_handing_over)
                 return (struct choice){.kind = CHOOSE_WAIT, .worker = (uint32_t)pref};
         if (in_range && !in->fresh && choose_free(&in->numbers[pref]) &&
-            in->numbers[pref].mark_rev &&
-            mark_of(in, (uint64_t)pref) <
-                    (in->now > in->claims_above ? in->now : in->claims_above + 1))
-                pick = pref;
+            in->numbers[pref].mark_rev && (!in->sampled || pick >= 0 || lowest <= good)) {
+                uint64_t least = in->now > in->claims_above ? in->now : in->claims_above + 1;
+                uint64_t m = mark_of(in, (uint64_t)pref);
+                uint64_t best = lowest > least ? lowest : least;
+                if ((m > least ? m : least) <= best + in->step_ms)
+                        return (struct choice){.kind = CHOOSE_CLAIM,
+                                               .worker = (uint32_t)pref,
+                                               .mark = m,
+                                               .ahead = m >= in->now};
+        }
         if (pick >= 0)
                 return (struct choice){.kind = CHOOSE_CLAIM,
                                        .worker = (uint32_t)pick,
@@ -56,9 +71,6 @@ struct choice claim_choose(const struct choose_in *in)
          * marked stands at the floor, which follows the live marks: a
          * sample of those, in a space mostly unused, may have missed the
          * few numbers behind the clock, so every number is read */
-        uint64_t good = in->now + in->lead_ms;
-        if (in->claims_above + 1 > good)
-                good = in->claims_above + 1;
         if (in->sampled && (low < 0 || in->fresh || lowest > good || !in->numbers[low].mark_rev))
                 return (struct choice){.kind = CHOOSE_SCAN_ALL};
         if (low < 0)

@@ -44,6 +44,10 @@ struct choose_in {
          * a sample whose lowest free number has a mark ahead by no more
          * than this is claimed from without reading every number */
         uint64_t lead_ms;
+        /* how far apart live holders' marks lie (mark-step): the preferred
+         * number is taken if its claim starts within this of the lowest
+         * start a claim could have */
+        uint64_t step_ms;
         /* a uniform draw in [0, n), n > 0 */
         uint64_t (*draw)(void *state, uint64_t n);
         void *draw_state;
