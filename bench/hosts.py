@@ -404,8 +404,13 @@ def old_phase(store, n, args, h, row, flags, work):
     row["storm_old_s"] = rep["last_s"]
     row["first_old_s"] = rep["first_s"]
     row["storm_old_phases"] = rep["phases"]
+    # hosts that got back the number they held before the restart (as
+    # each first published it in the storm on the new cluster)
+    row["storm_old_same"] = sum(1 for i, e in h2.ready.items()
+                                if i in h.ready and h.ready[i].get("worker") == e.get("worker"))
     h2.stop(120)
-    log(f"{store.name} N={n}: storm on the existing cluster {rep['last_s']:.2f} s")
+    log(f"{store.name} N={n}: storm on the existing cluster {rep['last_s']:.2f} s; "
+        f"{row['storm_old_same']} of {n} hosts got their number back")
 
 
 def write(rows, out, busy=0):
