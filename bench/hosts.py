@@ -491,10 +491,11 @@ def write(rows, out, busy=0):
     md += ["", "Where a storm's time goes (each step's store calls: count, median and 99th "
            "percentile, ms), and the store calls per host it took: all of them (the floor "
            "takes 2), and those of the acquisitions alone (the renewals of the hosts "
-           "already published left out):", "",
+           "already published left out), and on the existing cluster how many hosts "
+           "claimed the number they held before:", "",
            "| store | N | storm | layout | grant | scan | claim | settle | renew "
-           "| requests /host (acquiring) |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "| requests /host (acquiring) | same number |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         for which in ("new", "old"):
             ph = r.get(f"storm_{which}_phases")
@@ -509,6 +510,8 @@ def write(rows, out, busy=0):
             total = sum(p["n"] for p in ph.values())
             acquiring = total - ph.get("renew", {}).get("n", 0)
             cells.append(f"{total / r['hosts']:.1f} ({acquiring / r['hosts']:.1f})")
+            same = r.get("storm_old_same") if which == "old" else None
+            cells.append("-" if same is None else f"{same} of {r['hosts']}")
             md.append(f"| {r['store']} | {r['hosts']} | {which} | " + " | ".join(cells) + " |")
     with open(os.path.join(out, "hosts.md"), "w") as f:
         f.write("\n".join(md) + "\n")
