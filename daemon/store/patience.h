@@ -3,10 +3,11 @@
  * How long a call waits for its answer before it is given up (docs/design.md,
  * "Retries"), as pure functions of what the store's last answers took.
  *
- * A call that writes a mark, a fence or the cluster waits store-timeout, as
- * rule 6's settle pause counts on.  A call that writes nothing the fences
- * count on (a read, a lease's grant) waits as long as the store's answers
- * take now: the smoothed latency of this daemon's answered calls plus four
+ * A held number's keepalive, extension and raise, and the writes of a
+ * cluster, a witness or a range, wait store-timeout: rule 6's settle pause
+ * counts on the extension and the raise.  The acquisition's calls (a grant,
+ * a scan, a claim, its read-back) and the cluster's reads wait as long as
+ * the store's answers take now: the smoothed latency of this daemon's answered calls plus four
  * times its mean deviation (RFC 6298's estimator), doubled after each call
  * of its kind in a row that got no answer, never below store-timeout and
  * never above PATIENCE_X times it.  A store slowed by load is then waited

@@ -444,6 +444,17 @@ static void request_result(struct pg *p, PGresult *res)
                         pg_conn_broken(p, msg && *msg ? msg : "the connection broke");
                         return;
                 }
+                if (sqlstate && !strcmp(sqlstate, "57014") && !q->resent &&
+                    now_usec() - q->sent < (uint64_t)pg_statement_timeout_ms(p) * 1000) {
+                        /* cancelled before statement_timeout: the cancel of
+                         * the statement before it, given up on, landed on
+                         * this one (it is sent once that one is answered,
+                         * and the cancel may come later), or an operator's.
+                         * Rolled back, so sent again, once */
+                        q->resent = true;
+                        p->current = NULL;
+                        return;
+                }
                 if (sqlstate && !strcmp(sqlstate, "57014")) {
                         /* statement_timeout: rolled back, the connection as
                          * good as before; to the caller, no answer, as at

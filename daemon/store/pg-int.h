@@ -33,6 +33,7 @@ struct request {
         uint64_t queued;     /* CLOCK_MONOTONIC usec */
         uint64_t sent;       /* idem, when its statement went on the connection */
         unsigned timeout_ms; /* its deadline, from queued */
+        bool resent;         /* sent again once, cancelled by a cancel meant for another */
         int64_t rev_at_send; /* the highest kv revision seen when it was sent */
         unsigned gen_at_send;
         bool is_kv;

@@ -391,6 +391,41 @@ def test_deadline(pg):
         d.close()
 
 
+def test_cancelled_sent_again(pg):
+    """A statement cancelled before its deadline (an operator's
+    pg_cancel_backend, or the cancel of a call given up on that lands on
+    the next one) was rolled back: it is sent again, once."""
+    d = Driver(pg.conninfo(), 30000, "cancelled")
+    try:
+        r, _ = d.call_until_ok(1)
+        pid = answer(r)["pid"]
+
+        def started():
+            """when the sleep running on the backend started, or None"""
+            out = pg.psql(f"SELECT query_start FROM pg_stat_activity WHERE pid = {pid} "
+                          "AND wait_event = 'PgSleep'")
+            return out or None
+
+        def cancel(after=None):
+            wait_for(lambda: started() not in (None, after), 10, "the call to run")
+            at = started()
+            assert pg.psql(f"SELECT pg_cancel_backend({pid})") == "t"
+            return at
+        d.call(10, body={"sleep_ms": 3000})
+        cancel()
+        r = d.reply(10)
+        assert r["ok"] and answer(r)["pid"] == pid, r  # sent again, answered
+        assert r["usec"] > 3_000_000, r
+        # cancelled again: not sent a third time
+        d.call(11, body={"sleep_ms": 3000})
+        cancel(cancel())
+        r = d.reply(11)
+        assert not r["ok"] and not r["answered"], r
+        assert r["usec"] < 3_000_000, r
+    finally:
+        d.close()
+
+
 def test_auth_refused(pg):
     d = Driver(pg.conninfo(passfile=False), 2000, "auth")
     try:
@@ -592,6 +627,7 @@ def test_standby(pg):
 
 
 TESTS = [test_settings, test_order, test_large, test_sql_errors, test_outage, test_backend_killed, test_deadline,
+         test_cancelled_sent_again,
          test_auth_refused, test_tls, test_standby]
 
 
