@@ -47,7 +47,9 @@ struct choice claim_choose(const struct choose_in *in)
         if (in_range && !choose_free(&in->numbers[pref]) && in->prefer_handing_over)
                 return (struct choice){.kind = CHOOSE_WAIT, .worker = (uint32_t)pref};
         if (in_range && !in->fresh && choose_free(&in->numbers[pref]) &&
-            in->numbers[pref].mark_rev && (!in->sampled || pick >= 0 || lowest <= good)) {
+            in->numbers[pref].mark_rev &&
+            (!in->sampled || pick >= 0 ||
+             (low >= 0 && lowest <= good && in->numbers[low].mark_rev))) {
                 uint64_t least = in->now > in->claims_above ? in->now : in->claims_above + 1;
                 uint64_t m = mark_of(in, (uint64_t)pref);
                 uint64_t best = lowest > least ? lowest : least;
@@ -55,7 +57,7 @@ struct choice claim_choose(const struct choose_in *in)
                         return (struct choice){.kind = CHOOSE_CLAIM,
                                                .worker = (uint32_t)pref,
                                                .mark = m,
-                                               .ahead = m >= in->now};
+                                               .ahead = pick < 0};
         }
         if (pick >= 0)
                 return (struct choice){.kind = CHOOSE_CLAIM,
