@@ -26,8 +26,9 @@ static const char *const verb_names[] = {
 };
 
 /* Whether a verb's call waits as long as the store's answers take
- * (patience.h): the acquisition's (a grant, a scan, a claim, its read-back)
- * and the cluster's reads.  A held number's keepalive, extension and raise
+ * (patience.h): the acquisition's (a grant, a scan, a claim, its read-back),
+ * the cluster's reads and its creation's `creating` key, the alarms and
+ * `snowid fence`'s read.  A held number's keepalive, extension and raise
  * wait store-timeout: one keepalive is in flight at a time, and the next
  * is due a third of the TTL later; rule 6's settle pause counts on the
  * others.  So do the writes of a cluster, a witness and a range. */
@@ -276,8 +277,7 @@ struct verb *verb_new(struct store *s, enum verb_kind kind, void (*cb)(void), vo
                            .userdata = userdata,
                            .next = *head,
                            .sent_us = now_usec(),
-                           .wait_ms = store_wait_ms(s, patient(kind)),
-                           .patient = patient(kind)};
+                           .wait_ms = store_wait_ms(s, patient(kind))};
         if (*head)
                 (*head)->prev = v;
         *head = v;
@@ -289,7 +289,7 @@ struct verb *verb_new(struct store *s, enum verb_kind kind, void (*cb)(void), vo
 void verb_answered(const struct verb *v, const struct store_answer *a)
 {
         uint64_t usec = now_usec() - v->sent_us;
-        store_waited(v->store, v->patient, v->wait_ms, usec, a->answered);
+        store_waited(v->store, patient(v->kind), v->wait_ms, usec, a->answered);
         if (observer.answered)
                 observer.answered(observer.userdata, v->store, verb_names[v->kind], usec, a);
 }
