@@ -18,6 +18,7 @@
 #include "values.h"
 #include "verbs.h"
 #include "fence.h"
+#include "fencing.h"
 #include "log.h"
 #include "rules.h"
 #include "trace.h"
@@ -89,23 +90,30 @@ static uint64_t wall_id_ms(const snowid_layout *l)
         return unix_ms > l->epoch_ms ? unix_ms - l->epoch_ms : 0;
 }
 
-/* The lead a fence made with this host's settings gives (what
- * `snowid fence` prints as "from this host's clock", with no earlier lead). */
-static uint64_t own_lead_ms(const struct fence_run *f)
+/* The fencing core's settings, from the command's flags and snowidd's. */
+static struct fencing_settings settings_of(const struct fence_run *f)
 {
-        return f->ahead_ms + ((uint64_t)f->cfg->window_s + f->cfg->mark_step_s) * 1000;
+        const snowid_layout *l = &f->cfg->layout;
+        return (struct fencing_settings){.epoch_ms = l->epoch_ms,
+                                         .time_bits = l->time_bits,
+                                         .window_s = f->cfg->window_s,
+                                         .mark_step_s = f->cfg->mark_step_s,
+                                         .slew_us_per_s = f->cfg->slew_us_per_s,
+                                         .ahead_ms = f->ahead_ms,
+                                         .lost_lead_ms = f->lost_lead_ms};
 }
 
 /* Why no fence is written without --lost-lead, and what to pass. */
-static void refuse(const struct fence_run *f, const struct cluster_ident *old, int rf,
-                   uint64_t cluster_id)
+static void refuse(const struct fence_run *f, const struct cluster_ident *old,
+                   const struct fencing_decision *d, uint64_t cluster_id)
 {
         char when[64] = "";
         time_t t = (time_t)(old->era / 1000);
         struct tm tm;
+        const struct fencing_settings set = settings_of(f);
         if (old->era && gmtime_r(&t, &tm))
                 strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-        if (rf == 0 || !old->era)
+        if (d->verdict == FENCING_REFUSE_FENCELESS)
                 fprintf(stderr,
                         "snowid fence: %s holds no valid fence for cluster %s (deleted, damaged, "
                         "or restored from a snapshot without it): the leads of the fences made "
@@ -124,66 +132,40 @@ static void refuse(const struct fence_run *f, const struct cluster_ident *old, i
                 "fence` ran after %s; otherwise the lead (\"s from this host's clock\") that "
                 "the last fence made since printed, which carries those before it (%" PRIu64
                 " for one made with these settings and no earlier lead).\n",
-                rf == 0 || !old->era ? "the cluster was made" : "that one", own_lead_ms(f));
+                d->verdict == FENCING_REFUSE_FENCELESS ? "the cluster was made" : "that one",
+                fencing_own_lead_ms(&set));
 }
 
-/* The lead the fence `old` gave the hosts that claimed after it (its
- * claims_above past its era, in ID time), less what slew-rate has brought
- * back since; 0 once slewed away. */
-static uint64_t previous_lead(const struct fence_run *f, const struct cluster_ident *old)
+/* The witnesses' values, parsed for the core (-1 where a field is missing
+ * or not a number); each one the core does not count is said. */
+static struct fencing_witness *witnesses_parse(const struct fence_run *f,
+                                               const struct store_fence_read *rd, uint64_t wall)
 {
-        const snowid_layout *l = &f->cfg->layout;
-        return rule6_lead_left(l->epoch_ms, old->era, old->claims_above, wall_id_ms(l),
-                               f->cfg->slew_us_per_s);
-}
-
-/* What the witnesses say: how many, how many knew a fence at least as
- * new as the stored one (only those show what came after it), the
- * highest deadline any published, the most that may be left of the lead
- * of a fence any knew, and the latest era any knew. */
-struct witnesses {
-        unsigned n, current;
-        uint64_t deadline, lead_left, era;
-};
-
-static void witnesses_read(const struct fence_run *f, const struct store_fence_read *rd,
-                           uint64_t stored_era, struct witnesses *w)
-{
+        const struct fencing_settings set = settings_of(f);
+        struct fencing_witness *ws = calloc(rd->n_witnesses ? rd->n_witnesses : 1, sizeof(*ws));
+        if (!ws)
+                return NULL;
         for (size_t i = 0; i < rd->n_witnesses; i++) {
                 const struct store_fence_witness *x = &rd->witnesses[i];
                 json_int_t era = -1, above = -1, deadline = -1;
                 json_t *v = json_loadb(x->value, x->len, 0, NULL);
-                if (!v ||
-                    json_unpack(v, "{s:I, s:I, s:I}", "era", &era, "claims_above", &above,
-                                "deadline", &deadline) < 0 ||
-                    era < 0 || above < 0 || deadline < 0 ||
-                    (uint64_t)deadline >> f->cfg->layout.time_bits ||
-                    (uint64_t)above >> f->cfg->layout.time_bits ||
-                    (uint64_t)era > wall_unix_ms() + 86400000) {
-                        /* one that cannot be read still says a daemon knew the
-                         * cluster: the fence is then refused without --lost-lead */
+                if (v && json_unpack(v, "{s:I, s:I, s:I}", "era", &era, "claims_above", &above,
+                                     "deadline", &deadline) < 0)
+                        era = above = deadline = -1;
+                json_decref(v);
+                ws[i] = (struct fencing_witness){
+                        .era = era, .claims_above = above, .deadline = deadline};
+                if (!fencing_witness_valid(&set, wall, &ws[i]))
                         fprintf(stderr, "snowid fence: the witness %s is not valid; not counted\n",
                                 x->key);
-                } else {
-                        struct cluster_ident c = {.era = (uint64_t)era,
-                                                  .claims_above = (uint64_t)above};
-                        uint64_t left = previous_lead(f, &c);
-                        w->n++;
-                        w->current += (uint64_t)era >= stored_era;
-                        w->era = (uint64_t)era > w->era ? (uint64_t)era : w->era;
-                        w->deadline =
-                                (uint64_t)deadline > w->deadline ? (uint64_t)deadline : w->deadline;
-                        w->lead_left = left > w->lead_left ? left : w->lead_left;
-                }
-                json_decref(v);
         }
+        return ws;
 }
 
 static void on_read(void *userdata, const struct store_answer *r, const struct store_fence_read *rd)
 {
         struct fence_run *f = userdata;
         struct cluster_ident old = {0}, c;
-        uint64_t floor = 0;
         if (!rd->ok) {
                 fprintf(stderr, "snowid fence: cannot read the cluster from %s: %s\n",
                         store_title(f->store), r->error ? r->error : "malformed answer");
@@ -197,56 +179,38 @@ static void on_read(void *userdata, const struct store_answer *r, const struct s
                 done(f, 1);
                 return;
         }
-        int rl = rd->layout, rf = rd->fence;
-        if (rf == 1 && fence_parse(rd->fence_bytes, rd->fence_len, &old) < 0)
+        bool fence_valid = rd->fence == 1 && fence_parse(rd->fence_bytes, rd->fence_len, &old) == 0;
+        if (rd->fence == 1 && !fence_valid) {
+                old = (struct cluster_ident){0};
                 fprintf(stderr, "snowid fence: the stored fence is not valid; replacing it\n");
-        if (rd->floor == 1)
-                floor = rd->floor_value;
-        else if (rd->floor < 0)
+        }
+        if (rd->floor < 0)
                 fprintf(stderr, "snowid fence: the stored floor is not valid; replacing it\n");
-        uint64_t highest = rd->highest;
-        size_t marks = rd->marks;
-        const snowid_layout *l = &f->cfg->layout;
-        /* what halted daemons wrote down: the fence each knew, and its
-         * highest deadline */
-        struct witnesses w = {0};
-        witnesses_read(f, rd, old.era, &w);
-        /* a fence is safe only over every fence made before it: the store
-         * holds the last one unless it was restored (it answers as another
-         * cluster than its fence names) or lost its fence.  Fences made
-         * after the snapshot left hosts running their leads ahead, and only
-         * a witness, or the operator, can say what they were */
-        bool replaced = old.cluster_id && r->cluster_id && old.cluster_id != r->cluster_id;
-        if (rule7_fence_refuses(replaced || rf == 0 || !old.era, w.current > 0,
-                                f->lost_lead_ms >= 0)) {
-                refuse(f, &old, rf, r->cluster_id);
+        uint64_t wall = wall_unix_ms();
+        struct fencing_witness *ws = witnesses_parse(f, rd, wall);
+        if (!ws) {
+                fprintf(stderr, "snowid fence: out of memory\n");
                 done(f, 1);
                 return;
         }
-        /* a daemon's mark runs up to window + mark-step ahead of its clock.
-         * Hosts that claimed after the last fence started its lead (its
-         * claims_above less its era) ahead of the clock, and slew it back
-         * at slew-rate: what may be left of it counts on top of --ahead.
-         * A fence the store lost (a witness knew it, or --lost-lead says
-         * what it printed) came after the one the store holds, and its
-         * lead carries what was left of the earlier ones: the largest of
-         * them all counts, not their sum (rule6_fence_lead()) */
-        const struct rule6_fence_in in = {
-                .clock_bound = rule6_clock_bound(l->epoch_ms, wall_unix_ms(), f->ahead_ms,
-                                                 f->cfg->window_s, f->cfg->mark_step_s),
-                .lead_left = f->ahead_ms ? previous_lead(f, &old) : 0,
-                .witness_lead_left = w.lead_left,
-                .witness_deadline = w.deadline,
-                .lost_lead = f->lost_lead_ms > 0 ? (uint64_t)f->lost_lead_ms : 0,
-                .stored_above = old.claims_above,
-                .floor = floor,
-                .highest_mark = highest,
-        };
-        uint64_t bound = rule6_fence_lead(&in), above = rule6_fence_above(&in);
-        uint64_t stored = floor > highest ? floor : highest;
-        stored = w.deadline > stored ? w.deadline : stored;
-        f->far_ahead_s = stored > bound ? (double)(stored - bound) / 1000 : 0;
-        if (old.cluster_id && old.cluster_id == r->cluster_id && f->cfg->store == STORE_ETCD)
+        const struct fencing_settings set = settings_of(f);
+        const struct fencing_read in = {.cluster_id = r->cluster_id,
+                                        .fence = fence_valid ? &old : NULL,
+                                        .floor_present = rd->floor == 1,
+                                        .floor = rd->floor_value,
+                                        .highest = rd->highest,
+                                        .n_witnesses = rd->n_witnesses,
+                                        .witnesses = ws};
+        struct fencing_decision d;
+        fencing_decide(&set, wall, &in, &d);
+        free(ws);
+        if (d.verdict != FENCING_WRITE) {
+                refuse(f, &old, &d, r->cluster_id);
+                done(f, 1);
+                return;
+        }
+        f->far_ahead_s = (double)d.far_ahead_ms / 1000;
+        if (d.same_cluster && f->cfg->store == STORE_ETCD)
                 fprintf(stderr,
                         "snowid fence: note: etcd's cluster ID (%" PRIu64 ") is unchanged since "
                         "the last fence. If etcd was restored from a snapshot, it was restored "
@@ -254,7 +218,7 @@ static void on_read(void *userdata, const struct store_answer *r, const struct s
                         "this fence could not all tell. Restore with a new token "
                         "(docs/fences.md)\n",
                         r->cluster_id);
-        else if (old.cluster_id && old.cluster_id == r->cluster_id)
+        else if (d.same_cluster)
                 fprintf(stderr,
                         "snowid fence: note: PostgreSQL's cluster_id (%" PRIu64 ") is unchanged "
                         "since the last fence. If a backup was restored, it was restored on the "
@@ -264,7 +228,7 @@ static void on_read(void *userdata, const struct store_answer *r, const struct s
                         r->cluster_id);
         /* after every era a daemon may know: one that knew a lost fence
          * halts on an older one */
-        if (fence_make(above, w.era > old.era ? w.era : old.era, r->cluster_id, false, &c) < 0) {
+        if (fence_make(d.above, d.era, r->cluster_id, false, &c) < 0) {
                 fprintf(stderr, "snowid fence: no random token\n");
                 done(f, 1);
                 return;
@@ -272,28 +236,29 @@ static void on_read(void *userdata, const struct store_answer *r, const struct s
         /* the layout and fence as read; the floor still at or below what
          * is put (daemons raise it meanwhile: then read again); no witness
          * written since the read (each one is covered, and deleted) */
+        const snowid_layout *l = &f->cfg->layout;
         const struct store_fence_write fw = {
-                .read = rd, .fence = c.fence, .floor = above, .layout = l};
+                .read = rd, .fence = c.fence, .floor = d.above, .layout = l};
         if (store_fence_write(f->store, &fw, on_write, f) < 0) {
                 fprintf(stderr, "snowid fence: cannot send to %s\n", store_title(f->store));
                 done(f, 1);
                 return;
         }
-        int n = snprintf(f->said, sizeof(f->said),
-                         "snowid fence: cluster %s fenced on store cluster ID %" PRIu64
-                         ": token %s, claims above %" PRIu64
-                         " (%+.1f s from this host's clock, %.1f s the last fence's lead, "
-                         "%.1f s a lost fence's; %zu marks, the highest %" PRIu64
-                         ", floor was %" PRIu64 "; %u witnesses, the highest deadline %" PRIu64
-                         ")%s\n",
-                         f->cfg->cluster, r->cluster_id, c.token, above,
-                         ((double)above - (double)wall_id_ms(l)) / 1000,
-                         (double)(in.lead_left > in.witness_lead_left ? in.lead_left
-                                                                      : in.witness_lead_left) /
-                                 1000,
-                         (double)in.lost_lead / 1000, marks, highest, floor, w.n, w.deadline,
-                         rl == 0 ? "; layout re-created from the configuration" : "");
-        if (rl == 0 && n > 0 && (size_t)n < sizeof(f->said))
+        int n = snprintf(
+                f->said, sizeof(f->said),
+                "snowid fence: cluster %s fenced on store cluster ID %" PRIu64
+                ": token %s, claims above %" PRIu64
+                " (%+.1f s from this host's clock, %.1f s the last fence's lead, "
+                "%.1f s a lost fence's; %zu marks, the highest %" PRIu64 ", floor was %" PRIu64
+                "; %u witnesses, the highest deadline %" PRIu64 ")%s\n",
+                f->cfg->cluster, r->cluster_id, c.token, d.above,
+                ((double)d.above - (double)wall_id_ms(l)) / 1000,
+                (double)(d.lead_left > d.witness_lead_left ? d.lead_left : d.witness_lead_left) /
+                        1000,
+                (double)d.lost_lead / 1000, rd->marks, rd->highest,
+                rd->floor == 1 ? rd->floor_value : 0, d.witnesses, d.witness_deadline,
+                rd->layout == 0 ? "; layout re-created from the configuration" : "");
+        if (rd->layout == 0 && n > 0 && (size_t)n < sizeof(f->said))
                 snprintf(f->said + n, sizeof(f->said) - (size_t)n,
                          "snowid fence: layout: epoch %" PRIu64 " ms, %u time, %u worker, %u "
                          "sequence bits\n",
