@@ -154,9 +154,11 @@ stepped=" 18 "
 # (model/core-replay.c): the claim start (acquire.c), an extension's answer
 # (hold.c), a raise confirmed and a mark re-raised at a fence (raise.c), the
 # claims above of a cluster made anew (create.c), a cluster made only where
-# no witness is (known.c); mutant 12's counterexample turns on an answer's
-# cluster (rule5_answer, the store's), not on a fence's (rule5_foreign_fence)
-cored=" 3 4 5 7 8 10 15 23 24 "
+# no witness is (known.c), `snowid fence`'s refusal, its claims above and
+# the stored fence's lead it counts (fencing.c); mutant 12's counterexample
+# turns on an answer's cluster (rule5_answer, the store's), not on a
+# fence's (rule5_foreign_fence)
+cored=" 3 4 5 7 8 10 15 16 17 23 24 25 26 "
 sims=${SNOWID_MODEL_SIMS:-100} # random runs per configuration
 
 # replay_build "CFLAGS" OUT: model/replay.c on the rules, set as the model is

@@ -4,11 +4,12 @@
  * (daemon/core/): each decision the model notes ("@rule4_confirmed 1 3 4 =
  * 0") that one of the cores makes is made again by driving that core with
  * inputs built from the decision's own (a scan, an extension's answer, a
- * raise's read-back, a fence), and what the core does is read back as the
- * decision's result: the claim start it sends, whether it publishes the
- * deadline, raises the mark or gives the number up, whether it revokes a
- * lease, writes a mark back, halts on a forgotten write or a foreign fence,
- * or makes the cluster.
+ * raise's read-back, a fence, a read of the cluster by `snowid fence`), and
+ * what the core does is read back as the decision's result: the claim
+ * start it sends, whether it publishes the deadline, raises the mark or
+ * gives the number up, whether it revokes a lease, writes a mark back, halts
+ * on a forgotten write or a foreign fence, or makes the cluster; whether
+ * `snowid fence` refuses, and what it claims above.
  *
  * model/replay.c asks the rules each decision; this program asks the
  * code that uses the rules, as the daemon runs it.  model/check.sh builds
@@ -30,6 +31,7 @@
 
 #include "acquire.h"
 #include "create.h"
+#include "fencing.h"
 #include "hold.h"
 #include "known.h"
 #include "raise.h"
@@ -297,6 +299,89 @@ static int64_t may_make(const int64_t *a)
         return r == 2 ? 1 : r == 1 ? 0 : -1;
 }
 
+/* ---- `snowid fence`: rule7_fence_refuses, rule6_fence_above, rule6_lead_left ---- */
+
+/* The model's times are small; the fence's are Unix ms past an epoch.  Every
+ * time the fencing core is given is the model's shifted by SHIFT (ID time),
+ * so that a stored fence can give any lead the model names (its era is its
+ * claims_above less the lead): what the core claims above is then the
+ * model's shifted alike, each term of its max being shifted. */
+#define FENCE_EPOCH UINT64_C(1735689600000)
+#define SHIFT UINT64_C(1000000)
+
+/* The fencing core's settings as the model's: no window or mark step (the
+ * model's clock bound is given whole), no slewing, --ahead 1 ms (the clock
+ * is set 1 ms back: with --ahead 0 the stored lead is left out). */
+static struct fencing_settings fence_settings(int64_t lost_lead_ms)
+{
+        return (struct fencing_settings){.epoch_ms = FENCE_EPOCH,
+                                         .time_bits = 41,
+                                         .ahead_ms = 1,
+                                         .lost_lead_ms = lost_lead_ms};
+}
+
+/* A stored fence, on cluster 1, whose lead is `lead` and claims_above
+ * `above` (shifted). */
+static struct cluster_ident stored_fence(uint64_t above, uint64_t lead)
+{
+        return (struct cluster_ident){
+                .era = FENCE_EPOCH + above - lead, .claims_above = above, .cluster_id = 1};
+}
+
+/* clock_bound lead_left witness_lead_left witness_deadline lost_lead
+ * stored_above floor highest_mark = claims_above: what the fencing core
+ * claims above, on a store that holds a fence of that lead and claims
+ * above (not restored: it fences), a witness of that lead and deadline,
+ * the floor and the marks so */
+static int64_t fence_above(const int64_t *a)
+{
+        const struct fencing_settings set = fence_settings(a[4]);
+        const struct cluster_ident old = stored_fence((uint64_t)a[5] + SHIFT, (uint64_t)a[1]);
+        const struct fencing_witness w = {.era = (int64_t)(FENCE_EPOCH + SHIFT),
+                                          .claims_above = (int64_t)SHIFT + a[2],
+                                          .deadline = (int64_t)SHIFT + a[3]};
+        const struct fencing_read rd = {.cluster_id = 1,
+                                        .fence = &old,
+                                        .floor_present = true,
+                                        .floor = (uint64_t)a[6] + SHIFT,
+                                        .highest = (uint64_t)a[7] + SHIFT,
+                                        .n_witnesses = a[2] || a[3],
+                                        .witnesses = &w};
+        struct fencing_decision d;
+        fencing_decide(&set, FENCE_EPOCH + (uint64_t)a[0] + SHIFT - 1, &rd, &d);
+        return d.verdict == FENCING_WRITE ? (int64_t)(d.above - SHIFT) : -1;
+}
+
+/* lead = left: the lead the fencing core counts of a stored fence that gave
+ * that lead (nothing slewed) */
+static int64_t lead_left(const int64_t *a)
+{
+        const struct fencing_settings set = fence_settings(-1);
+        const struct cluster_ident old = stored_fence(SHIFT, (uint64_t)a[0]);
+        const struct fencing_read rd = {.cluster_id = 1, .fence = &old};
+        struct fencing_decision d;
+        fencing_decide(&set, FENCE_EPOCH + SHIFT, &rd, &d);
+        return d.verdict == FENCING_WRITE ? (int64_t)d.lead_left : -1;
+}
+
+/* fenceless witnessed lost_lead_given = refused: whether the fencing core
+ * refuses a store with no fence (else one intact), with a witness of a
+ * fence as new as the stored one or none, and --lost-lead 0 or none */
+static int64_t fence_refuses(const int64_t *a)
+{
+        const struct fencing_settings set = fence_settings(a[2] ? 0 : -1);
+        const struct cluster_ident old = stored_fence(SHIFT, 0);
+        const struct fencing_witness w = {
+                .era = (int64_t)old.era, .claims_above = (int64_t)SHIFT, .deadline = 0};
+        const struct fencing_read rd = {.cluster_id = 1,
+                                        .fence = a[0] ? NULL : &old,
+                                        .n_witnesses = a[1] != 0,
+                                        .witnesses = &w};
+        struct fencing_decision d;
+        fencing_decide(&set, FENCE_EPOCH + SHIFT, &rd, &d);
+        return d.verdict != FENCING_WRITE;
+}
+
 struct decision {
         const char *name;
         unsigned n_args;
@@ -313,6 +398,9 @@ static const struct decision decisions[] = {
         {"rule7_made_above", 3, made_above, "create"},
         {"rule5_foreign_fence", 2, foreign_fence, "known"},
         {"rule7_may_make", 2, may_make, "known"},
+        {"rule7_fence_refuses", 3, fence_refuses, "fencing"},
+        {"rule6_fence_above", 8, fence_above, "fencing"},
+        {"rule6_lead_left", 1, lead_left, "fencing"},
 };
 #define N_DECISIONS (sizeof(decisions) / sizeof(decisions[0]))
 

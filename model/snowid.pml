@@ -1,7 +1,7 @@
 /*
  * snowid.pml: a model of snowid's protocol, as daemon/core/ (acquire.c, hold.c,
  * raise.c, create.c, known.c), shm/publish.c, libclient/next.c
- * and cli/fence.c implement it
+ * and daemon/core/fencing.c (`snowid fence`) implement it
  * (docs/design.md, "Why two hosts never make the same ID", rules 8-14),
  * with the fences of docs/fences.md (rules 1-6, numbered alike in
  * docs/design.md).  This model's names for parts of those rules:
