@@ -119,7 +119,7 @@ static int64_t extension(const int64_t *a)
         struct hold_ready out;
         hold_step(&k, &v, &(struct hold_in){.kind = HOLD_IN_PUBLISHED, .published = &g}, &out);
         hold_step(&k, &v, &(struct hold_in){.kind = HOLD_IN_TICK}, &out);
-        if (!k.cur.extend_busy || k.cur.pending != asked)
+        if (k.cur.marking != MARK_EXTENDING || k.cur.pending != asked)
                 return -1;
         const struct store_extended e = {.ok = true,
                                          .succeeded = a[0] != 0,
@@ -364,22 +364,37 @@ static int64_t lead_left(const int64_t *a)
         return d.verdict == FENCING_WRITE ? (int64_t)d.lead_left : -1;
 }
 
-/* fenceless witnessed lost_lead_given = refused: whether the fencing core
- * refuses a store with no fence (else one intact), with a witness of a
- * fence as new as the stored one or none, and --lost-lead 0 or none */
+/* Whether the fencing core refuses the store read (0 or 1). */
+static int64_t refused(const struct fencing_settings *set, const struct fencing_read *rd)
+{
+        struct fencing_decision d;
+        fencing_decide(set, FENCE_EPOCH + SHIFT, rd, &d);
+        return d.verdict != FENCING_WRITE;
+}
+
+/* replaced_or_fenceless witnessed lost_lead_given = refused: whether the
+ * fencing core refuses a store with no fence, and one whose fence names
+ * another cluster than it answers as (both must agree: -1 if not), or
+ * else one intact; with a witness of a fence as new as the stored one or
+ * none, and --lost-lead 0 or none */
 static int64_t fence_refuses(const int64_t *a)
 {
         const struct fencing_settings set = fence_settings(a[2] ? 0 : -1);
         const struct cluster_ident old = stored_fence(SHIFT, 0);
         const struct fencing_witness w = {
                 .era = (int64_t)old.era, .claims_above = (int64_t)SHIFT, .deadline = 0};
-        const struct fencing_read rd = {.cluster_id = 1,
-                                        .fence = a[0] ? NULL : &old,
-                                        .n_witnesses = a[1] != 0,
-                                        .witnesses = &w};
-        struct fencing_decision d;
-        fencing_decide(&set, FENCE_EPOCH + SHIFT, &rd, &d);
-        return d.verdict != FENCING_WRITE;
+        struct fencing_read rd = {.cluster_id = 1,
+                                  .fence = a[0] ? NULL : &old,
+                                  .n_witnesses = a[1] != 0,
+                                  .witnesses = &w};
+        int64_t r = refused(&set, &rd);
+        if (a[0]) {
+                rd.fence = &old;
+                rd.cluster_id = 2; /* replaced: restored with a new cluster ID */
+                if (refused(&set, &rd) != r)
+                        return -1;
+        }
+        return r;
 }
 
 struct decision {
