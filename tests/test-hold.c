@@ -46,8 +46,8 @@ static int setup(void **state)
                                   .mark = NOW + (WINDOW_S + STEP_S) * 1000,
                                   .mark_rev = 100,
                                   .lease_until_ms = v.boot_ms + 9000,
-                                  .keepalive_busy = true,
-                                  .extend_busy = true};
+                                  .marking = MARK_EXTENDING,
+                                  .leasing = LEASE_ASKED};
         hold_step(&k, &v, &(struct hold_in){.kind = HOLD_IN_PUBLISHED, .published = &g}, &out);
         assert_int_equal(out.n, 0);
         return 0;
@@ -87,7 +87,7 @@ static uint64_t extension_due(void)
         v.mono_ms += 1000;
         tick();
         assert_true(find(HOLD_DO_EXTEND) >= 0);
-        assert_true(k.cur.extend_busy);
+        assert_int_equal(k.cur.marking, MARK_EXTENDING);
         return k.cur.pending;
 }
 
@@ -106,7 +106,8 @@ static void test_schedule(void **state)
         (void)state;
         /* published: nothing in flight; a keepalive at the first tick, no
          * extension while the mark is more than a window ahead */
-        assert_false(k.cur.keepalive_busy || k.cur.extend_busy);
+        assert_int_equal(k.cur.leasing, LEASE_QUIET);
+        assert_int_equal(k.cur.marking, MARK_STILL);
         tick();
         assert_true(find(HOLD_DO_KEEPALIVE) >= 0);
         assert_int_equal(find(HOLD_DO_EXTEND), -1);
@@ -160,7 +161,7 @@ static void test_deadline(void **state)
                                        &(struct store_extended){.ok = true, .succeeded = true}});
         assert_int_equal(out.n, 0);
         assert_true(k.cur.mark < asked);
-        assert_false(k.cur.extend_busy);
+        assert_int_equal(k.cur.marking, MARK_STILL);
 }
 
 /* The test that would catch a duplicate ID in the holding: whatever the
@@ -182,9 +183,9 @@ static void test_deadline_never_above_acked(void **state)
                                 assert_true(k.cur.mark >= published);
                                 published = k.cur.mark;
                         }
-                if (k.cur.keepalive_busy)
+                if (k.cur.leasing == LEASE_ASKED)
                         kept(TTL_S);
-                if (!k.cur.extend_busy)
+                if (k.cur.marking != MARK_EXTENDING)
                         continue;
                 uint64_t asked = k.cur.pending;
                 struct store_extended e = {.ok = true, .succeeded = true, .revision = 200 + i};
@@ -225,10 +226,10 @@ static void test_unsent(void **state)
         extension_due();
         step(&(struct hold_in){.kind = HOLD_IN_KEPT, .tag = ID, .unsent = true});
         assert_int_equal(out.n, 0);
-        assert_false(k.cur.keepalive_busy);
+        assert_int_equal(k.cur.leasing, LEASE_QUIET);
         step(&(struct hold_in){.kind = HOLD_IN_EXTENDED, .tag = ID, .unsent = true});
         assert_int_equal(out.n, 0);
-        assert_false(k.cur.extend_busy);
+        assert_int_equal(k.cur.marking, MARK_STILL);
         assert_int_equal(k.cur.state, H_HELD);
         v.mono_ms += 100000;
         tick();
@@ -252,15 +253,15 @@ static void test_mark_low(void **state)
         only(HOLD_DO_RAISE);
         assert_int_equal(find(HOLD_DO_DEADLINE), -1);
         assert_int_equal(find(HOLD_DO_LOST), -1);
-        assert_true(k.cur.raising);
+        assert_int_equal(k.cur.marking, MARK_RAISING);
         v.mono_ms += 1000;
         tick();
         assert_int_equal(find(HOLD_DO_EXTEND), -1);
         /* a raise for another holding changes nothing; its own ends it */
         step(&(struct hold_in){.kind = HOLD_IN_RAISED, .holding = ID + 1});
-        assert_true(k.cur.raising);
+        assert_int_equal(k.cur.marking, MARK_RAISING);
         step(&(struct hold_in){.kind = HOLD_IN_RAISED, .holding = ID});
-        assert_false(k.cur.raising);
+        assert_int_equal(k.cur.marking, MARK_STILL);
         tick();
         assert_true(find(HOLD_DO_EXTEND) >= 0);
 }
@@ -327,7 +328,7 @@ static void test_lease(void **state)
         assert_int_equal(out.a[0].a, 9000);
         only(HOLD_DO_CHECK);
         assert_int_equal(find(HOLD_DO_LOST), -1);
-        assert_true(k.cur.lease_checking);
+        assert_int_equal(k.cur.leasing, LEASE_CHECKING);
         /* no keepalive meanwhile */
         v.mono_ms += 100000;
         tick();

@@ -39,13 +39,13 @@ static struct renew_plan plan(const struct hold *k, const struct hold_view *v, b
                 .window_ms = (uint64_t)k->set.window_s * 1000,
                 .step_ms = (uint64_t)k->set.mark_step_s * 1000,
                 .time_bits = v->time_bits,
-                .extend_busy = g->extend_busy,
-                .raising = g->raising,
+                .extend_busy = g->marking == MARK_EXTENDING,
+                .raising = g->marking == MARK_RAISING,
                 .halted = v->halted,
                 .mono = v->mono_ms,
                 .keepalive_next = g->keepalive_next_ms,
-                .keepalive_busy = g->keepalive_busy,
-                .lease_checking = g->lease_checking,
+                .keepalive_busy = g->leasing == LEASE_ASKED,
+                .lease_checking = g->leasing == LEASE_CHECKING,
                 .keepalive_now = keepalive_now,
                 .ttl_ms = k->set.lease_ttl_s * 1000,
         };
@@ -59,7 +59,7 @@ static void keepalive(struct hold *k, const struct hold_view *v, struct hold_rea
                 return;
         k->cur.keepalive_next_ms = p->keepalive_next;
         k->cur.lease_asked_ms = v->boot_ms;
-        k->cur.keepalive_busy = true;
+        k->cur.leasing = LEASE_ASKED;
         act(out, HOLD_DO_KEEPALIVE, HOLD_SAY_NONE);
 }
 
@@ -75,7 +75,7 @@ static void renew(struct hold *k, const struct hold_view *v, struct hold_ready *
         if (!p.extend)
                 return;
         k->cur.pending = p.extend_to;
-        k->cur.extend_busy = true;
+        k->cur.marking = MARK_EXTENDING;
         act(out, HOLD_DO_EXTEND, HOLD_SAY_NONE);
 #if SNOWID_MUTANT == 18 /* the deadline raised before the store acknowledged the mark */
         k->cur.mark = p.extend_to;
@@ -87,7 +87,7 @@ static void renew(struct hold *k, const struct hold_view *v, struct hold_ready *
  * tells a restore from a lease revoked early. */
 static void lease_check(struct hold *k, struct hold_ready *out)
 {
-        k->cur.lease_checking = true;
+        k->cur.leasing = LEASE_CHECKING;
         k->cur.own_rev = k->cur.mark_rev;
         act(out, HOLD_DO_CHECK, HOLD_SAY_NONE);
 }
@@ -96,7 +96,8 @@ static void on_kept(struct hold *k, const struct hold_view *v, const struct hold
                     struct hold_ready *out)
 {
         struct holding *g = &k->cur;
-        g->keepalive_busy = false;
+        if (g->leasing == LEASE_ASKED)
+                g->leasing = LEASE_QUIET;
         if (in->unsent || g->state != H_HELD || v->restored)
                 return;
         if (in->ttl_s < 0) {
@@ -132,7 +133,7 @@ static void on_checked(struct hold *k, const struct hold_in *in, struct hold_rea
         struct holding *g = &k->cur;
         const struct store_read *rd = in->read;
         if (in->unsent) {
-                g->lease_checking = false;
+                g->leasing = LEASE_QUIET;
                 lost(k, out, HOLD_SAY_CHECK_UNSENT);
                 return;
         }
@@ -140,7 +141,7 @@ static void on_checked(struct hold *k, const struct hold_in *in, struct hold_rea
                 /* rule 1 ignores it (a halt, or another fence): the next
                  * keepalive asks for the lease again, and an unknown one
                  * leads to the same read */
-                g->lease_checking = false;
+                g->leasing = LEASE_QUIET;
                 return;
         }
         if (!rd->ok || rd->n.malformed) {
@@ -152,7 +153,7 @@ static void on_checked(struct hold *k, const struct hold_in *in, struct hold_rea
         bool present = rd->n.marked && rd->n.mark_valid;
         /* workers/n there, under another lease: somebody claimed it */
         bool other = rd->n.held && rd->n.lease != g->lease;
-        g->lease_checking = false;
+        g->leasing = LEASE_QUIET;
         if (g->state != H_HELD)
                 return;
         if (rule5_forgotten(g->own_rev, modrev)) {
@@ -177,7 +178,7 @@ static void on_extended(struct hold *k, const struct hold_view *v, const struct 
 {
         struct holding *g = &k->cur;
         const struct store_extended *e = in->extended;
-        g->extend_busy = false;
+        g->marking = MARK_STILL;
         if (in->unsent || in->not_current || g->state != H_HELD)
                 return;
         uint64_t asked = g->pending; /* the mark this request asked for */
@@ -222,7 +223,7 @@ static void on_extended(struct hold *k, const struct hold_view *v, const struct 
         case RULE4_RAISE:
                 /* ours, yet the guard failed: the mark is absent (deleted,
                  * or lost by the store).  Raised again before anything else. */
-                g->raising = true;
+                g->marking = MARK_RAISING;
                 act(out, HOLD_DO_RAISE, HOLD_SAY_NONE);
                 return;
         case RULE4_EXTENDED:
@@ -243,7 +244,8 @@ void hold_step(struct hold *k, const struct hold_view *v, const struct hold_in *
         switch (in->kind) {
         case HOLD_IN_PUBLISHED:
                 k->cur = *in->published;
-                k->cur.keepalive_busy = k->cur.extend_busy = false;
+                k->cur.marking = MARK_STILL;
+                k->cur.leasing = LEASE_QUIET;
                 return;
         case HOLD_IN_TICK:
                 renew(k, v, out);
@@ -261,8 +263,9 @@ void hold_step(struct hold *k, const struct hold_view *v, const struct hold_in *
                         on_checked(k, in, out);
                 return;
         case HOLD_IN_RAISED:
-                if (k->cur.state != H_NONE && k->cur.id == in->holding)
-                        k->cur.raising = false;
+                if (k->cur.state != H_NONE && k->cur.id == in->holding &&
+                    k->cur.marking == MARK_RAISING)
+                        k->cur.marking = MARK_STILL;
                 return;
         case HOLD_IN_FENCED:
                 /* its workers/<n> belongs to the old history: given up once
@@ -294,9 +297,9 @@ bool hold_expects(const struct hold *k, uint64_t tag, enum hold_in_kind kind)
         case HOLD_IN_KEPT:
                 return true;
         case HOLD_IN_EXTENDED:
-                return k->cur.state == H_HELD && k->cur.extend_busy;
+                return k->cur.state == H_HELD && k->cur.marking == MARK_EXTENDING;
         case HOLD_IN_CHECKED:
-                return k->cur.lease_checking;
+                return k->cur.leasing == LEASE_CHECKING;
         default:
                 return false;
         }

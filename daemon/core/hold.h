@@ -10,7 +10,11 @@
  * As acquire.h: its driver (holder/renew.c) turns answers and the renewal
  * timer into inputs to hold_step(), and does the typed actions it returns.
  * The holding's state (H_NONE, H_HELD, H_LOST) is the model's: a daemon
- * at `renew`, or one that gave its number up and acquires another.
+ * at `renew`, or one that gave its number up and acquires another.  While
+ * held, what is in flight is two lines side by side (holding.h: the mark's,
+ * `enum hold_mark`, and the lease's, `enum hold_lease`), as the model's
+ * daemon runs them with KAFLIGHT=1: the keepalive's answer may come while
+ * an extension or a raise is in flight.
  */
 #pragma once
 

@@ -18,6 +18,23 @@ enum hstate {
         H_LOST, /* the lease or the number is gone */
 };
 
+/* A held number runs two lines of requests side by side (the model's
+ * KAFLIGHT=1): its mark, extended or raised back, one request at a time so
+ * that the mark asked for is the one known; and its lease, kept alive or
+ * its loss told.  Each value names the model's step. */
+enum hold_mark {
+        MARK_STILL,     /* nothing in flight: extended when due (renew) */
+        MARK_EXTENDING, /* store_extend() to `pending` in flight (renew's R_EXTEND) */
+        MARK_RAISING,   /* read back low: raised by the raise core before anything
+                         * else (renew's R_RAISE) */
+};
+enum hold_lease {
+        LEASE_QUIET,    /* nothing in flight: kept alive when due */
+        LEASE_ASKED,    /* store_keepalive() in flight (keepalive) */
+        LEASE_CHECKING, /* unknown before its TTL could run out: its mark read to
+                         * tell a restore from a revocation (R-D) */
+};
+
 #define SCAN_SAMPLE 8
 
 struct holding {
@@ -43,16 +60,16 @@ struct holding {
          * its mark (worker, revision), or -1 */
         int32_t own_worker;
         int64_t own_rev;
-        bool lease_checking; /* its lease unknown early: reading its mark to tell why */
-        /* an extension found workers/<n> another's while the lease has time:
-         * the lease is asked for at once, and its answer tells a number
-         * written over by hand (the lease lives: lost) from a restore (the
-         * lease unknown: lease_check) */
+        /* held: what is in flight for its mark, and for its lease */
+        enum hold_mark marking;
+        enum hold_lease leasing;
+        /* an extension found workers/<n> another's while the lease has time
+         * (the model's kalost): the lease is asked for at once, and its
+         * answer tells a number written over by hand (the lease lives:
+         * lost) from a restore (the lease unknown: lease_check) */
         bool taken_seen;
-        bool fresh; /* a clock reset: ID time back to the wall clock */
-        bool keepalive_busy, extend_busy;
+        bool fresh;                 /* a clock reset: ID time back to the wall clock */
         uint64_t keepalive_next_ms; /* CLOCK_MONOTONIC ms of the next keepalive */
-        bool raising;               /* its mark read back low: raised before anything else */
         /* the scan: a sample of SCAN_SAMPLE numbers (sampled > 0), else every
          * number of the range */
         unsigned sampled;
