@@ -379,6 +379,18 @@ class PgServer(harness.PgStore):
         if r.returncode != 0:
             raise RuntimeError(f"restoring {path}: {r.stderr.strip()[:500]}")
 
+    def put_back(self, copy):
+        """An old copy of the data directory put back (a base backup): the
+        server killed, its data directory replaced by the copy, started
+        again; it recovers to the copy's end, on the same system identifier
+        and timeline."""
+        self.kill()
+        data = os.path.join(self.dir, "data")
+        shutil.rmtree(data)
+        subprocess.run(["cp", "-a", copy, data], check=True)
+        self.start()
+        self.wait_healthy(60)
+
     def install_audit(self):
         """The schema, made as the daemons make it (daemon/store/postgres.sql, the
         file they embed), and the audit trigger on it before any daemon writes."""
@@ -450,13 +462,15 @@ class Chaos:
              "drop-short", "drop-long", "etcd-kill", "etcd-kill-leader", "clock-step",
              "etcd-restore", "mark-delete", "layout-delete"]
     ETCD_MEMBER = ("etcd-kill", "etcd-kill-leader")  # one member down at a time
-    CLUSTER_WIDE = ("clock-step", "etcd-restore", "pg-restore", "mark-delete", "layout-delete")
+    CLUSTER_WIDE = ("clock-step", "etcd-restore", "pg-restore", "pg-olddir", "mark-delete",
+                    "layout-delete")
     # with PostgreSQL: its one server killed or stopped in place of etcd's
-    # members (no leader); a backup (pg_dump) restored in place of a snapshot
+    # members (no leader); a backup (pg_dump) restored in place of a
+    # snapshot, or an old copy of the data directory (pg_basebackup) put back
     PG_KINDS = ["daemon-kill9", "daemon-sigstop", "link-down-short", "link-down-long",
                 "drop-short", "drop-long", "pg-kill9", "pg-stop-short", "pg-stop-long",
-                "clock-step", "pg-restore", "mark-delete", "layout-delete"]
-    RESTORES = ("etcd-restore", "pg-restore")
+                "clock-step", "pg-restore", "pg-olddir", "mark-delete", "layout-delete"]
+    RESTORES = ("etcd-restore", "pg-restore", "pg-olddir")
     PG_SERVER = ("pg-kill9", "pg-stop-short", "pg-stop-long")
     STORE_CONTENTS = ("mark-delete", "layout-delete")
 
@@ -490,6 +504,9 @@ class Chaos:
         # snapshots: a second generator, so that taking them draws nothing from rng
         self.snap_rng = random.Random(seed ^ 0x5eed)
         self.snaps = []  # (monotonic time taken, path, revision), newest last
+        # PostgreSQL: copies of the data directory (pg_basebackup), made
+        # after each backup: (monotonic time taken, path, None), newest last
+        self.dirs = []
         self.snap_proc = None
         self.snap_seq = 0
         self.next_snap = (time.monotonic() + self.snap_rng.uniform(1, 10)
@@ -535,13 +552,14 @@ class Chaos:
                 return not self.etcd_busy
             if k in self.PG_SERVER:  # not while a fence waits: it needs the server
                 return not self.etcd_busy and not self.fence_pending and not self.etcd.starting
-            if k == "pg-restore":  # the server up, the layout there, a backup old enough
+            if k in ("pg-restore", "pg-olddir"):  # the server up, the layout there, a backup
                 return (not self.etcd_busy and not self.etcd.starting and not self.fence_pending
-                        and self.snapshot() is not None)
+                        and self.snapshot(k) is not None)
             if self.pg and k in self.STORE_CONTENTS and self.etcd_busy:
                 return False
             if k == "etcd-restore":  # every member up, the layout there, a snapshot old enough
-                return not self.etcd_busy and not self.fence_pending and self.snapshot() is not None
+                return (not self.etcd_busy and not self.fence_pending
+                        and self.snapshot(k) is not None)
             if k == "layout-delete":
                 return not self.fence_pending
             return k in self.CLUSTER_WIDE or bool(free)
@@ -792,6 +810,13 @@ class Chaos:
             if p.returncode != 0:
                 self.note(f"{what}: {tool} exit {p.returncode}")
                 return
+            if self.pg and path.endswith(".dir"):
+                self.dirs.append((self.snap_started, path, None))
+                for _, old, _ in self.dirs[:-2]:
+                    shutil.rmtree(old, ignore_errors=True)
+                self.dirs = self.dirs[-2:]
+                self.note(f"data directory copied ({time.monotonic() - self.snap_started:.2f} s)")
+                return
             if self.pg:
                 rev, err = backup_audit_seq(path), ""
             else:
@@ -810,6 +835,18 @@ class Chaos:
             self.snaps = self.snaps[-2:]
             self.note(f"{what} at {'audit row' if self.pg else 'revision'} {rev} "
                       f"({time.monotonic() - self.snap_started:.2f} s)")
+            if self.pg and "pg-olddir" in self.kinds:
+                # a copy of the data directory, right after the backup
+                self.snap_started = time.monotonic()
+                # (beside the server's own, the postgres user's to write)
+                self.snap_path = os.path.join(self.etcd.dir, f"copy-{self.snap_seq}.dir")
+                self.snap_proc = subprocess.Popen(
+                    as_postgres(["pg_basebackup", "-h", self.etcd.dir, "-p", str(PG_PORT),
+                                 "-U", "postgres", "-D", self.snap_path, "-X", "fetch", "-c",
+                                 "fast", "--no-sync"]),
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    env=dict(os.environ, PGCONNECT_TIMEOUT="5"))
+                return
         if now < self.next_snap:
             return
         self.next_snap = now + self.snap_rng.uniform(*self.SNAPSHOT_EVERY)
@@ -838,10 +875,13 @@ class Chaos:
             kill_quietly(self.snap_proc)
             self.snap_proc = None
 
-    def snapshot(self):
-        """The newest snapshot at least SNAPSHOT_MIN_AGE old: (taken, path, revision)."""
+    def snapshot(self, kind):
+        """The newest snapshot for a restore of that kind at least
+        SNAPSHOT_MIN_AGE old: (taken, path, revision; None for a copy of
+        PostgreSQL's data directory)."""
         now = time.monotonic()
-        old = [s for s in self.snaps if now - s[0] >= self.SNAPSHOT_MIN_AGE]
+        old = [s for s in (self.dirs if kind == "pg-olddir" else self.snaps)
+               if now - s[0] >= self.SNAPSHOT_MIN_AGE]
         return old[-1] if old else None
 
     def cut_all(self, cut):
@@ -859,11 +899,14 @@ class Chaos:
         """etcd restored from a snapshot on every member, then fenced; or
         PostgreSQL's schema from a backup, over the live one in one
         transaction, then fenced."""
-        taken, path, rev = self.snapshot()
+        taken, path, rev = self.snapshot(kind)
         self.restore_taken = taken
         age = time.monotonic() - taken
         delay = self.rng.uniform(0, 3)
-        if self.pg:
+        if kind == "pg-olddir":
+            self.note(f"{kind}: the data directory copied {age:.1f} s ago put back; "
+                      f"snowid fence {delay:.1f} s after it")
+        elif self.pg:
             self.note(f"{kind}: from the backup at audit row {rev} ({age:.1f} s old); "
                       f"snowid fence {delay:.1f} s after it")
         else:
@@ -907,7 +950,13 @@ class Chaos:
                 self.note(f"{kind}: etcd's revision kept moving with every host cut off; "
                           f"a write acknowledged after the history was read may be missed")
             t0 = time.monotonic()
-            if self.pg:
+            if kind == "pg-olddir":
+                # while every host is still cut off: the history the copy
+                # holds ends at its newest audit row
+                self.etcd.put_back(path)
+                rev = pg_audit_head(self.etcd)
+                self.mismatches += bad
+            elif self.pg:
                 # while every host is still cut off: no write after the
                 # history was read
                 self.etcd.restore(path)
@@ -955,6 +1004,9 @@ class Chaos:
                       f"{max((e[0] for e in events), default=0)} ({len(events)} events); "
                       f"restored in {healthy:.1f} s")
         self.snaps = []  # the next restore: from a snapshot of this era
+        for _, old, _ in self.dirs:
+            shutil.rmtree(old, ignore_errors=True)
+        self.dirs = []
         self.next_snap = time.monotonic() + self.snap_rng.uniform(*self.SNAPSHOT_EVERY)
         self.wait_healing(delay)
         self.fence("PostgreSQL restored" if self.pg else "etcd restored",

@@ -12,7 +12,9 @@ for duplicates."""
 import json
 import os
 import re
+import shutil
 import signal
+import subprocess
 
 from harness import (BUILD, EPOCH_MS, STORE, Daemon, PgStore, Taker, Store, check_unique_and_increasing, cli,
                      cli_status, decode, fence, fence_lead_ms, id_time_now, log, mark, run, store_args, take, wait_for)
@@ -536,6 +538,43 @@ def test_dump_to_another_server(h):
     c.stop()
 
 
+def test_old_data_directory(h):
+    """PostgreSQL: an old copy of the data directory (a base backup) put
+    back on the same server.  The system identifier and timeline are the
+    same, so only the daemon's own acknowledged writes show the restore: it
+    halts as restored before any fence, and takes IDs again after it."""
+    pg = Store(h)
+    a = Daemon(h, pg, instance=h.instance + "-a", name="a", args=FAST).start()
+    n = decode(take(a.instance)[0])[1]
+    ident = pg.pg.psql("SELECT system_identifier FROM pg_control_system()").strip()
+    copy = os.path.join(pg.pg.dir, "copy")
+    pg.pg._as_owner(["pg_basebackup", "-d", pg.conninfo, "-D", copy, "-X", "fetch", "-c", "fast",
+                     "--no-sync"])
+    at_copy = hwm(pg, "default", n)
+    wait_for(lambda: deadline_of(a.instance) > at_copy, 10,
+             "A to publish a mark written after the copy")
+    pg.kill()
+    shutil.rmtree(pg.pg.data)
+    subprocess.run(["cp", "-a", copy, pg.pg.data], check=True)
+    pg.start()
+    assert pg.pg.psql("SELECT system_identifier FROM pg_control_system()").strip() == ident
+    assert hwm(pg, "default", n) == at_copy, "the copy put back does not hold its mark"
+    wait_for(lambda: state(a.instance) == "store-restored", 20, "A to see the restore")
+    assert ("forgot a write it acknowledged" in a.log_text() or
+            "does not know the lease" in a.log_text()), a.log_text()[-2000:]
+    published = deadline_of(a.instance)
+    assert published > at_copy, (published, at_copy)
+    fence(pg, "default")
+    wait_for(lambda: state(a.instance) not in ("store-restored", None), 15,
+             "A to go on after the fence")
+    ids = take(a.instance, 5)
+    assert all(decode(i)[0] > published for i in ids), (published, [decode(i)[0] for i in ids])
+    check_unique_and_increasing([ids])
+    log(f"old data directory put back (system identifier {ident} kept): A halted as "
+        f"restored, mark {at_copy} as copied below its deadline {published}; IDs again "
+        f"after the fence")
+    assert a.stop() == 0
+
 if __name__ == "__main__":
     import sys
     tests = [test_restore_refilled, test_move_after_restore, test_new_token_before_fence,
@@ -545,5 +584,6 @@ if __name__ == "__main__":
              test_fence_after_lost_fence, test_lost_fence_witnessed]
     if STORE == "postgres":
         tests = [test_restore_refilled, test_stop_with_lowered_mark, test_lease_revoked_by_hand,
-                 test_dump_to_another_server, test_forgotten_write_rewritten]
+                 test_dump_to_another_server, test_forgotten_write_rewritten,
+                 test_old_data_directory]
     run([t for t in tests if len(sys.argv) < 2 or t.__name__ in sys.argv[1:]])
