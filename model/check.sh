@@ -221,8 +221,8 @@ replay() {
     esac
     case "$noted" in *" $m "*) ;; *) return ;; esac
     decisions <"$d/run.txt" >"$d/notes.txt"
-    replay_build "-DSNOWID_MUTANT=$m" "$d/replay" || { echo "FAIL: mutant $m: the rules do not build"; failed=$((failed + 1)); return; }
-    same=$("$d/replay" "$d/notes.txt" 2>&1); rcm=$?
+    [ -x "$work/replay-$m" ] || { echo "FAIL: mutant $m: the rules do not build ($work/builds.log)"; failed=$((failed + 1)); return; }
+    same=$("$work/replay-$m" "$d/notes.txt" 2>&1); rcm=$?
     refused=$("$work/replay-0" "$d/notes.txt" 2>&1); rc0=$?
     if [ "$rcm" = 0 ] && [ "$rc0" = 1 ]; then
         echo "ok: mutant $m's counterexample replayed on the rules: with mutant $m, $same; without it, $refused"
@@ -232,8 +232,8 @@ replay() {
         failed=$((failed + 1))
     fi
     case "$cored" in *" $m "*) ;; *) return ;; esac
-    core_build "-DSNOWID_MUTANT=$m" "$d/core-replay" || { echo "FAIL: mutant $m: the cores do not build"; failed=$((failed + 1)); return; }
-    same=$("$d/core-replay" "$d/notes.txt" 2>&1); rcm=$?
+    [ -x "$work/core-replay-$m" ] || { echo "FAIL: mutant $m: the cores do not build ($work/builds.log)"; failed=$((failed + 1)); return; }
+    same=$("$work/core-replay-$m" "$d/notes.txt" 2>&1); rcm=$?
     refused=$("$work/core-replay-0" "$d/notes.txt" 2>&1); rc0=$?
     if [ "$rcm" = 0 ] && [ "$rc0" = 1 ]; then
         echo "ok: mutant $m's counterexample replayed on the cores: with mutant $m, $same; without it, $refused"
@@ -272,10 +272,23 @@ field() { sed -n "$2" "$work/$1/out.txt" | tail -1; }
 cut_short() { grep -qi "search not completed\|memlim bound\|max search depth too small\|out of memory" "$work/$1/out.txt"; }
 states() { field "$1" 's/^ *\([0-9.e+]*\) states, stored.*/\1/p'; }
 
-# every search at most two at a time (two cores), the longest first so
+# the replays' programs, built once: model/replay.c on the rules and
+# model/core-replay.c on the cores, without a mutant and with each mutant
+# whose counterexample they replay (a program that does not build is
+# missing, and the check that needs it fails)
+build_replays() {
+    local m
+    replay_build "" "$work/replay-0"
+    core_build "" "$work/core-replay-0"
+    for m in $noted; do replay_build "-DSNOWID_MUTANT=$m" "$work/replay-$m"; done
+    for m in $cored; do core_build "-DSNOWID_MUTANT=$m" "$work/core-replay-$m"; done
+}
+
+# every job at most two at a time (two cores), the longest search first so
 # that neither core waits at the end
+slot() { while [ "$(jobs -pr | wc -l)" -ge 2 ]; do wait -n; done; }
 pool() { # pool NAME FLAGS: starts one search, once fewer than two run
-    while [ "$(jobs -pr | wc -l)" -ge 2 ]; do wait -n; done
+    slot
     verify "$1" "$2" &
 }
 for c in "${order[@]}"; do
@@ -289,6 +302,8 @@ for mc in "${mutants[@]}" "${unneeded[@]}"; do
     IFS=: read -r m c _ <<<"$mc"
     pool "mutant-$m-$c" "-DMUTANT=$m ${cfg[$c]}"
 done
+slot
+build_replays >"$work/builds.log" 2>&1 &
 wait
 passed=0 failed=0
 for c in "${order[@]}"; do
@@ -308,19 +323,25 @@ done
 # The same decisions in C: model/replay.c asks daemon/rules/rules.c each
 # decision a run of the model noted (its "@rule..." lines), built as the
 # model is set (its slack and --ahead), without a mutant and with each
-if ! replay_build "" "$work/replay-0"; then
+if [ ! -x "$work/replay-0" ]; then
     echo "FAIL: model/replay.c and daemon/rules/rules.c do not build"
+    cat "$work/builds.log"
     failed=$((failed + 1))
 fi
-if ! core_build "" "$work/core-replay-0"; then
+if [ ! -x "$work/core-replay-0" ]; then
     echo "FAIL: model/core-replay.c and daemon/core/ do not build"
+    cat "$work/builds.log"
     failed=$((failed + 1))
 fi
 # random runs of the model in each configuration: the rules take every
 # decision the model took, and so do the cores (those they make), and each daemon's steps are ones a trace of a
-# real host must show (model/replay.c's checks of a trace)
-for c in "${order[@]}"; do
-    nsteps=0 stepfail=""
+# real host must show (model/replay.c's checks of a trace); two
+# configurations at a time, each line printed in order
+simulate() { # simulate C: prints the configuration's line, ok: or FAIL:
+    local c=$1 seed s out cores rcc nsteps=0 stepfail=""
+    # spin writes its preprocessed model in the directory it runs in: one
+    # of its own for each configuration run beside another
+    mkdir -p "$work/simulate-$c" && cd "$work/simulate-$c" || return
     : >"$work/sim-$c.txt"
     for seed in $(seq 1 "$sims"); do
         spin -T -n"$seed" -u100000 ${cfg[$c]} "$here/snowid.pml" >"$work/run-$c.txt" 2>&1
@@ -336,9 +357,20 @@ for c in "${order[@]}"; do
     cores=$("$work/core-replay-0" "$work/sim-$c.txt" 2>&1); rcc=$?
     if out=$("$work/replay-0" "$work/sim-$c.txt" 2>&1) && [ "$rcc" = 0 ] && [ -z "$stepfail" ] && [ "$nsteps" -gt 0 ]; then
         echo "ok: $sims random runs of the model in '$c', replayed on the rules: $out; on the cores: $cores; $nsteps steps of the daemons, each one a trace allows"
-        passed=$((passed + 1))
     else
         echo "FAIL: $sims random runs of the model in '$c', replayed on the rules: $out; on the cores: $cores; steps: ${stepfail:-$nsteps checked}"
+    fi
+}
+for c in "${order[@]}"; do
+    slot
+    simulate "$c" >"$work/simulated-$c.txt" 2>&1 &
+done
+wait
+for c in "${order[@]}"; do
+    cat "$work/simulated-$c.txt"
+    if grep -q "^ok: " "$work/simulated-$c.txt"; then
+        passed=$((passed + 1))
+    else
         failed=$((failed + 1))
     fi
 done
