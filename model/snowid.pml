@@ -121,7 +121,14 @@
  *             confirmation runs beside the next grant, scan and claim, in a
  *             process of its own (a raiser, one raise at a time), and keeps
  *             the lease alive until it is confirmed; a stop waits for it.
- *             Without SIDE the daemon confirms first, then claims.  A new fence: re-
+ *             Without SIDE the daemon confirms first, then claims.
+ *             KAFLIGHT=1: the keepalive runs beside the extension and the
+ *             raise of a held number, as the daemon's do: the keepalive's
+ *             answer that the lease is gone may come while either is in
+ *             flight, and is acted on at once; the request in flight is
+ *             still applied whenever the store gets to it, its answer not
+ *             looked at (as a lost one, in configurations where no other
+ *             answer is lost).  A new fence: re-
  *             raise every number published (rule 6), then wait the settle
  *             pause (no claim until every other daemon that is alive has
  *             adopted it and re-raised its own), then claim again.  Crash
@@ -283,6 +290,9 @@
 #endif
 #ifndef SIDE
 #define SIDE 0    /* 1: the raise that gives a number up runs beside the next acquisition */
+#endif
+#ifndef KAFLIGHT
+#define KAFLIGHT 0 /* 1: a keepalive's answer may come while an extension or raise is in flight */
 #endif
 #if SIDE && (RESTORE || CRASHES > 0)
 #error SIDE is modelled without restores and crashes
@@ -894,23 +904,40 @@ inline send(h, k, num, l, t, val, r, slot) {
         }
 }
 
+/* a request whose answer will not be looked at: still applied later (if
+ * not yet), its answer then lost */
+inline abandon(h, slot) {
+        if
+        :: req[slot].kind != 0 && req[slot].host == h && req[slot].hold == hold[h] ->
+                req[slot].orphan = 1
+        :: else -> skip
+        fi;
+        ans[h] = 0
+}
+
 /* waits for the answer, or gives up (the timeout): a request given up on
  * may still be applied later, and its answer is then lost */
 inline await(h, slot) {
         if
         :: atomic { ans[h] != 0 -> skip }
 #if LOSS
-        :: atomic {
-                if
-                :: req[slot].kind != 0 && req[slot].host == h && req[slot].hold == hold[h] ->
-                        req[slot].orphan = 1
-                :: else -> skip
-                fi;
-                ans[h] = 0
-           }
+        :: atomic { abandon(h, slot) }
 #endif
         fi
 }
+
+/* await() for a held number's extension or raise; KAFLIGHT: or, the
+ * keepalive beside it answering first that the lease is gone, the
+ * keepalive's answer acted on (goto keepalive), the request's not */
+#if KAFLIGHT
+#define AWAIT_HELD(h, slot) \
+        if \
+        :: await(h, slot) \
+        :: atomic { ans[h] == 0 && !alive[L] -> abandon(h, slot); kalost = 0 }; slot = 0; V = 0; goto keepalive \
+        fi
+#else
+#define AWAIT_HELD(h, slot) await(h, slot)
+#endif
 
 /* a time, chosen freely, in one step (select() would take one step a value) */
 inline pick_time(v) {
@@ -1268,7 +1295,7 @@ renew:
 #endif
                         send(h, R_EXTEND, n, L, tok, V, 0, slot);
                         crash_point();
-                        await(h, slot);
+                        AWAIT_HELD(h, slot);
                         slot = 0;
                         if
                         :: ans[h] == 0 -> skip
@@ -1301,7 +1328,7 @@ renew:
                                         forget_extension(h, 2);
                                         send(h, R_RAISE, n, 0, 0, acked, crev, slot);
                                         crev = 0;
-                                        await(h, slot);
+                                        AWAIT_HELD(h, slot);
                                         slot = 0;
                                         if
                                         :: ans[h] != 0 && ANS_STALE(h) -> forget_answer(h); goto restored
