@@ -800,15 +800,18 @@ class Chaos:
         now = time.monotonic()
         what, tool = ("PostgreSQL backup", "pg_dump") if self.pg else ("etcd snapshot", "etcdctl")
         if self.snap_proc is not None:
+            if self.pg and self.snap_path.endswith(".dir"):
+                what, tool = "PostgreSQL data directory copy", "pg_basebackup"
             if self.snap_proc.poll() is None:
                 if now - self.snap_started > 20:
-                    kill_quietly(self.snap_proc)
-                    self.snap_proc = None
+                    self.snapshot_stop()
                     self.note(f"{what}: no answer in 20 s")
                 return
             p, path, self.snap_proc = self.snap_proc, self.snap_path, None
             if p.returncode != 0:
                 self.note(f"{what}: {tool} exit {p.returncode}")
+                if path.endswith(".dir"):
+                    shutil.rmtree(path, ignore_errors=True)
                 return
             if self.pg and path.endswith(".dir"):
                 self.dirs.append((self.snap_started, path, None))
@@ -874,6 +877,8 @@ class Chaos:
         if self.snap_proc is not None:
             kill_quietly(self.snap_proc)
             self.snap_proc = None
+            if self.snap_path.endswith(".dir"):  # a copy cut short
+                shutil.rmtree(self.snap_path, ignore_errors=True)
 
     def snapshot(self, kind):
         """The newest snapshot for a restore of that kind at least
