@@ -221,7 +221,7 @@ replay() {
     esac
     case "$noted" in *" $m "*) ;; *) return ;; esac
     decisions <"$d/run.txt" >"$d/notes.txt"
-    [ -x "$work/replay-$m" ] || { echo "FAIL: mutant $m: the rules do not build ($work/builds.log)"; failed=$((failed + 1)); return; }
+    [ -x "$work/replay-$m" ] || { echo "FAIL: mutant $m: the rules do not build:"; cat "$work/builds.log"; failed=$((failed + 1)); return; }
     same=$("$work/replay-$m" "$d/notes.txt" 2>&1); rcm=$?
     refused=$("$work/replay-0" "$d/notes.txt" 2>&1); rc0=$?
     if [ "$rcm" = 0 ] && [ "$rc0" = 1 ]; then
@@ -232,7 +232,7 @@ replay() {
         failed=$((failed + 1))
     fi
     case "$cored" in *" $m "*) ;; *) return ;; esac
-    [ -x "$work/core-replay-$m" ] || { echo "FAIL: mutant $m: the cores do not build ($work/builds.log)"; failed=$((failed + 1)); return; }
+    [ -x "$work/core-replay-$m" ] || { echo "FAIL: mutant $m: the cores do not build:"; cat "$work/builds.log"; failed=$((failed + 1)); return; }
     same=$("$work/core-replay-$m" "$d/notes.txt" 2>&1); rcm=$?
     refused=$("$work/core-replay-0" "$d/notes.txt" 2>&1); rc0=$?
     if [ "$rcm" = 0 ] && [ "$rc0" = 1 ]; then
