@@ -36,7 +36,7 @@ BEGIN;
 -- take turns.  Changing anything below: raise want.
 DO $install$
 DECLARE
-        want constant int := 5;
+        want constant int := 6;
         have int := 0;
 BEGIN
 IF to_regclass('snowid.meta') IS NOT NULL THEN
@@ -228,16 +228,20 @@ FOR EACH ROW EXECUTE FUNCTION snowid._mark_kept();
 CREATE TRIGGER marks_kept BEFORE TRUNCATE ON snowid.numbers
 FOR EACH STATEMENT EXECUTE FUNCTION snowid._mark_kept();
 
+-- The helpers that read a table are PL/pgSQL, whose plans a connection
+-- keeps: a SQL function that reads one is planned again at every call.
 CREATE FUNCTION snowid._id() RETURNS bigint
-LANGUAGE sql STABLE AS $f$
-        SELECT cluster_id FROM snowid.meta
-$f$;
+LANGUAGE plpgsql STABLE AS $f$
+BEGIN
+        RETURN (SELECT cluster_id FROM snowid.meta);
+END $f$;
 
 CREATE FUNCTION snowid._live(l bigint) RETURNS boolean
-LANGUAGE sql STABLE AS $f$
-        SELECT l IS NOT NULL AND EXISTS (
-                SELECT 1 FROM snowid.leases WHERE id = l AND expires_at > clock_timestamp())
-$f$;
+LANGUAGE plpgsql STABLE AS $f$
+BEGIN
+        RETURN l IS NOT NULL AND EXISTS (
+                SELECT 1 FROM snowid.leases WHERE id = l AND expires_at > clock_timestamp());
+END $f$;
 
 -- a mark that fits the layout's time bits (any, while there is no layout):
 -- one written by hand past them is not one, as it raises no floor in etcd
@@ -250,11 +254,12 @@ $f$;
 -- highest mark counts as it; `snowid fence` puts it; a number's row
 -- deleted by hand leaves its mark in it, snowid._mark_kept)
 CREATE FUNCTION snowid._floor(c text, stored bigint, tb int) RETURNS bigint
-LANGUAGE sql STABLE AS $f$
-        SELECT CASE WHEN stored IS NOT NULL THEN
+LANGUAGE plpgsql STABLE AS $f$
+BEGIN
+        RETURN CASE WHEN stored IS NOT NULL THEN
                 greatest(stored, (SELECT max(mark) FROM snowid.numbers
-                                  WHERE cluster = c AND snowid._valid(mark, tb))) END
-$f$;
+                                  WHERE cluster = c AND snowid._valid(mark, tb))) END;
+END $f$;
 
 
 -- the cluster's row, held FOR SHARE until the verb commits: the fence
