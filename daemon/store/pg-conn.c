@@ -20,10 +20,13 @@
 #include "patience.h"
 #include "pg-int.h"
 
+/* The standbys streaming from the server are counted from the WAL
+ * senders' slots: pg_stat_replication joins every backend's activity, and
+ * a fleet's connections made at once would each read all the others'. */
 static const char checks_sql[] =
         "SELECT current_setting('synchronous_commit'), pg_is_in_recovery(), "
         "current_setting('synchronous_standby_names'), "
-        "(SELECT count(*) FROM pg_stat_replication)";
+        "(SELECT count(*) FROM pg_stat_get_wal_senders())";
 
 /* ---- the connection ---- */
 
