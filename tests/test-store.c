@@ -131,6 +131,13 @@ static unsigned fake_members(const struct settings *cfg)
         return 7;
 }
 
+static bool fake_connecting_now;
+static bool fake_connecting(const void *b)
+{
+        (void)b;
+        return fake_connecting_now;
+}
+
 static const struct store_ops fake_ops = {
         .name = "fake",
         .title = "Fake",
@@ -139,6 +146,7 @@ static const struct store_ops fake_ops = {
         .free = fake_free,
         .call = fake_call,
         .in_flight = fake_in_flight,
+        .connecting = fake_connecting,
         .history_reset = fake_history_reset,
         .expect_cluster = fake_expect_cluster,
         .endpoint = fake_endpoint,
@@ -338,35 +346,42 @@ static void test_patience(void **state)
 {
         (void)state;
         struct patience p = {0};
-        assert_int_equal(patience_ms(&p, 2000), 2000);
+        assert_int_equal(patience_ms(&p, 2000, false), 2000);
         patience_answered(&p, 100000); /* fast answers: store-timeout stays */
-        assert_int_equal(patience_ms(&p, 2000), 2000);
+        assert_int_equal(patience_ms(&p, 2000, false), 2000);
         p = (struct patience){0};
         patience_answered(&p, 1500000); /* 1.5 s, deviation 0.75 s: 4.5 s */
-        assert_int_equal(patience_ms(&p, 2000), 4500);
+        assert_int_equal(patience_ms(&p, 2000, false), 4500);
         for (int i = 0; i < 40; i++) /* steady at 1.5 s: the deviation decays */
                 patience_answered(&p, 1500000);
-        unsigned steady = patience_ms(&p, 2000);
+        unsigned steady = patience_ms(&p, 2000, false);
         assert_true(steady >= 2000 && steady < 2100);
         patience_lost(&p);
-        assert_int_equal(patience_ms(&p, 2000), 2 * steady);
+        assert_int_equal(patience_ms(&p, 2000, false), 2 * steady);
         patience_lost(&p);
         patience_lost(&p);
-        assert_int_equal(patience_ms(&p, 2000), PATIENCE_X * 2000); /* the cap */
+        assert_int_equal(patience_ms(&p, 2000, false), PATIENCE_X * 2000); /* the cap */
         for (int i = 0; i < 20; i++)
                 patience_lost(&p);
-        assert_int_equal(patience_ms(&p, 2000), PATIENCE_X * 2000);
+        assert_int_equal(patience_ms(&p, 2000, false), PATIENCE_X * 2000);
         patience_answered(&p, 100000); /* an answer ends the doubling */
-        assert_true(patience_ms(&p, 2000) < 2 * steady);
+        assert_true(patience_ms(&p, 2000, false) < 2 * steady);
         p = (struct patience){0};
         patience_answered(&p, 60000000); /* a minute: still the cap */
-        assert_int_equal(patience_ms(&p, 100), PATIENCE_X * 100);
+        assert_int_equal(patience_ms(&p, 100, false), PATIENCE_X * 100);
+        /* the first connection being made: the longest wait, whatever the
+         * estimate */
+        p = (struct patience){0};
+        assert_int_equal(patience_ms(&p, 2000, true), PATIENCE_X * 2000);
+        patience_answered(&p, 1000);
+        assert_int_equal(patience_ms(&p, 2000, true), PATIENCE_X * 2000);
 }
 
 /* Through the store: a patient verb (a grant) waits as the estimator says,
  * a mark's write (an extension) always store-timeout; a patient call that
  * waited its whole wait in vain doubles the next patient wait, one refused
- * at once does not, nor does another call's. */
+ * at once does not, nor does another call's; one made behind the first
+ * connection waits the longest. */
 static void test_waits(void **state)
 {
         (void)state;
@@ -393,6 +408,14 @@ static void test_waits(void **state)
         store_waited(s, true, 2 * t, (uint64_t)t * 500, true);
         assert_int_equal(store_wait_ms(s, true), t * 3 / 2);
         assert_int_equal(store_wait_ms(s, false), t);
+        /* behind the first connection: a patient call waits the longest, a
+         * mark's write still store-timeout */
+        fake_connecting_now = true;
+        assert_int_equal(store_grant(s, 10, on_lease, &n, 4), 0);
+        assert_int_equal(f->last_timeout_ms, PATIENCE_X * t);
+        assert_int_equal(store_extend(s, &cl, 3, 1, "{}", 100, 0, on_extended, &n, 5), 0);
+        assert_int_equal(f->last_timeout_ms, t);
+        fake_connecting_now = false;
         assert_int_equal(n, 0);
         assert_null(store_free(s));
 }

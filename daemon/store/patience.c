@@ -25,9 +25,11 @@ void patience_lost(struct patience *p)
                 p->lost++;
 }
 
-unsigned patience_ms(const struct patience *p, unsigned timeout_ms)
+unsigned patience_ms(const struct patience *p, unsigned timeout_ms, bool connecting)
 {
         uint64_t most = (uint64_t)timeout_ms * PATIENCE_X;
+        if (connecting)
+                return (unsigned)most;
         uint64_t ms = (p->srtt_us + 4 * p->rttvar_us + 999) / 1000;
         /* each call in a row given up on doubles the wait, from the
          * estimate or from store-timeout, whichever is longer */

@@ -13,9 +13,15 @@
  * never above PATIENCE_X times it.  A store slowed by load is then waited
  * for, not asked again: a call given up on is still the store's work, and
  * its retry only adds to the queue that made it slow.
+ *
+ * A patient call made while the daemon's first connection to the store is
+ * still being made waits the longest: the connection's own making (a fleet
+ * started at once connects at once) is no sign of an answer lost, and a
+ * call given up on before it was sent is only made again behind it.
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define PATIENCE_X 4
@@ -30,5 +36,5 @@ void patience_answered(struct patience *p, uint64_t usec);
 /* A patient call got no answer within its wait. */
 void patience_lost(struct patience *p);
 /* How long the next patient call waits, in ms, for a store-timeout of
- * timeout_ms. */
-unsigned patience_ms(const struct patience *p, unsigned timeout_ms);
+ * timeout_ms; connecting: the first connection is being made. */
+unsigned patience_ms(const struct patience *p, unsigned timeout_ms, bool connecting);

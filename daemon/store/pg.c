@@ -494,6 +494,15 @@ static unsigned ops_in_flight(const void *b)
         return pg_in_flight(b);
 }
 
+/* The daemon's first connection: none has been up, and no attempt has
+ * failed (said_down is set by the first failure, and cleared only once a
+ * connection is up). */
+static bool ops_connecting(const void *b)
+{
+        const struct pg *p = b;
+        return p->state != C_READY && !p->said_down;
+}
+
 static void ops_history_reset(void *b)
 {
         pg_history_reset(b);
@@ -533,6 +542,7 @@ const struct store_ops store_pg_ops = {
         .new = ops_new,
         .free = ops_free,
         .in_flight = ops_in_flight,
+        .connecting = ops_connecting,
         .history_reset = ops_history_reset,
         .expect_cluster = ops_expect_cluster,
         .endpoint = ops_endpoint,

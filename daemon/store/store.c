@@ -66,8 +66,10 @@ int store_call(struct store *s, const char *path, json_t *body, store_cb cb, voi
 
 unsigned store_wait_ms(const struct store *s, bool patient)
 {
-        return patient ? patience_ms(&s->patience, s->cfg->store_timeout_ms)
-                       : s->cfg->store_timeout_ms;
+        if (!patient)
+                return s->cfg->store_timeout_ms;
+        bool connecting = s->ops->connecting && s->ops->connecting(s->b);
+        return patience_ms(&s->patience, s->cfg->store_timeout_ms, connecting);
 }
 
 void store_waited(struct store *s, bool patient, unsigned waited_ms, uint64_t usec, bool answered)

@@ -119,6 +119,9 @@ struct store_ops {
         int (*call)(void *b, const char *path, json_t *body, store_cb cb, void *userdata,
                     uint64_t tag, unsigned timeout_ms);
         unsigned (*in_flight)(const void *b);
+        /* the first connection is being made, and none has failed (NULL:
+         * the backend has no connection of its own to wait for) */
+        bool (*connecting)(const void *b);
         void (*history_reset)(void *b);
         void (*expect_cluster)(void *b, uint64_t cluster_id);
         const char *(*endpoint)(const void *b);
