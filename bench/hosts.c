@@ -442,14 +442,17 @@ static void reset_dists(void);
 /* The cluster the floor's claims name: made once, before the floor is
  * timed, by host 0's store, and read back for its fence and layout. */
 static struct cluster_ident floor_cluster;
+static unsigned floor_failed; /* hosts whose grant or claim did not succeed */
 
 static void floor_claimed(void *userdata, const struct store_answer *r,
                           const struct store_claimed *c)
 {
         struct host *host = userdata;
-        if (!c->ok || !c->succeeded)
+        if (!c->ok || !c->succeeded) {
                 fprintf(stderr, "snowid-hosts: host %d: floor claim failed: %s\n", host->i,
                         r->error ? r->error : "not succeeded");
+                floor_failed++;
+        }
         host->floor_done = host->ready = true;
         host->t_ready_us = now_us();
         ready_count++;
@@ -469,11 +472,14 @@ static void floor_granted(void *userdata, const struct store_answer *r, int64_t 
                 floor_claimed(host, r, &none);
                 return;
         }
+        /* a claim that succeeds, as an acquisition's does: each raises the
+         * floor to its mark, and a claim of a number with no mark must start
+         * above the floor, so every mark is below every start */
         const struct store_claim_req c = {.cl = &floor_cluster,
                                           .worker = (uint32_t)host->i,
                                           .lease = lease,
                                           .value = "floor",
-                                          .start = 1,
+                                          .start = 2,
                                           .mark = 1,
                                           .own_worker = -1};
         if (store_claim(host->floor_store, &c, floor_claimed, host, 0) < 0)
@@ -632,7 +638,7 @@ static void report(void)
                ",\"interval_s\":%.3f,\"calls_per_s_per_host\":%.4f,"
                "\"revisions_per_s_per_host\":%.4f,\"revision\":%" PRId64
                ",\"dup_ticks\":%u,\"dup_max\":%u,\"eagain_max_ms\":%.1f,"
-               "\"switched_since_mark\":%u,\"same_worker_since_mark\":%u,"
+               "\"switched_since_mark\":%u,\"same_worker_since_mark\":%u,\"floor_failed\":%u,"
                "\"last_switch_after_mark_s\":%.3f,\"phases\":{",
                secs(now), n_hosts, held, (double)first / 1e6, (double)last / 1e6, calls_total,
                answers_failed, interval,
@@ -641,7 +647,7 @@ static void report(void)
                        ? (double)(max_revision - revision_at_interval) / interval / n_hosts
                        : 0,
                max_revision, dup_seen, dup_max, (double)eagain_max / 1000, switched, same,
-               (double)last_switch / 1e6);
+               floor_failed, (double)last_switch / 1e6);
         bool comma = false;
         for (int k = 0; k < K_MAX; k++) {
                 const struct dist *d = &dists[k];

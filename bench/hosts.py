@@ -208,6 +208,9 @@ def run_one(store, n, args, work, wbits):
     f = Hosts(n, store.flags + ["--cluster", f"floor{n}"], work, f"floor-{n}", floor=True)
     f.wait_exit(120)
     rep = f.reports.get(timeout=5)
+    if rep["floor_failed"]:  # a floor of refused calls would be cheaper than the real one
+        raise RuntimeError(f"{store.name} N={n}: {rep['floor_failed']} of the floor's hosts "
+                           f"did not get a lease and a number (see {f.errlog.name})")
     row["floor_s"] = rep["last_s"]
     log(f"{store.name} N={n}: floor {row['floor_s']:.2f} s")
 
