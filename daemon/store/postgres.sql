@@ -34,6 +34,13 @@ BEGIN;
 -- daemons connecting at once do not wait for each other.  A fixed key of
 -- snowid's own (an advisory lock) makes the loads that do change something
 -- take turns.  Changing anything below: raise want.
+--
+-- From version 5 on, the tables are as they are here and a newer file only
+-- replaces the functions' bodies (CREATE OR REPLACE): it locks no table,
+-- so the verbs of daemons still running an older release go on beside the
+-- load, row locks held and all, and take the new bodies at their next
+-- call.  A version that changes a function's arguments or a table adds a
+-- step of its own for it, under IF have < its number.
 DO $install$
 DECLARE
         want constant int := 6;
@@ -50,10 +57,14 @@ IF to_regclass('snowid.meta') IS NOT NULL THEN
         IF have >= want THEN
                 RETURN; -- made meanwhile
         END IF;
-        -- the etcd emulation of earlier releases (version 4 and before):
-        -- its calls wait behind this lock, and fail once it is gone
-        LOCK TABLE snowid.meta IN ACCESS EXCLUSIVE MODE;
+        IF have < 5 THEN
+                -- the etcd emulation of earlier releases (version 4 and
+                -- before): its calls wait behind this lock, and fail once
+                -- it is gone
+                LOCK TABLE snowid.meta IN ACCESS EXCLUSIVE MODE;
+        END IF;
 END IF;
+IF have < 5 THEN
 EXECUTE $schema$
 
 CREATE SCHEMA IF NOT EXISTS snowid;
@@ -190,10 +201,11 @@ BEGIN
                 EXECUTE 'DROP FUNCTION ' || f || ' CASCADE';
         END LOOP;
 END;
+END IF;
 EXECUTE $functions$
 
 -- a mark never goes down, whoever writes it
-CREATE FUNCTION snowid._mark_up() RETURNS trigger
+CREATE OR REPLACE FUNCTION snowid._mark_up() RETURNS trigger
 LANGUAGE plpgsql AS $f$
 BEGIN
         IF NEW.mark < OLD.mark THEN
@@ -202,14 +214,12 @@ BEGIN
         END IF;
         RETURN NEW;
 END $f$;
-CREATE TRIGGER mark_up BEFORE UPDATE OF mark ON snowid.numbers
-FOR EACH ROW EXECUTE FUNCTION snowid._mark_up();
 
 -- No verb deletes a number's row; one deleted by hand keeps its mark in
 -- the floor, as a mark key deleted from etcd leaves the floor the mark's
 -- write raised (docs/fences.md rule 2: the floor stays at or above every
 -- mark ever written).  A floor that is gone stays gone.
-CREATE FUNCTION snowid._mark_kept() RETURNS trigger
+CREATE OR REPLACE FUNCTION snowid._mark_kept() RETURNS trigger
 LANGUAGE plpgsql AS $f$
 BEGIN
         IF TG_OP = 'TRUNCATE' THEN
@@ -223,20 +233,16 @@ BEGIN
         WHERE name = OLD.cluster AND floor < OLD.mark;
         RETURN OLD;
 END $f$;
-CREATE TRIGGER mark_kept BEFORE DELETE ON snowid.numbers
-FOR EACH ROW EXECUTE FUNCTION snowid._mark_kept();
-CREATE TRIGGER marks_kept BEFORE TRUNCATE ON snowid.numbers
-FOR EACH STATEMENT EXECUTE FUNCTION snowid._mark_kept();
 
 -- The helpers that read a table are PL/pgSQL, whose plans a connection
 -- keeps: a SQL function that reads one is planned again at every call.
-CREATE FUNCTION snowid._id() RETURNS bigint
+CREATE OR REPLACE FUNCTION snowid._id() RETURNS bigint
 LANGUAGE plpgsql STABLE AS $f$
 BEGIN
         RETURN (SELECT cluster_id FROM snowid.meta);
 END $f$;
 
-CREATE FUNCTION snowid._live(l bigint) RETURNS boolean
+CREATE OR REPLACE FUNCTION snowid._live(l bigint) RETURNS boolean
 LANGUAGE plpgsql STABLE AS $f$
 BEGIN
         RETURN l IS NOT NULL AND EXISTS (
@@ -245,7 +251,7 @@ END $f$;
 
 -- a mark that fits the layout's time bits (any, while there is no layout):
 -- one written by hand past them is not one, as it raises no floor in etcd
-CREATE FUNCTION snowid._valid(mark bigint, tb int) RETURNS boolean
+CREATE OR REPLACE FUNCTION snowid._valid(mark bigint, tb int) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS $f$
         SELECT tb IS NULL OR tb >= 63 OR mark < (1::bigint << tb)
 $f$;
@@ -253,7 +259,7 @@ $f$;
 -- the floor: at or above every mark ever written, while it is there (the
 -- highest mark counts as it; `snowid fence` puts it; a number's row
 -- deleted by hand leaves its mark in it, snowid._mark_kept)
-CREATE FUNCTION snowid._floor(c text, stored bigint, tb int) RETURNS bigint
+CREATE OR REPLACE FUNCTION snowid._floor(c text, stored bigint, tb int) RETURNS bigint
 LANGUAGE plpgsql STABLE AS $f$
 BEGIN
         RETURN CASE WHEN stored IS NOT NULL THEN
@@ -264,7 +270,7 @@ END $f$;
 
 -- the cluster's row, held FOR SHARE until the verb commits: the fence
 -- cannot change between a write's check and its commit
-CREATE FUNCTION snowid._cluster(c text) RETURNS snowid.clusters
+CREATE OR REPLACE FUNCTION snowid._cluster(c text) RETURNS snowid.clusters
 LANGUAGE plpgsql AS $f$
 DECLARE
         r snowid.clusters;
@@ -275,7 +281,7 @@ END $f$;
 
 -- ---- leases ----
 
-CREATE FUNCTION snowid.lease_grant(ttl_s bigint, OUT id bigint, OUT ttl bigint, OUT cid bigint)
+CREATE OR REPLACE FUNCTION snowid.lease_grant(ttl_s bigint, OUT id bigint, OUT ttl bigint, OUT cid bigint)
 LANGUAGE plpgsql AS $f$
 BEGIN
         ttl := greatest(ttl_s, 2);
@@ -299,7 +305,7 @@ END $f$;
 -- the lease earlier than its holder counts, and another daemon's claim of
 -- the number would then look to the holder like a restore (a halt until
 -- `snowid fence`; docs/postgres.md, "Commits and the flush")
-CREATE FUNCTION snowid.lease_keepalive(lease bigint, OUT ttl bigint, OUT cid bigint)
+CREATE OR REPLACE FUNCTION snowid.lease_keepalive(lease bigint, OUT ttl bigint, OUT cid bigint)
 LANGUAGE plpgsql AS $f$
 BEGIN
         UPDATE snowid.leases l SET expires_at = clock_timestamp() + l.ttl * interval '1 second'
@@ -308,7 +314,7 @@ BEGIN
         cid := snowid._id();
 END $f$;
 
-CREATE FUNCTION snowid.lease_revoke(lease bigint, OUT gone boolean, OUT cid bigint)
+CREATE OR REPLACE FUNCTION snowid.lease_revoke(lease bigint, OUT gone boolean, OUT cid bigint)
 LANGUAGE plpgsql AS $f$
 BEGIN
         DELETE FROM snowid.leases l WHERE l.id = lease;
@@ -321,7 +327,7 @@ END $f$;
 -- The numbers of a sample (NULL: every number below workers) that have a
 -- row: its number, whether a live lease holds it, its mark and the mark's
 -- revision; the floor; whether the fence and layout are the caller's.
-CREATE FUNCTION snowid.scan(c text, f text, lrev bigint, workers bigint, sample int[],
+CREATE OR REPLACE FUNCTION snowid.scan(c text, f text, lrev bigint, workers bigint, sample int[],
                             OUT same boolean, OUT floor bigint, OUT ns int[], OUT held boolean[],
                             OUT marks bigint[], OUT revs bigint[], OUT cid bigint)
 LANGUAGE plpgsql STABLE AS $f$
@@ -343,7 +349,7 @@ END $f$;
 -- up, deleted (so that no keepalive brings it back once the number is
 -- taken).  No row: nothing locked, and a write inserts one only if there is
 -- still none.
-CREATE FUNCTION snowid._number(c text, num int) RETURNS snowid.numbers
+CREATE OR REPLACE FUNCTION snowid._number(c text, num int) RETURNS snowid.numbers
 LANGUAGE plpgsql AS $f$
 DECLARE
         x snowid.numbers;
@@ -367,7 +373,7 @@ END $f$;
 -- must be below start), the fence and layout are the caller's, and (orev
 -- > 0) this daemon's last acknowledged write of number own is still there.
 -- Failed: own's mark revision (-1: no row).
-CREATE FUNCTION snowid.claim(c text, f text, lrev bigint, num int, lease bigint, val text,
+CREATE OR REPLACE FUNCTION snowid.claim(c text, f text, lrev bigint, num int, lease bigint, val text,
                              start bigint, mark bigint, mrev bigint, own int, orev bigint,
                              OUT ok boolean, OUT same boolean, OUT rev bigint,
                              OUT own_rev bigint, OUT own_mark bigint, OUT lease_gone boolean,
@@ -425,7 +431,7 @@ END $f$;
 
 -- A number as read: whether a live lease holds it, under which lease and
 -- whether with value val; its mark and revision (no row: NULLs).
-CREATE FUNCTION snowid.read_number(c text, f text, lrev bigint, num int, val text,
+CREATE OR REPLACE FUNCTION snowid.read_number(c text, f text, lrev bigint, num int, val text,
                                    OUT same boolean, OUT held boolean, OUT lease bigint,
                                    OUT value_is boolean, OUT mark bigint, OUT mark_rev bigint,
                                    OUT cid bigint)
@@ -448,7 +454,7 @@ END $f$;
 -- A mark extension: the mark to mark, if the number is held by (lease,
 -- val), its mark is below mark and at revision orev or later, and the fence
 -- and layout are the caller's.  Failed: the number as read.
-CREATE FUNCTION snowid.extend(c text, f text, lrev bigint, num int, lease bigint, val text,
+CREATE OR REPLACE FUNCTION snowid.extend(c text, f text, lrev bigint, num int, lease bigint, val text,
                               mark bigint, orev bigint,
                               OUT ok boolean, OUT same boolean, OUT rev bigint,
                               OUT held boolean, OUT holder_lease bigint, OUT value_is boolean,
@@ -478,7 +484,7 @@ END $f$;
 -- A mark raised (docs/fences.md rule 4): put it at mark if its revision is
 -- mrev (0: no mark) and the fence and layout are the caller's, or (put
 -- false) only read.  The mark as read, unless put.
-CREATE FUNCTION snowid.raise(c text, f text, lrev bigint, num int, put boolean, mark bigint,
+CREATE OR REPLACE FUNCTION snowid.raise(c text, f text, lrev bigint, num int, put boolean, mark bigint,
                              mrev bigint,
                              OUT ok boolean, OUT same boolean, OUT rev bigint,
                              OUT old_mark bigint, OUT old_rev bigint, OUT cid bigint)
@@ -522,7 +528,7 @@ END $f$;
 -- whether a witness is there; the regions' records, hex-encoded
 -- "region:value" pairs, and the highest revision among them; the revision
 -- of number own's mark (-1: none).
-CREATE FUNCTION snowid.read_cluster(c text, marks boolean, own int,
+CREATE OR REPLACE FUNCTION snowid.read_cluster(c text, marks boolean, own int,
                                     OUT epoch_ms bigint, OUT time_bits int, OUT worker_bits int,
                                     OUT seq_bits int, OUT layout_rev bigint, OUT fence text,
                                     OUT floor bigint, OUT held boolean, OUT marks_zero boolean,
@@ -567,7 +573,7 @@ END $f$;
 
 -- The host making the cluster: taken (value; over a stale one at srev),
 -- or only read (poll).  layout: there; creating's value and revision.
-CREATE FUNCTION snowid.creating(c text, poll boolean, val text, srev bigint,
+CREATE OR REPLACE FUNCTION snowid.creating(c text, poll boolean, val text, srev bigint,
                                 OUT ok boolean, OUT layout boolean, OUT creating text,
                                 OUT creating_rev bigint, OUT cid bigint)
 LANGUAGE plpgsql AS $f$
@@ -596,7 +602,7 @@ END $f$;
 
 -- Marks 0 for numbers [lo, hi) where there is none, while there is no
 -- layout and no floor.
-CREATE FUNCTION snowid.init_marks(c text, lo int, hi int, OUT ok boolean, OUT cid bigint)
+CREATE OR REPLACE FUNCTION snowid.init_marks(c text, lo int, hi int, OUT ok boolean, OUT cid bigint)
 LANGUAGE plpgsql AS $f$
 DECLARE
         r snowid.clusters;
@@ -615,7 +621,7 @@ END $f$;
 -- The cluster made: layout, fence and floor, and the host making it
 -- forgotten, if none of them is there, no number is held, no witness is
 -- there, and every mark is 0 (marked) or there is none.
-CREATE FUNCTION snowid.make_cluster(c text, e bigint, tb int, wb int, sb int, f text,
+CREATE OR REPLACE FUNCTION snowid.make_cluster(c text, e bigint, tb int, wb int, sb int, f text,
                                     fl bigint, marked boolean, OUT ok boolean, OUT cid bigint)
 LANGUAGE plpgsql AS $f$
 DECLARE
@@ -642,7 +648,7 @@ END $f$;
 
 -- A witness put (held FOR SHARE on the cluster: a fence compares them
 -- under FOR UPDATE), or deleted.
-CREATE FUNCTION snowid.witness(c text, tok text, val text, OUT ok boolean, OUT cid bigint)
+CREATE OR REPLACE FUNCTION snowid.witness(c text, tok text, val text, OUT ok boolean, OUT cid bigint)
 LANGUAGE plpgsql AS $f$
 BEGIN
         cid := snowid._id();
@@ -663,7 +669,7 @@ END $f$;
 -- A region's record put, if no record was written after revision rrev
 -- (records are written one at a time, under the cluster's row: their
 -- revisions are in the order they commit) and the layout is at lrev.
-CREATE FUNCTION snowid.record_range(c text, reg text, val text, rrev bigint, lrev bigint,
+CREATE OR REPLACE FUNCTION snowid.record_range(c text, reg text, val text, rrev bigint, lrev bigint,
                                     OUT ok boolean, OUT cid bigint)
 LANGUAGE plpgsql AS $f$
 DECLARE
@@ -688,7 +694,7 @@ END $f$;
 -- digest of the
 -- witnesses' revisions (and, with no floor, of the marks') that the
 -- fence's write compares.
-CREATE FUNCTION snowid.fence_read(c text, tb int,
+CREATE OR REPLACE FUNCTION snowid.fence_read(c text, tb int,
                                   OUT layout_rev bigint, OUT fence text, OUT fence_rev bigint,
                                   OUT floor bigint, OUT marks bigint, OUT highest bigint,
                                   OUT witnesses text, OUT digest text, OUT cid bigint)
@@ -710,7 +716,7 @@ BEGIN
         cid := snowid._id();
 END $f$;
 
-CREATE FUNCTION snowid._digest(c text, with_marks boolean) RETURNS text
+CREATE OR REPLACE FUNCTION snowid._digest(c text, with_marks boolean) RETURNS text
 LANGUAGE sql STABLE AS $f$
         SELECT md5(CASE WHEN with_marks THEN
                            coalesce((SELECT string_agg(x.n || ':' || x.mark_rev, ',' ORDER BY x.n)
@@ -724,7 +730,7 @@ $f$;
 -- every witness deleted, if the layout and fence are at the revisions read,
 -- the floor (every mark) at most fl, or still absent and then no mark
 -- written since the read, and no witness written since (digest).
-CREATE FUNCTION snowid.fence_write(c text, f text, fl bigint, lrev bigint, frev bigint,
+CREATE OR REPLACE FUNCTION snowid.fence_write(c text, f text, fl bigint, lrev bigint, frev bigint,
                                    floor_read boolean, dig text,
                                    e bigint, tb int, wb int, sb int,
                                    OUT ok boolean, OUT cid bigint)
@@ -754,6 +760,17 @@ BEGIN
 END $f$;
 
 $functions$;
+-- the triggers call the functions by name: made once, with the tables
+IF have < 5 THEN
+EXECUTE $triggers$
+CREATE TRIGGER mark_up BEFORE UPDATE OF mark ON snowid.numbers
+FOR EACH ROW EXECUTE FUNCTION snowid._mark_up();
+CREATE TRIGGER mark_kept BEFORE DELETE ON snowid.numbers
+FOR EACH ROW EXECUTE FUNCTION snowid._mark_kept();
+CREATE TRIGGER marks_kept BEFORE TRUNCATE ON snowid.numbers
+FOR EACH STATEMENT EXECUTE FUNCTION snowid._mark_kept();
+$triggers$;
+END IF;
 UPDATE snowid.meta SET schema_version = want;
 END
 $install$;

@@ -374,9 +374,9 @@ def test_schema_load(h):
 
 # ---- the previous release's database ----
 
-def previous_schema():
-    """The newest postgres.sql in the history that is schema version 4 (the
-    etcd emulation); None without a git history."""
+def previous_schema(version=4):
+    """The newest postgres.sql in the history that is schema version
+    `version` (4: the etcd emulation); None without a git history."""
     try:
         revs = subprocess.run(["git", "-C", ROOT, "log", "--format=%H", "--",
                                "daemon/store/postgres.sql"],
@@ -385,7 +385,7 @@ def previous_schema():
             text = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:daemon/store/postgres.sql"],
                                   capture_output=True, text=True, timeout=60,
                                   check=True).stdout
-            if "want constant int := 4;" in text:
+            if f"want constant int := {version};" in text:
                 return rev, text
     except (OSError, subprocess.SubprocessError):
         pass
@@ -462,8 +462,8 @@ def test_migration(h):
         rows = pg.query_json(sql)
         assert len(rows) == 1, (sql, rows)
         return rows[0]
-    want = int(re.search(r"want constant int := (\d+);", open(SQL).read()).group(1))
-    assert one("SELECT schema_version FROM snowid.meta")["schema_version"] == want
+    version = int(re.search(r"want constant int := (\d+);", open(SQL).read()).group(1))
+    assert one("SELECT schema_version FROM snowid.meta")["schema_version"] == version
     assert one("SELECT cluster_id FROM snowid.meta")["cluster_id"] == meta["cluster_id"], \
         "the migration gave the store another identity"
     gone = one("SELECT to_regclass('snowid.kv') AS kv, "
@@ -534,10 +534,60 @@ def test_migration(h):
     assert one("SELECT count(*) AS n FROM snowid.numbers")["n"] == len(want)
 
 
+def test_upgrade_beside_old_verbs(h):
+    """A database of version 5 (the first of the native tables), a verb of
+    a daemon of that release in the middle of its transaction (the
+    cluster's row FOR SHARE, a number's FOR UPDATE, the store's identity
+    read), and this file loaded by a newer daemon: the load locks no table,
+    so it ends while the old verb's transaction is still open, and that
+    transaction then writes and commits; the functions are this file's,
+    and the triggers that keep a mark from going down are still there."""
+    prev = previous_schema(5)
+    if prev is None:
+        log("no git history with a postgres.sql of version 5: skipping the upgrade")
+        return
+    rev, old_sql = prev
+    log(f"version 5: postgres.sql of {rev[:12]}")
+    pg = Postgres(h)
+    pg.psql(old_sql)
+    assert pg.psql("SELECT schema_version FROM snowid.meta").strip() == "5"
+    pg.psql("INSERT INTO snowid.clusters (name, floor) VALUES ('up', 10); "
+            "INSERT INTO snowid.numbers (cluster, n, mark, mark_rev) VALUES ('up', 0, 100, 1)")
+    with open(SQL) as f:
+        new_sql = f.read()
+    old = pg.session()
+    try:
+        old.query("BEGIN")
+        old.query("SELECT 1 FROM snowid.clusters WHERE name = 'up' FOR SHARE")
+        old.query("SELECT 1 FROM snowid.numbers WHERE cluster = 'up' AND n = 0 FOR UPDATE")
+        old.query("SELECT snowid._id()")
+        # a load that waited for the old verb's locks would fail here, not hang
+        rc, _, err = pg.psql("SET lock_timeout = 5000; " + new_sql, check=False)
+        assert rc == 0, f"the load waited for the old verb's locks: {err[:500]}"
+        old.query("UPDATE snowid.numbers SET mark = 200, mark_rev = 2 "
+                  "WHERE cluster = 'up' AND n = 0")
+        old.query("COMMIT")
+    finally:
+        old.close()
+    version = re.search(r"want constant int := (\d+);", new_sql).group(1)
+    assert pg.psql("SELECT schema_version FROM snowid.meta").strip() == version
+    assert pg.psql("SELECT mark FROM snowid.numbers WHERE cluster = 'up' AND n = 0").strip() \
+        == "200"
+    assert pg.psql("SELECT l.lanname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang "
+                   "WHERE p.oid = 'snowid._id()'::regprocedure").strip() == "plpgsql"
+    assert pg.psql("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'snowid.numbers'::regclass "
+                   "AND NOT tgisinternal").strip() == "3"
+    assert sqlstate_of(pg, "UPDATE snowid.numbers SET mark = 150 "
+                           "WHERE cluster = 'up' AND n = 0") == "SNOW2"
+    g = pg.verb("lease_grant", 10)
+    assert g["id"] > 0 and g["ttl"] == 10, g
+
+
 if __name__ == "__main__":
     if not available():
         print("PostgreSQL 15 is not installed: skipping")
         sys.exit(77)
     tests = [test_one_number_many_claimers, test_concurrent_claims, test_lease_expiry,
-             test_mark_never_down, test_schema_load, test_migration]
+             test_mark_never_down, test_schema_load, test_migration,
+             test_upgrade_beside_old_verbs]
     run([t for t in tests if len(sys.argv) < 2 or t.__name__ in sys.argv[1:]], etcd=False)
