@@ -64,12 +64,16 @@ int store_call(struct store *s, const char *path, json_t *body, store_cb cb, voi
         return s->ops->call(s->b, path, body, cb, userdata, tag, timeout_ms);
 }
 
+bool store_connecting(const struct store *s)
+{
+        return s->ops->connecting && s->ops->connecting(s->b);
+}
+
 unsigned store_wait_ms(const struct store *s, bool patient)
 {
         if (!patient)
                 return s->cfg->store_timeout_ms;
-        bool connecting = s->ops->connecting && s->ops->connecting(s->b);
-        return patience_ms(&s->patience, s->cfg->store_timeout_ms, connecting);
+        return patience_ms(&s->patience, s->cfg->store_timeout_ms, store_connecting(s));
 }
 
 void store_waited(struct store *s, bool patient, unsigned waited_ms, uint64_t usec, bool answered)

@@ -155,6 +155,8 @@ int store_call(struct store *s, const char *path, json_t *body, store_cb cb, voi
  * or for a patient verb (one that writes nothing the fences count on) as
  * long as the store's answers take now. */
 unsigned store_wait_ms(const struct store *s, bool patient);
+/* The backend's first connection is being made (store_ops.connecting). */
+bool store_connecting(const struct store *s);
 /* What a call that waited up to waited_ms said of the store: an answer
  * after usec, or none (which counts for a patient call that waited its
  * whole wait). */

@@ -277,7 +277,8 @@ struct verb *verb_new(struct store *s, enum verb_kind kind, void (*cb)(void), vo
                            .userdata = userdata,
                            .next = *head,
                            .sent_us = now_usec(),
-                           .wait_ms = store_wait_ms(s, patient(kind))};
+                           .wait_ms = store_wait_ms(s, patient(kind)),
+                           .connecting = store_connecting(s)};
         if (*head)
                 (*head)->prev = v;
         *head = v;
@@ -289,7 +290,10 @@ struct verb *verb_new(struct store *s, enum verb_kind kind, void (*cb)(void), vo
 void verb_answered(const struct verb *v, const struct store_answer *a)
 {
         uint64_t usec = now_usec() - v->sent_us;
-        store_waited(v->store, patient(v->kind), v->wait_ms, usec, a->answered);
+        /* a call made behind the first connection waited for it too: its
+         * time is not the store's answers' */
+        if (!v->connecting)
+                store_waited(v->store, patient(v->kind), v->wait_ms, usec, a->answered);
         if (observer.answered)
                 observer.answered(observer.userdata, v->store, verb_names[v->kind], usec, a);
 }
