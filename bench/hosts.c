@@ -119,6 +119,8 @@ struct host {
         /* --floor */
         struct store *floor_store;
         bool floor_done;
+        int64_t floor_lease;  /* the floor's lease, once granted */
+        unsigned floor_tries; /* the floor's claims sent */
 };
 
 static struct host *hosts;
@@ -442,17 +444,11 @@ static void reset_dists(void);
 /* The cluster the floor's claims name: made once, before the floor is
  * timed, by host 0's store, and read back for its fence and layout. */
 static struct cluster_ident floor_cluster;
-static unsigned floor_failed; /* hosts whose grant or claim did not succeed */
+static unsigned floor_failed; /* hosts whose grant or claim was refused */
+static uint64_t floor_resent; /* the floor's calls that got no answer, sent again */
 
-static void floor_claimed(void *userdata, const struct store_answer *r,
-                          const struct store_claimed *c)
+static void floor_done(struct host *host)
 {
-        struct host *host = userdata;
-        if (!c->ok || !c->succeeded) {
-                fprintf(stderr, "snowid-hosts: host %d: floor claim failed: %s\n", host->i,
-                        r->error ? r->error : "not succeeded");
-                floor_failed++;
-        }
         host->floor_done = host->ready = true;
         host->t_ready_us = now_us();
         ready_count++;
@@ -460,30 +456,71 @@ static void floor_claimed(void *userdata, const struct store_answer *r,
                 sd_event_exit(event, 0);
 }
 
-static void floor_granted(void *userdata, const struct store_answer *r, int64_t lease,
-                          int64_t ttl_s)
+static void floor_claim(struct host *host);
+
+/* A call that got no answer (the host's connection not made in time, a
+ * call given up on) is sent again, as a daemon would: the floor is the
+ * time until every host holds a lease and a number. */
+static void floor_claimed(void *userdata, const struct store_answer *r,
+                          const struct store_claimed *c)
 {
         struct host *host = userdata;
-        (void)ttl_s;
-        static const struct store_claimed none = {0};
-        if (!lease) {
-                fprintf(stderr, "snowid-hosts: host %d: no lease: %s\n", host->i,
-                        r->error ? r->error : "malformed");
-                floor_claimed(host, r, &none);
+        if (!r->answered) {
+                floor_resent++;
+                floor_claim(host);
                 return;
         }
+        /* refused after a claim that got no answer: that one landed */
+        if ((!c->ok || !c->succeeded) && host->floor_tries < 2) {
+                fprintf(stderr, "snowid-hosts: host %d: floor claim failed: %s\n", host->i,
+                        r->error ? r->error : "not succeeded");
+                floor_failed++;
+        }
+        floor_done(host);
+}
+
+static void floor_claim(struct host *host)
+{
         /* a claim that succeeds, as an acquisition's does: each raises the
          * floor to its mark, and a claim of a number with no mark must start
          * above the floor, so every mark is below every start */
         const struct store_claim_req c = {.cl = &floor_cluster,
                                           .worker = (uint32_t)host->i,
-                                          .lease = lease,
+                                          .lease = host->floor_lease,
                                           .value = "floor",
                                           .start = 2,
                                           .mark = 1,
                                           .own_worker = -1};
-        if (store_claim(host->floor_store, &c, floor_claimed, host, 0) < 0)
-                floor_claimed(host, &(struct store_answer){.error = "cannot send"}, &none);
+        host->floor_tries++;
+        if (store_claim(host->floor_store, &c, floor_claimed, host, 0) < 0) {
+                fprintf(stderr, "snowid-hosts: host %d: cannot send\n", host->i);
+                exit(1);
+        }
+}
+
+static void floor_granted(void *userdata, const struct store_answer *r, int64_t lease,
+                          int64_t ttl_s)
+{
+        struct host *host = userdata;
+        (void)ttl_s;
+        if (!lease && !r->answered) {
+                floor_resent++;
+                if (store_grant(host->floor_store, host->cfg.lease_ttl_s, floor_granted, host, 0) <
+                    0) {
+                        fprintf(stderr, "snowid-hosts: host %d: cannot send\n", host->i);
+                        exit(1);
+                }
+                return;
+        }
+        if (!lease) {
+                fprintf(stderr, "snowid-hosts: host %d: no lease: %s\n", host->i,
+                        r->error ? r->error : "malformed");
+                floor_failed++;
+                floor_done(host);
+                return;
+        }
+        host->floor_lease = lease;
+        floor_claim(host);
 }
 
 static void floor_read(void *userdata, const struct store_answer *r, const struct store_cluster *c)
@@ -639,6 +676,7 @@ static void report(void)
                "\"revisions_per_s_per_host\":%.4f,\"revision\":%" PRId64
                ",\"dup_ticks\":%u,\"dup_max\":%u,\"eagain_max_ms\":%.1f,"
                "\"switched_since_mark\":%u,\"same_worker_since_mark\":%u,\"floor_failed\":%u,"
+               "\"floor_resent\":%" PRIu64 ","
                "\"last_switch_after_mark_s\":%.3f,\"phases\":{",
                secs(now), n_hosts, held, (double)first / 1e6, (double)last / 1e6, calls_total,
                answers_failed, interval,
@@ -647,7 +685,7 @@ static void report(void)
                        ? (double)(max_revision - revision_at_interval) / interval / n_hosts
                        : 0,
                max_revision, dup_seen, dup_max, (double)eagain_max / 1000, switched, same,
-               floor_failed, (double)last_switch / 1e6);
+               floor_failed, floor_resent, (double)last_switch / 1e6);
         bool comma = false;
         for (int k = 0; k < K_MAX; k++) {
                 const struct dist *d = &dists[k];

@@ -212,7 +212,9 @@ def run_one(store, n, args, work, wbits):
         raise RuntimeError(f"{store.name} N={n}: {rep['floor_failed']} of the floor's hosts "
                            f"did not get a lease and a number (see {f.errlog.name})")
     row["floor_s"] = rep["last_s"]
-    log(f"{store.name} N={n}: floor {row['floor_s']:.2f} s")
+    row["floor_resent"] = rep["floor_resent"]
+    log(f"{store.name} N={n}: floor {row['floor_s']:.2f} s ({rep['floor_resent']} calls with no "
+        "answer sent again)")
 
     if store.name == "postgres":
         table_phase(store, n, work, row)
