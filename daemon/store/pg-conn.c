@@ -129,6 +129,15 @@ static void connect_failed(struct pg *p, enum store_err err, const char *why)
 static void setup_send(struct pg *p);
 void pg_flush(struct pg *p);
 
+/* How long an attempt may take to connect.  The first connection waits as
+ * long as the calls behind it (patience.h): a server making a fleet's
+ * connections at once gets to each in turn, and an attempt given up on is
+ * one more for it to make. */
+static unsigned connect_ms(const struct pg *p)
+{
+        return p->cfg->store_timeout_ms * (p->said_down ? 1 : PATIENCE_X);
+}
+
 static int on_connect_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 {
         struct pg *p = userdata;
@@ -139,7 +148,7 @@ static int on_connect_timeout(sd_event_source *s, uint64_t usec, void *userdata)
                 snprintf(why, sizeof(why), "the connection's setup took more than %u ms",
                          pg_setup_ms(p));
         else
-                snprintf(why, sizeof(why), "no connection within %u ms", p->cfg->store_timeout_ms);
+                snprintf(why, sizeof(why), "no connection within %u ms", connect_ms(p));
         connect_failed(p, STORE_ERR_NONE, why);
         return 0;
 }
@@ -214,7 +223,7 @@ void pg_connect_start(struct pg *p)
         }
         PQsetNoticeProcessor(p->conn, on_notice, p);
         p->state = C_CONNECTING;
-        uint64_t until = now_usec() + (uint64_t)p->cfg->store_timeout_ms * 1000;
+        uint64_t until = now_usec() + (uint64_t)connect_ms(p) * 1000;
         if (!p->connect_timer) {
                 if (sd_event_add_time(p->event, &p->connect_timer, CLOCK_MONOTONIC, until, 1000,
                                       on_connect_timeout, p) >= 0)
