@@ -392,6 +392,22 @@ def previous_schema(version=4):
     return None
 
 
+def old_database(h, version):
+    """A server holding the schema of an earlier release, loaded from the
+    newest postgres.sql of that version in the git history, and that file;
+    None without one (a tarball)."""
+    prev = previous_schema(version)
+    if prev is None:
+        log(f"no git history with a postgres.sql of version {version}: skipping")
+        return None
+    rev, old_sql = prev
+    log(f"version {version}: postgres.sql of {rev[:12]}")
+    pg = Postgres(h)
+    pg.psql(old_sql)
+    assert pg.psql("SELECT schema_version FROM snowid.meta").strip() == str(version)
+    return pg, old_sql
+
+
 def b64(s):
     import base64
     return base64.b64encode(s.encode()).decode()
@@ -412,15 +428,10 @@ def test_migration(h):
     its revision, the store's identity kept, the sequence above every
     revision the old store gave, the emulation gone; the verbs then work
     on the migrated cluster."""
-    prev = previous_schema()
-    if prev is None:
-        log("no git history with the previous release's postgres.sql: skipping the migration")
+    old = old_database(h, 4)
+    if old is None:
         return
-    rev, old_sql = prev
-    log(f"the previous release's schema: postgres.sql of {rev[:12]}")
-    pg = Postgres(h)
-    pg.psql(old_sql)
-    assert pg.psql("SELECT schema_version FROM snowid.meta").strip() == "4"
+    pg, old_sql = old
     p = "/snowid/mig/"
     layout = '{"epoch_ms":1735689600000,"time_bits":41,"worker_bits":3,"seq_bits":12}'
     fence = ('{"token":"00112233445566778899aabbccddeeff","era":1790000000000,'
@@ -542,33 +553,28 @@ def test_upgrade_beside_old_verbs(h):
     so it ends while the old verb's transaction is still open, and that
     transaction then writes and commits; the functions are this file's,
     and the triggers that keep a mark from going down are still there."""
-    prev = previous_schema(5)
-    if prev is None:
-        log("no git history with a postgres.sql of version 5: skipping the upgrade")
+    old = old_database(h, 5)
+    if old is None:
         return
-    rev, old_sql = prev
-    log(f"version 5: postgres.sql of {rev[:12]}")
-    pg = Postgres(h)
-    pg.psql(old_sql)
-    assert pg.psql("SELECT schema_version FROM snowid.meta").strip() == "5"
+    pg = old[0]
     pg.psql("INSERT INTO snowid.clusters (name, floor) VALUES ('up', 10); "
             "INSERT INTO snowid.numbers (cluster, n, mark, mark_rev) VALUES ('up', 0, 100, 1)")
     with open(SQL) as f:
         new_sql = f.read()
-    old = pg.session()
+    session = pg.session()
     try:
-        old.query("BEGIN")
-        old.query("SELECT 1 FROM snowid.clusters WHERE name = 'up' FOR SHARE")
-        old.query("SELECT 1 FROM snowid.numbers WHERE cluster = 'up' AND n = 0 FOR UPDATE")
-        old.query("SELECT snowid._id()")
+        session.query("BEGIN")
+        session.query("SELECT 1 FROM snowid.clusters WHERE name = 'up' FOR SHARE")
+        session.query("SELECT 1 FROM snowid.numbers WHERE cluster = 'up' AND n = 0 FOR UPDATE")
+        session.query("SELECT snowid._id()")
         # a load that waited for the old verb's locks would fail here, not hang
         rc, _, err = pg.psql("SET lock_timeout = 5000; " + new_sql, check=False)
         assert rc == 0, f"the load waited for the old verb's locks: {err[:500]}"
-        old.query("UPDATE snowid.numbers SET mark = 200, mark_rev = 2 "
+        session.query("UPDATE snowid.numbers SET mark = 200, mark_rev = 2 "
                   "WHERE cluster = 'up' AND n = 0")
-        old.query("COMMIT")
+        session.query("COMMIT")
     finally:
-        old.close()
+        session.close()
     version = re.search(r"want constant int := (\d+);", new_sql).group(1)
     assert pg.psql("SELECT schema_version FROM snowid.meta").strip() == version
     assert pg.psql("SELECT mark FROM snowid.numbers WHERE cluster = 'up' AND n = 0").strip() \
