@@ -119,8 +119,9 @@ struct host {
         /* --floor */
         struct store *floor_store;
         bool floor_done;
-        int64_t floor_lease;  /* the floor's lease, once granted */
-        unsigned floor_tries; /* the floor's claims sent */
+        int64_t floor_lease;    /* the floor's lease, once granted */
+        unsigned floor_tries;   /* the floor's claims sent */
+        unsigned floor_resends; /* the floor's calls sent again */
 };
 
 static struct host *hosts;
@@ -459,14 +460,24 @@ static void floor_done(struct host *host)
 static void floor_claim(struct host *host);
 
 /* A call that got no answer (the host's connection not made in time, a
- * call given up on) is sent again, as a daemon would: the floor is the
- * time until every host holds a lease and a number. */
+ * call given up on) is sent again, as a daemon would, a few times: the
+ * floor is the time until every host holds a lease and a number.  A store
+ * that refuses (a setting) or is not there fails the floor. */
+#define FLOOR_RESENDS 8
+
+static bool floor_resend(struct host *host, const struct store_answer *r)
+{
+        if (r->answered || r->err != STORE_ERR_NONE || host->floor_resends >= FLOOR_RESENDS)
+                return false;
+        host->floor_resends++;
+        floor_resent++;
+        return true;
+}
 static void floor_claimed(void *userdata, const struct store_answer *r,
                           const struct store_claimed *c)
 {
         struct host *host = userdata;
-        if (!r->answered) {
-                floor_resent++;
+        if (floor_resend(host, r)) {
                 floor_claim(host);
                 return;
         }
@@ -503,8 +514,7 @@ static void floor_granted(void *userdata, const struct store_answer *r, int64_t 
 {
         struct host *host = userdata;
         (void)ttl_s;
-        if (!lease && !r->answered) {
-                floor_resent++;
+        if (!lease && floor_resend(host, r)) {
                 if (store_grant(host->floor_store, host->cfg.lease_ttl_s, floor_granted, host, 0) <
                     0) {
                         fprintf(stderr, "snowid-hosts: host %d: cannot send\n", host->i);
