@@ -414,7 +414,7 @@ static void test_waits(void **state)
         assert_int_equal(store_grant(s, 10, on_lease, &n, 4), 0);
         assert_int_equal(f->last_timeout_ms, PATIENCE_X * t);
         /* its answer, however fast, waited for the connection too: the
-         * estimate is not fed (a fast answer would lower it) */
+         * estimate is not fed (a fast answer would change it) */
         fake_connecting_now = false;
         f->cb(f->cb_userdata, &(struct store_reply){.answered = true, .http = 200, .tag = 4});
         assert_int_equal(n, 1);

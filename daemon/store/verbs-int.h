@@ -42,7 +42,7 @@ struct verb {
         bool own;         /* a claim, or a cluster read, that read this daemon's own mark */
         uint64_t sent_us; /* CLOCK_MONOTONIC, for store_observe() */
         unsigned wait_ms; /* how long its call waits for the answer (store_wait_ms()) */
-        bool connecting;  /* made while the first connection was: its wait says nothing */
+        bool connecting;  /* made while the first connection was: its answer's time says nothing */
         int32_t own_worker;
 };
 

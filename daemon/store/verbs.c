@@ -291,8 +291,9 @@ void verb_answered(const struct verb *v, const struct store_answer *a)
 {
         uint64_t usec = now_usec() - v->sent_us;
         /* a call made behind the first connection waited for it too: its
-         * time is not the store's answers' */
-        if (!v->connecting)
+         * time is not the store's answers' (one that got no answer still
+         * counts, and doubles the next wait) */
+        if (!v->connecting || !a->answered)
                 store_waited(v->store, patient(v->kind), v->wait_ms, usec, a->answered);
         if (observer.answered)
                 observer.answered(observer.userdata, v->store, verb_names[v->kind], usec, a);
