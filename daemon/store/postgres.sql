@@ -54,6 +54,7 @@ END IF;
 PERFORM pg_advisory_xact_lock(7306086541206302061);
 IF to_regclass('snowid.meta') IS NOT NULL THEN
         SELECT schema_version INTO have FROM snowid.meta;
+        have := coalesce(have, 0); -- its row deleted: made again
         IF have >= want THEN
                 RETURN; -- made meanwhile
         END IF;
