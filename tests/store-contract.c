@@ -294,14 +294,14 @@ int main(int argc, char **argv)
         /* a store that never held the cluster says so */
         struct store_cluster c = read_cluster(true);
         check(c.ok && !c.malformed && c.layout == 0 && c.fence == 0 && c.floor == 0 && !c.held &&
-                      c.marks_zero && !c.witnessed,
+                      c.marks_zero && !c.witnessed && c.creating == 0,
               "read_cluster on a store that never held the cluster: nothing of it, never used");
 
         /* one host makes a cluster: `creating` is taken once */
         struct creating_res cr1 = {0}, cr2 = {0};
-        store_creating(st, false, "host-a 1", 0, on_creating, &cr1, 0);
+        store_creating(st, "host-a 1", 0, on_creating, &cr1, 0);
         wait_done(&cr1.done, "creating");
-        store_creating(st, false, "host-b 2", 0, on_creating, &cr2, 0);
+        store_creating(st, "host-b 2", 0, on_creating, &cr2, 0);
         wait_done(&cr2.done, "creating");
         check(cr1.c.ok && cr1.c.succeeded && cr2.c.ok && !cr2.c.succeeded && cr2.c.creating == 1 &&
                       !strcmp(cr2.c.value, "host-a 1"),
@@ -313,8 +313,11 @@ int main(int argc, char **argv)
         wait_done(&d.done, "init_marks");
         check(d.ok && d.succeeded, "store_init_marks: every mark 0");
         c = read_cluster(true);
-        check(c.ok && c.layout == 0 && c.marks_zero && !c.held,
-              "read_cluster after the marks: still never used (every mark 0, no holder)");
+        check(c.ok && c.layout == 0 && c.marks_zero && !c.held && c.creating == 1 &&
+                      !strcmp(c.creating_value, "host-a 1") && c.creating_rev == cr2.c.mod_rev,
+              "read_cluster after the marks: still never used (every mark 0, no holder), "
+              "and the host making it (%s)",
+              c.creating_value);
 
         struct cluster_ident made;
         if (fence_make(1000, 0, 0, true, &made) < 0)
@@ -333,8 +336,9 @@ int main(int argc, char **argv)
         check(c.ok && c.layout == 1 && c.l.worker_bits == cfg.layout.worker_bits && c.fence == 1 &&
                       cl.fence_len == made.fence_len &&
                       !memcmp(cl.fence, made.fence, made.fence_len) && c.floor == 1 &&
-                      c.floor_value == 1000,
-              "read_cluster: the layout, the fence's exact bytes and the floor (%" PRIu64 ")",
+                      c.floor_value == 1000 && c.creating == 0,
+              "read_cluster: the layout, the fence's exact bytes and the floor (%" PRIu64
+              "); no host making it",
               c.floor_value);
 
         /* leases: granted, kept alive; one the store does not know is said so */

@@ -68,10 +68,9 @@ static const struct create_action *first(enum create_do what)
         return NULL;
 }
 
-static void locked(bool poll, bool succeeded, int layout, int creating, const char *value)
+static void locked(bool succeeded, int layout, int creating, const char *value)
 {
         step(&(struct create_in){.kind = CREATE_IN_LOCKED,
-                                 .poll = poll,
                                  .ok = true,
                                  .succeeded = succeeded,
                                  .answered = true,
@@ -82,15 +81,22 @@ static void locked(bool poll, bool succeeded, int layout, int creating, const ch
                                  .mod_rev = 33});
 }
 
+/* A read of the cluster that found none, with `creating` as it read it */
+static void make_read(int creating, const char *value)
+{
+        step(&(struct create_in){
+                .kind = CREATE_IN_MAKE, .creating = creating, .value = value, .mod_rev = 33});
+}
+
 /* This host takes `creating`, reads every mark, marks in batches, makes. */
 static void test_creator(void **state)
 {
         (void)state;
-        step(&(struct create_in){.kind = CREATE_IN_MAKE});
-        assert_int_equal(first(CREATE_DO_LOCK)->b, 0);
+        make_read(0, NULL);
+        assert_int_equal(out.n, 1);
         assert_int_equal(first(CREATE_DO_LOCK)->a, 0);
         assert_false(create_marks(&c));
-        locked(false, true, 0, 1, TOKEN " 1");
+        locked(true, 0, 1, TOKEN " 1");
         assert_true(create_marks(&c));
         assert_int_equal(first(CREATE_DO_REREAD)->a, 0);
         /* the read says make it: 1,024 numbers, 11 batches, at most 16 at once */
@@ -102,8 +108,9 @@ static void test_creator(void **state)
                 step(&(struct create_in){.kind = CREATE_IN_MARKED, .ok = true, .succeeded = true});
                 assert_int_equal(out.n, 0);
         }
-        /* a poll's answer meanwhile leaves the making as it is */
-        locked(true, true, 0, 1, TOKEN " 1");
+        /* a take's answer that comes late leaves the making as it is */
+        locked(false, 0, 1, "fedcba9876543210 1");
+        assert_int_equal(out.n, 0);
         step(&(struct create_in){.kind = CREATE_IN_MARKED, .ok = true, .succeeded = true});
         const struct create_action *m = first(CREATE_DO_MAKE);
         assert_int_equal(m->b, 1);
@@ -124,7 +131,7 @@ static void test_batches(void **state)
         /* 2^12 numbers: 41 batches, 16 in flight at a time */
         setup_bits(12);
         step(&(struct create_in){.kind = CREATE_IN_MAKE});
-        locked(false, true, 0, 1, TOKEN " 1");
+        locked(true, 0, 1, TOKEN " 1");
         step(&(struct create_in){.kind = CREATE_IN_MAKE});
         assert_int_equal(count(CREATE_DO_MARK), CREATE_IN_FLIGHT);
         unsigned sent = CREATE_IN_FLIGHT, made = 0;
@@ -137,7 +144,7 @@ static void test_batches(void **state)
         /* one failed (made meanwhile): no make, read again at once */
         setup_bits(10);
         step(&(struct create_in){.kind = CREATE_IN_MAKE});
-        locked(false, true, 0, 1, TOKEN " 1");
+        locked(true, 0, 1, TOKEN " 1");
         step(&(struct create_in){.kind = CREATE_IN_MAKE});
         step(&(struct create_in){.kind = CREATE_IN_MARKED, .ok = true, .succeeded = false});
         for (int i = 0; i < 10; i++)
@@ -147,52 +154,78 @@ static void test_batches(void **state)
         /* too many numbers to mark: made at once, unmarked */
         setup_bits(15);
         step(&(struct create_in){.kind = CREATE_IN_MAKE});
-        locked(false, true, 0, 1, TOKEN " 1");
+        locked(true, 0, 1, TOKEN " 1");
         step(&(struct create_in){.kind = CREATE_IN_MAKE});
         assert_int_equal(count(CREATE_DO_MARK), 0);
         assert_int_equal(first(CREATE_DO_MAKE)->b, 0);
 }
 
-/* Another host creates: this one polls, waiting longer each time, and at
- * least four times as long as the store took to answer. */
+/* Another host creates: this one reads the cluster again, waiting longer
+ * each time, and at least four times as long as the store took to answer;
+ * a read that already shows another host's creation takes nothing. */
 static void test_waiting(void **state)
 {
         (void)state;
         char value[64];
         snprintf(value, sizeof(value), "fedcba9876543210 %llu", (unsigned long long)WALL - 1000);
-        step(&(struct create_in){.kind = CREATE_IN_MAKE});
-        locked(false, false, 0, 1, value);
+        make_read(0, NULL);
+        locked(false, 0, 1, value);
         assert_false(create_marks(&c));
+        assert_int_equal(out.n, 1);
         uint64_t w = first(CREATE_DO_REREAD)->a;
         assert_true(w >= 250 && w <= 2250);
-        /* the reread only polls */
+        /* the reread reads the cluster, never `creating` alone */
         step(&(struct create_in){.kind = CREATE_IN_REREAD});
-        assert_int_equal(first(CREATE_DO_LOCK)->b, 1);
-        v.mono_ms += 3000; /* the store took 3 s */
-        locked(true, true, 0, 1, value);
-        assert_true(first(CREATE_DO_REREAD)->a >= 12000);
-        /* the creation ended: read */
-        step(&(struct create_in){.kind = CREATE_IN_REREAD});
-        locked(true, true, 1, 0, "");
-        assert_int_equal(first(CREATE_DO_REREAD)->a, 0);
-        step(&(struct create_in){.kind = CREATE_IN_REREAD});
+        assert_int_equal(out.n, 1);
         assert_int_equal(count(CREATE_DO_READ), 1);
-        /* a creation left 15 s: taken over at its mod revision */
+        v.mono_ms += 3000; /* the store took 3 s */
+        make_read(1, value);
+        assert_int_equal(out.n, 1);
+        assert_true(first(CREATE_DO_REREAD)->a >= 12000);
+        /* the creation ended without a cluster: this host takes it */
+        step(&(struct create_in){.kind = CREATE_IN_REREAD});
+        make_read(0, NULL);
+        assert_int_equal(first(CREATE_DO_LOCK)->a, 0);
+        /* the first read already shows another's: no take, a wait */
+        setup(NULL);
+        make_read(1, value);
+        assert_int_equal(out.n, 1);
+        w = first(CREATE_DO_REREAD)->a;
+        assert_true(w >= 250 && w <= 2250);
+        /* `creating` not readable: read again later, never take */
+        setup(NULL);
+        make_read(-1, NULL);
+        assert_int_equal(out.n, 1);
+        assert_true(first(CREATE_DO_REREAD)->a >= 250);
+        /* a creation left 15 s: taken over at its mod revision, whether a
+         * read or a take found it */
         setup(NULL);
         snprintf(value, sizeof(value), "fedcba9876543210 %llu", (unsigned long long)WALL - 16000);
-        step(&(struct create_in){.kind = CREATE_IN_MAKE});
-        locked(false, false, 0, 1, value);
+        make_read(1, value);
         assert_int_equal(first(CREATE_DO_LOCK)->a, 33);
-        assert_int_equal(first(CREATE_DO_LOCK)->b, 0);
-        /* this host's own, from a round that failed: it makes it */
         setup(NULL);
-        step(&(struct create_in){.kind = CREATE_IN_MAKE});
-        locked(false, false, 0, 1, TOKEN " 5");
+        make_read(0, NULL);
+        locked(false, 0, 1, value);
+        assert_int_equal(first(CREATE_DO_LOCK)->a, 33);
+        /* this host's own, from a round that failed: it makes it, found by
+         * a take or by a read */
+        setup(NULL);
+        make_read(0, NULL);
+        locked(false, 0, 1, TOKEN " 5");
         assert_true(create_marks(&c));
+        setup(NULL);
+        make_read(1, TOKEN " 5");
+        assert_true(create_marks(&c));
+        assert_int_equal(first(CREATE_DO_REREAD)->a, 0);
+        /* made meanwhile: read at once */
+        setup(NULL);
+        make_read(0, NULL);
+        locked(false, 1, 0, "");
+        assert_int_equal(first(CREATE_DO_REREAD)->a, 0);
         /* no answer: again, backing off */
         setup(NULL);
-        step(&(struct create_in){.kind = CREATE_IN_MAKE});
-        step(&(struct create_in){.kind = CREATE_IN_LOCKED, .poll = false, .ok = false});
+        make_read(0, NULL);
+        step(&(struct create_in){.kind = CREATE_IN_LOCKED, .ok = false});
         assert_true(first(CREATE_DO_REREAD)->a <= 5000);
         step(&(struct create_in){.kind = CREATE_IN_LOCKED, .unsent = true});
         assert_int_equal(first(CREATE_DO_REREAD)->a, 1000);

@@ -507,13 +507,14 @@ static void test_cluster(void **state)
 {
         (void)state;
         char a[512], b[512], c[512], d[512], e[512], f[512], body[8192];
-        /* [layout, fence, floor, workers/, hwm/, ranges/, witness/, hwm/<own>] */
+        /* [layout, fence, floor, workers/, hwm/, ranges/, witness/, creating,
+         * hwm/<own>] */
         assert_int_equal(store_read_cluster(store, false, 4, on_cluster, NULL, 51), 0);
         snprintf(body, sizeof(body),
                  "{\"succeeded\":true,\"responses\":[{\"response_range\":%s},"
                  "{\"response_range\":%s},{\"response_range\":%s},{\"response_range\":{}},"
                  "{\"response_range\":{}},{\"response_range\":%s},{\"response_range\":{}},"
-                 "{\"response_range\":%s}]}",
+                 "{\"response_range\":{}},{\"response_range\":%s}]}",
                  kv(a, sizeof(a), "layout", LAYOUT, 0, 3), kv(b, sizeof(b), "fence", FENCE, 0, 2),
                  kv(c, sizeof(c), "floor", mark_text(90), 0, 9),
                  kv(d, sizeof(d), "ranges/eu", "{\"from\":0,\"to\":511}", 0, 10),
@@ -536,15 +537,22 @@ static void test_cluster(void **state)
         assert_int_equal(cluster_res.own_worker, 4);
         assert_int_equal(cluster_res.own_mark_rev, 12);
         assert_false(cluster_res.witnessed);
-        /* never used: nothing there, no holder, every mark 0; a witness */
+        assert_int_equal(cluster_res.creating, 0);
+        /* never used: nothing there, no holder, every mark 0; a witness;
+         * another host making it */
         assert_int_equal(store_read_cluster(store, true, -1, on_cluster, NULL, 0), 0);
         snprintf(body, sizeof(body),
                  "{\"succeeded\":false,\"responses\":[{\"response_range\":{}},"
                  "{\"response_range\":{}},{\"response_range\":{}},{\"response_range\":{}},"
-                 "{\"response_range\":%s},{\"response_range\":{}},{\"response_range\":%s}]}",
+                 "{\"response_range\":%s},{\"response_range\":{}},{\"response_range\":%s},"
+                 "{\"response_range\":%s}]}",
                  kv(a, sizeof(a), "hwm/9", mark_text(0), 0, 4),
-                 kv(f, sizeof(f), "witness/x", "{}", 0, 5));
+                 kv(f, sizeof(f), "witness/x", "{}", 0, 5),
+                 kv(e, sizeof(e), "creating", "other 17", 0, 33));
         answer(200, body);
+        assert_int_equal(cluster_res.creating, 1);
+        assert_string_equal(cluster_res.creating_value, "other 17");
+        assert_int_equal(cluster_res.creating_rev, 33);
         assert_int_equal(cluster_res.layout, 0);
         assert_int_equal(cluster_res.fence, 0);
         assert_int_equal(cluster_res.floor, 0);
@@ -557,7 +565,8 @@ static void test_cluster(void **state)
         snprintf(body, sizeof(body),
                  "{\"succeeded\":true,\"responses\":[{\"response_range\":%s},"
                  "{\"response_range\":%s},{\"response_range\":%s},{\"response_range\":{}},"
-                 "{\"response_range\":%s},{\"response_range\":{}},{\"response_range\":{}}]}",
+                 "{\"response_range\":%s},{\"response_range\":{}},{\"response_range\":{}},"
+                 "{\"response_range\":{}}]}",
                  kv(a, sizeof(a), "layout", "{\"epoch_ms\":1}", 0, 3),
                  kv(b, sizeof(b), "fence", "{}", 0, 2), kv(c, sizeof(c), "floor", "9", 0, 9),
                  kv(d, sizeof(d), "hwm/9", mark_text(5), 0, 4));
@@ -573,7 +582,7 @@ static void test_cluster(void **state)
                  "{\"succeeded\":true,\"responses\":[{\"response_range\":%s},"
                  "{\"response_range\":%s},{\"response_range\":%s},{\"response_range\":{}},"
                  "{\"response_range\":{}},{\"response_range\":{\"kvs\":[{\"key\":7}]}},"
-                 "{\"response_range\":{}}]}",
+                 "{\"response_range\":{}},{\"response_range\":{}}]}",
                  kv(a, sizeof(a), "layout", LAYOUT, 0, 3), kv(b, sizeof(b), "fence", FENCE, 0, 2),
                  kv(c, sizeof(c), "floor", mark_text(90), 0, 9));
         answer(200, body);
@@ -587,7 +596,7 @@ static void test_cluster(void **state)
         assert_false(cluster_res.ok);
 
         /* creating: taken by another host; and made */
-        assert_int_equal(store_creating(store, false, "tok 5", 0, on_creating, NULL, 0), 0);
+        assert_int_equal(store_creating(store, "tok 5", 0, on_creating, NULL, 0), 0);
         assert_true(compares("creating", "CREATE", "EQUAL"));
         answer(200, txn(body, sizeof(body), false, none,
                         kv(a, sizeof(a), "creating", "other 17", 0, 33), NULL, NULL, NULL));
@@ -596,7 +605,7 @@ static void test_cluster(void **state)
         assert_int_equal(creating_res.creating, 1);
         assert_string_equal(creating_res.value, "other 17");
         assert_int_equal(creating_res.mod_rev, 33);
-        assert_int_equal(store_creating(store, false, "tok 5", 33, on_creating, NULL, 0), 0);
+        assert_int_equal(store_creating(store, "tok 5", 33, on_creating, NULL, 0), 0);
         assert_true(compares("creating", "MOD", "EQUAL")); /* over a stale one */
         answer(200, "{\"succeeded\":true,\"responses\":[{\"response_put\":{}}]}");
         assert_true(creating_res.succeeded);

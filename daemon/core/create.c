@@ -39,14 +39,12 @@ static uint64_t workers(const struct create *c)
         return UINT64_C(1) << c->set.worker_bits;
 }
 
-/* `creating` taken (over a stale one at stale_rev), or only read (poll) */
+/* `creating` taken (over a stale one at stale_rev) */
 static void lock(struct create *c, const struct create_view *v, struct create_ready *out,
-                 int64_t stale_rev, bool poll)
+                 int64_t stale_rev)
 {
         c->sent_ms = v->mono_ms;
-        struct create_action *t = act(out, CREATE_DO_LOCK);
-        t->a = (uint64_t)stale_rev;
-        t->b = poll;
+        act(out, CREATE_DO_LOCK)->a = (uint64_t)stale_rev;
 }
 
 /* Layout, fence and floor together, only if the cluster is still unused.
@@ -83,32 +81,17 @@ static void mark_more(struct create *c, const struct create_view *v, struct crea
                 make(c, v, out);
 }
 
-/* Whether this host creates the cluster.  Creating it is idempotent (every
- * step compares), so the key only spares the store a fleet's worth of the
- * same work when a fleet starts on a cluster that does not exist yet. */
-static void on_locked(struct create *c, const struct create_view *v, const struct create_in *in,
-                      struct create_ready *out)
+/* What `creating`, as a read of the cluster or a take of it answered,
+ * says this host does (sent: whether it asked the store for it, took:
+ * whether the take was applied): make the cluster if the key is its own,
+ * take it if it is absent or left by a host gone, and otherwise wait for
+ * the other host's creation and read the cluster again.  Creating it is
+ * idempotent (every step compares), so the key only spares the store a
+ * fleet's worth of the same work when a fleet starts on a cluster that
+ * does not exist yet. */
+static void decide(struct create *c, const struct create_view *v, const struct create_in *in,
+                   bool sent, bool took, struct create_ready *out)
 {
-        if (in->unsent) {
-                reread(out, KNOWN_REREAD_MS);
-                return;
-        }
-        /* a poll that got no answer polls again; an answer that comes
-         * while this host makes the cluster (a poll sent before) leaves
-         * the making as it is */
-        bool making = c->state == CREATE_MARKING || c->state == CREATE_MAKING;
-        if (!making)
-                c->state = in->poll && !in->ok ? CREATE_WAITING : CREATE_IDLE;
-        /* a fleet waiting asks at most a quarter of the time: each host
-         * waits at least 4 times as long as its last answer took, so a
-         * store slowed by the fleet's own questions gets fewer of them */
-        uint64_t least = 4 * (v->mono_ms - c->sent_ms);
-        if (!in->ok) {
-                unsigned max = acq_failure_max_ms(c->set.lease_ttl_s, in->answered, in->status);
-                uint64_t wait = acq_backoff(&c->backoff_ms, max, core_draw(&c->rng));
-                reread(out, wait > least ? wait : least);
-                return;
-        }
         size_t tl = strlen(c->set.token);
         const char *value = in->value ? in->value : "";
         /* taken now, or taken by this host before (a round of its creation
@@ -116,24 +99,55 @@ static void on_locked(struct create *c, const struct create_view *v, const struc
         bool mine = in->layout == 0 && in->creating == 1 && strlen(value) > tl &&
                     !strncmp(value, c->set.token, tl) && value[tl] == ' ';
         unsigned long long since = 0;
-        if (!in->poll && (in->succeeded || mine)) {
+        if (took || mine) {
                 /* the creator, and only it, reads the marks too: whether the
                  * cluster was used (a mark above 0) before it creates */
                 c->marks = true;
                 reread(out, 0);
-        } else if (in->layout != 0 || in->creating != 1) /* made meanwhile, or ended */
+        } else if (in->layout < 0 || in->creating < 0) /* not readable: again, later */
+                reread(out, acq_backoff(&c->backoff_ms, CREATE_WAIT_MAX_MS, core_draw(&c->rng)) +
+                                    CREATE_WAIT_MS);
+        else if (in->layout) /* made meanwhile: read */
                 reread(out, 0);
+        else if (!in->creating) /* absent: take it */
+                lock(c, v, out, 0);
         else if (sscanf(value, "%*16s %llu", &since) == 1 &&
                  (int64_t)v->wall_ms - (int64_t)since > CREATE_STALE_MS)
-                lock(c, v, out, in->mod_rev, false);
+                lock(c, v, out, in->mod_rev);
         else {
+                /* a fleet waiting asks at most a quarter of the time: each
+                 * host waits at least 4 times as long as its last answer
+                 * took, so a store slowed by the fleet's own questions gets
+                 * fewer of them */
+                uint64_t least = sent ? 4 * (v->mono_ms - c->sent_ms) : 0;
                 uint64_t wait =
                         acq_backoff(&c->backoff_ms, CREATE_WAIT_MAX_MS, core_draw(&c->rng)) +
                         CREATE_WAIT_MS;
-                if (!making)
-                        c->state = CREATE_WAITING;
+                c->state = CREATE_WAITING;
                 reread(out, wait > least ? wait : least);
         }
+}
+
+static void on_locked(struct create *c, const struct create_view *v, const struct create_in *in,
+                      struct create_ready *out)
+{
+        if (in->unsent) {
+                reread(out, KNOWN_REREAD_MS);
+                return;
+        }
+        /* an answer that comes while this host makes the cluster (sent
+         * before a round of it) leaves the making as it is */
+        if (c->state == CREATE_MARKING || c->state == CREATE_MAKING)
+                return;
+        c->state = CREATE_IDLE;
+        if (!in->ok) {
+                unsigned max = acq_failure_max_ms(c->set.lease_ttl_s, in->answered, in->status);
+                uint64_t wait = acq_backoff(&c->backoff_ms, max, core_draw(&c->rng)),
+                         least = 4 * (v->mono_ms - c->sent_ms);
+                reread(out, wait > least ? wait : least);
+                return;
+        }
+        decide(c, v, in, true, in->succeeded, out);
 }
 
 void create_step(struct create *c, const struct create_view *v, const struct create_in *in,
@@ -142,9 +156,18 @@ void create_step(struct create *c, const struct create_view *v, const struct cre
         out->n = 0;
         switch (in->kind) {
         case CREATE_IN_MAKE:
-                if (!c->marks)
-                        lock(c, v, out, 0, false);
-                else if (workers(c) <= INIT_MAX) {
+                if (!c->marks) {
+                        /* the read says whether another host makes it */
+                        bool sent = c->reading;
+                        c->reading = false;
+                        c->state = CREATE_IDLE;
+                        decide(c, v,
+                               &(struct create_in){.layout = 0,
+                                                   .creating = in->creating,
+                                                   .value = in->value,
+                                                   .mod_rev = in->mod_rev},
+                               sent, false, out);
+                } else if (workers(c) <= INIT_MAX) {
                         /* before the cluster exists: every number's mark, 0,
                          * where it is absent, so that later an absent mark
                          * means a deleted one (rule 3); only while there is
@@ -161,14 +184,13 @@ void create_step(struct create *c, const struct create_view *v, const struct cre
                         make(c, v, out);
                 return;
         case CREATE_IN_REREAD:
-                /* a host waiting for another's creation asks only whether it
-                 * has ended (two keys): the full read of a cluster without
-                 * a layout reads every mark, and a fleet waiting would keep
-                 * the store from the creation with it */
-                if (c->state == CREATE_WAITING)
-                        lock(c, v, out, 0, true);
-                else
-                        act(out, CREATE_DO_READ);
+                /* a host waiting for another's creation reads the cluster
+                 * itself (its read says whether the creation is still under
+                 * way): once it is made, that read is the one the host goes
+                 * on with.  Only the creator's reads read every mark */
+                c->reading = true;
+                c->sent_ms = v->mono_ms;
+                act(out, CREATE_DO_READ);
                 return;
         case CREATE_IN_LOCKED:
                 on_locked(c, v, in, out);

@@ -2,8 +2,9 @@
 /*
  * Making the cluster, on a store that holds none, as a pure core
  * (docs/fences.md rule 7): one host takes the key `creating` and makes it,
- * the others poll whether the creation ended, with a wait that grows and
- * follows the store's own answers; a creation not finished in time (its
+ * the others read the cluster again until it is made (the read says
+ * whether `creating` is there), with a wait that grows and follows the
+ * store's own answers; a creation not finished in time (its
  * host gone) is taken over.  The host that makes it reads every mark
  * first, marks 0 where none is (batches, several at once), and makes the
  * layout, fence and floor above the clock bound a fence would set.
@@ -20,7 +21,7 @@
 
 enum create_state {
         CREATE_IDLE,    /* nothing under way: a reread reads the cluster */
-        CREATE_WAITING, /* another host creates it: a reread asks whether it ended */
+        CREATE_WAITING, /* another host creates it: a reread reads the cluster */
         CREATE_MARKING, /* this host makes it: the marks' batches in flight */
         CREATE_MAKING,  /* this host makes it: layout, fence and floor in flight */
 };
@@ -38,7 +39,8 @@ struct create_view {
 };
 
 enum create_in_kind {
-        CREATE_IN_MAKE,   /* the cluster read: none there, this daemon may make it */
+        CREATE_IN_MAKE,   /* the cluster read: none there, this daemon may make it
+                           * (creating, value, mod_rev: the read's `creating`) */
         CREATE_IN_REREAD, /* the cluster's reread timer */
         CREATE_IN_LOCKED, /* store_creating()'s answer */
         CREATE_IN_MARKED, /* a batch of store_init_marks()'s answer */
@@ -48,17 +50,18 @@ enum create_in_kind {
 struct create_in {
         enum create_in_kind kind;
         bool unsent; /* the verb could not be sent at all */
-        /* LOCKED: poll, and what came back (answered: an answer came;
-         * status for the wait); MARKED, MADE: ok, succeeded */
-        bool poll, ok, succeeded, answered;
+        /* LOCKED: what came back (answered: an answer came; status for the
+         * wait); MARKED, MADE: ok, succeeded */
+        bool ok, succeeded, answered;
         long status;
-        int layout, creating; /* LOCKED: 1 there, 0 absent, -1 unreadable */
-        const char *value;    /* LOCKED: `creating`'s value */
-        int64_t mod_rev;      /* LOCKED: its mod revision */
+        int layout;        /* LOCKED: 1 there, 0 absent, -1 unreadable */
+        int creating;      /* LOCKED, MAKE: likewise */
+        const char *value; /* LOCKED, MAKE: `creating`'s value */
+        int64_t mod_rev;   /* LOCKED, MAKE: its mod revision */
 };
 
 enum create_do {
-        CREATE_DO_LOCK,   /* store_creating(): poll (b = 1), or take it over mod revision a */
+        CREATE_DO_LOCK,   /* store_creating(): take it (over mod revision a) */
         CREATE_DO_READ,   /* read the cluster (the marks too: create_marks()) */
         CREATE_DO_REREAD, /* CREATE_IN_REREAD, and so a read, in a ms */
         CREATE_DO_MARK,   /* store_init_marks() of numbers [a, b) */
@@ -81,8 +84,9 @@ struct create_ready {
 struct create {
         struct create_settings set;
         enum create_state state;
-        bool marks; /* this host took `creating`: its reads of the cluster read every mark */
-        uint64_t sent_ms;
+        bool marks;       /* this host took `creating`: its reads of the cluster read every mark */
+        bool reading;     /* a read of the cluster this core asked for is in flight */
+        uint64_t sent_ms; /* when the last call this core asked for was sent */
         unsigned backoff_ms;
         unsigned pending; /* batches not answered */
         uint64_t next;    /* the first number of the next batch */

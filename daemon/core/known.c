@@ -224,7 +224,7 @@ static void on_cluster(struct known *k, const struct known_view *v, const struct
                 say(out, KNOWN_EV_MALFORMED);
                 break;
         case CLUSTER_MAKE:
-                act(out, KNOWN_DO_MAKE);
+                act(out, KNOWN_DO_MAKE)->cr = cr;
                 return;
         case CLUSTER_LAYOUT_LOST:
                 if (k->halted != HALT_LAYOUT_LOST)

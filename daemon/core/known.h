@@ -166,7 +166,7 @@ struct known_action {
         const char *text;
         const snowid_layout *layout, *other;
         /* RANGE: the read (valid during the step: a read is never queued)
-         * and its revision, a */
+         * and its revision, a; MAKE: the read (who makes the cluster) */
         const struct store_cluster *cr;
 };
 

@@ -45,8 +45,6 @@ static int on_reread_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
         (void)s;
         (void)usec;
-        /* the creation's core says whether to read the cluster or only ask
-         * whether another host's creation ended */
         create_drive(userdata, &(const struct create_in){.kind = CREATE_IN_REREAD});
         return 0;
 }
@@ -65,7 +63,6 @@ static void on_create_lock(void *userdata, const struct store_answer *r,
                            const struct store_creating *ck)
 {
         const struct create_in in = {.kind = CREATE_IN_LOCKED,
-                                     .poll = r->tag == 1,
                                      .ok = ck->ok,
                                      .succeeded = ck->succeeded,
                                      .answered = r->answered,
@@ -101,10 +98,8 @@ static void create_run(struct holder *h, const struct create_action *t)
                 char value[64];
                 snprintf(value, sizeof(value), "%s %" PRId64, h->token,
                          shm_realtime_ns() / 1000000);
-                if (store_creating(h->store, t->b, value, (int64_t)t->a, on_create_lock, h, t->b) <
-                    0)
+                if (store_creating(h->store, value, (int64_t)t->a, on_create_lock, h, 0) < 0)
                         create_drive(h, &(const struct create_in){.kind = CREATE_IN_LOCKED,
-                                                                  .poll = t->b,
                                                                   .unsent = true});
                 return;
         }
@@ -376,7 +371,10 @@ static void known_run(struct holder *h, const struct known_action *t)
         case KNOWN_DO_MAKE:
                 /* a layout the range does not fit is not made */
                 if (region_range_fits(h, h->cfg->layout.worker_bits))
-                        create_drive(h, &(const struct create_in){.kind = CREATE_IN_MAKE});
+                        create_drive(h, &(const struct create_in){.kind = CREATE_IN_MAKE,
+                                                                  .creating = t->cr->creating,
+                                                                  .value = t->cr->creating_value,
+                                                                  .mod_rev = t->cr->creating_rev});
                 return;
         case KNOWN_DO_RANGE:
                 if (region_check(h, (int64_t)t->a, t->cr->records, t->cr->n_records,

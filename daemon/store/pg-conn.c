@@ -268,8 +268,11 @@ static const char prepare_sql[] =
         "$4::int, $5::bigint, $6::text, $7::bigint, $8::bigint);"
         "PREPARE snowid_raise AS SELECT * FROM snowid.raise($1::text, $2::text, $3::bigint, "
         "$4::int, $5::boolean, $6::bigint, $7::bigint);"
-        "PREPARE snowid_read_cluster AS SELECT * FROM snowid.read_cluster($1::text, $2::boolean, "
-        "$3::int);"
+        /* with the host making the cluster, from its row: the function's
+         * columns stay those that daemons of version 6 prepared */
+        "PREPARE snowid_read_cluster AS SELECT r.*, k.creating, k.creating_rev "
+        "FROM snowid.read_cluster($1::text, $2::boolean, $3::int) r "
+        "LEFT JOIN snowid.clusters k ON k.name = $1::text;"
         "PREPARE snowid_creating AS SELECT * FROM snowid.creating($1::text, $2::boolean, "
         "$3::text, $4::bigint);"
         "PREPARE snowid_init_marks AS SELECT * FROM snowid.init_marks($1::text, $2::int, "

@@ -113,7 +113,8 @@ static void pairs_free(struct pairs *p)
 static void cluster_row(struct verb *v, const struct store_reply *r, const PGresult *res)
 {
         const struct store_answer an = store_answer_of(r);
-        struct store_cluster c = {.ok = answered(r, res), .own_worker = v->own_worker};
+        struct store_cluster c = {
+                .ok = answered(r, res), .own_worker = v->own_worker, .creating = -1};
         struct store_record *records = NULL;
         struct pairs rec = {0};
         if (!c.ok)
@@ -142,6 +143,12 @@ static void cluster_row(struct verb *v, const struct store_reply *r, const PGres
         c.marks_zero = col_bool(res, "marks_zero");
         c.witnessed = col_bool(res, "witnessed");
         c.records_rev = col_i64(res, "records_rev", 0);
+        const char *ck = col_text(res, "creating");
+        c.creating = ck != NULL;
+        if (ck) {
+                snprintf(c.creating_value, sizeof(c.creating_value), "%s", ck);
+                c.creating_rev = col_i64(res, "creating_rev", 0);
+        }
         pairs_parse(col_text(res, "records"), &rec);
         records = calloc(rec.n > 0 ? (size_t)rec.n : 1, sizeof(*records));
         if (rec.n < 0 || !records) {
@@ -168,13 +175,13 @@ done:
         free(records);
 }
 
-int pg_creating(struct store *s, bool poll, const char *value, int64_t stale_rev,
-                verb_creating_cb cb, void *userdata, uint64_t tag)
+int pg_creating(struct store *s, const char *value, int64_t stale_rev, verb_creating_cb cb,
+                void *userdata, uint64_t tag)
 {
         struct args a = {0};
         char name[96];
         arg_str(&a, cluster_name(s, name, sizeof(name)));
-        arg_bool(&a, poll);
+        arg_bool(&a, false); /* poll: only earlier releases ask it (postgres.sql) */
         arg_str(&a, value ? value : "");
         arg_i64(&a, stale_rev);
         return send_verb(new_verb(s, V_CREATING, (void (*)(void))cb, userdata, NULL),

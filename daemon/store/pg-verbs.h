@@ -44,8 +44,8 @@ int send_verb(struct verb *v, const char *stmt, const struct args *a, bool kv, u
 /* pg-verbs-cluster.c's */
 int pg_read_cluster(struct store *s, bool marks, int32_t own_worker, verb_cluster_cb cb,
                     void *userdata, uint64_t tag);
-int pg_creating(struct store *s, bool poll, const char *value, int64_t stale_rev,
-                verb_creating_cb cb, void *userdata, uint64_t tag);
+int pg_creating(struct store *s, const char *value, int64_t stale_rev, verb_creating_cb cb,
+                void *userdata, uint64_t tag);
 int pg_init_marks(struct store *s, uint64_t from, uint64_t to, verb_done_cb cb, void *userdata);
 int pg_make_cluster(struct store *s, const snowid_layout *l, const char *fence, uint64_t floor,
                     bool marked, verb_done_cb cb, void *userdata);

@@ -576,7 +576,9 @@ BEGIN
 END $f$;
 
 -- The host making the cluster: taken (value; over a stale one at srev),
--- or only read (poll).  layout: there; creating's value and revision.
+-- or only read (poll: daemons of releases before schema version 7 ask it;
+-- later ones read it with the cluster).  layout: there; creating's value
+-- and revision.
 CREATE OR REPLACE FUNCTION snowid.creating(c text, poll boolean, val text, srev bigint,
                                 OUT ok boolean, OUT layout boolean, OUT creating text,
                                 OUT creating_rev bigint, OUT cid bigint)

@@ -97,6 +97,13 @@ struct store_cluster {
         bool held;       /* a number is held (read while there is no layout) */
         bool marks_zero; /* every mark read is 0 (idem) */
         bool witnessed;
+        /* the host making the cluster (the key `creating`; read with the
+         * rest, so that a host waiting for another's creation reads the
+         * cluster itself): 1 there, with its value and mod revision, 0
+         * absent, -1 not read */
+        int creating;
+        char creating_value[128];
+        int64_t creating_rev;
         size_t n_records;
         const struct store_record *records;
         int64_t records_rev; /* what store_record_range() compares: the records as read */

@@ -221,10 +221,10 @@ int store_read_cluster(struct store *s, bool marks, int32_t own_worker, verb_clu
         return s->ops->verbs->read_cluster(s, marks, own_worker, cb, userdata, tag);
 }
 
-int store_creating(struct store *s, bool poll, const char *value, int64_t stale_rev,
-                   verb_creating_cb cb, void *userdata, uint64_t tag)
+int store_creating(struct store *s, const char *value, int64_t stale_rev, verb_creating_cb cb,
+                   void *userdata, uint64_t tag)
 {
-        return s->ops->verbs->creating(s, poll, value, stale_rev, cb, userdata, tag);
+        return s->ops->verbs->creating(s, value, stale_rev, cb, userdata, tag);
 }
 
 int store_init_marks(struct store *s, uint64_t from, uint64_t to, verb_done_cb cb, void *userdata)

@@ -83,8 +83,8 @@ struct store_verb_ops {
                      uint64_t mark, int64_t modrev, verb_raise_cb cb, void *userdata, uint64_t tag);
         int (*read_cluster)(struct store *s, bool marks, int32_t own_worker, verb_cluster_cb cb,
                             void *userdata, uint64_t tag);
-        int (*creating)(struct store *s, bool poll, const char *value, int64_t stale_rev,
-                        verb_creating_cb cb, void *userdata, uint64_t tag);
+        int (*creating)(struct store *s, const char *value, int64_t stale_rev, verb_creating_cb cb,
+                        void *userdata, uint64_t tag);
         int (*init_marks)(struct store *s, uint64_t from, uint64_t to, verb_done_cb cb,
                           void *userdata);
         int (*make_cluster)(struct store *s, const snowid_layout *l, const char *fence,

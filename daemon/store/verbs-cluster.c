@@ -46,13 +46,15 @@ static bool range_at(const json_t *root, size_t i)
                                               "response_range"));
 }
 
-/* [layout, fence, floor, workers/, hwm/, ranges/, witness/, hwm/<own>] */
+/* [layout, fence, floor, workers/, hwm/, ranges/, witness/, creating, hwm/<own>] */
 static void cluster_answer(struct verb *v, const struct store_reply *r)
 {
         const struct store_answer a = store_answer_of(r);
-        struct store_cluster c = {
-                .ok = store_ok(r), .own_worker = v->own_worker, .records_rev = r->revision};
-        struct kv lk = {0}, fk = {0}, flk = {0}, *kvs = NULL;
+        struct store_cluster c = {.ok = store_ok(r),
+                                  .own_worker = v->own_worker,
+                                  .records_rev = r->revision,
+                                  .creating = -1};
+        struct kv lk = {0}, fk = {0}, flk = {0}, ck = {0}, *kvs = NULL;
         struct store_record *records = NULL;
         const char *prefix = store_prefix(v->store);
         if (!c.ok)
@@ -61,7 +63,7 @@ static void cluster_answer(struct verb *v, const struct store_reply *r)
             rfl = txn_kv(r->json, 2, &flk);
         /* every op a range's answer: one that is not says nothing, and is
          * never taken for keys absent */
-        for (size_t op = 3; op <= (v->own ? 7u : 6u); op++)
+        for (size_t op = 3; op <= (v->own ? 8u : 7u); op++)
                 c.malformed |= !range_at(r->json, op);
         if (rl < 0 || rf < 0 || rfl < 0 || c.malformed) {
                 c.malformed = true;
@@ -91,6 +93,11 @@ static void cluster_answer(struct verb *v, const struct store_reply *r)
                 kv_clear(&kv);
         }
         c.witnessed = json_array_size(txn_kvs(r->json, 6)) > 0;
+        c.creating = txn_kv(r->json, 7, &ck);
+        if (c.creating == 1) {
+                snprintf(c.creating_value, sizeof(c.creating_value), "%s", ck.value);
+                c.creating_rev = ck.mod_revision;
+        }
         size_t n = json_array_size(ranges), pl = strlen(prefix);
         kvs = calloc(n ? n : 1, sizeof(*kvs));
         records = calloc(n ? n : 1, sizeof(*records));
@@ -117,7 +124,7 @@ static void cluster_answer(struct verb *v, const struct store_reply *r)
         }
         c.records = records;
         struct kv own = {0};
-        if (v->own && txn_kv(r->json, 7, &own) == 1) {
+        if (v->own && txn_kv(r->json, 8, &own) == 1) {
                 c.own_read = true;
                 c.own_mark_rev = own.mod_revision;
         }
@@ -131,6 +138,7 @@ done:
         kv_clear(&lk);
         kv_clear(&fk);
         kv_clear(&flk);
+        kv_clear(&ck);
 }
 
 int txn_read_cluster(struct store *s, bool marks, int32_t own_worker, verb_cluster_cb cb,
@@ -142,9 +150,9 @@ int txn_read_cluster(struct store *s, bool marks, int32_t own_worker, verb_clust
                 v->own = own_worker >= 0;
                 v->own_worker = own_worker;
         }
-        /* [layout, fence, floor, workers/, hwm/, ranges/, witness/]: while
-         * there is no layout, workers/, hwm/ and witness/ say whether the
-         * cluster was ever used: whether any number is held, the highest
+        /* [layout, fence, floor, workers/, hwm/, ranges/, witness/,
+         * creating]: while there is no layout, workers/, hwm/ and witness/
+         * say whether the cluster was ever used: whether any number is held, the highest
          * mark, and whether a daemon that knew the cluster said the store
          * forgot it (one key each; marks are 20 digits: their order is
          * their value's).  Once there is a layout they are not needed, and
@@ -154,24 +162,28 @@ int txn_read_cluster(struct store *s, bool marks, int32_t own_worker, verb_clust
          * The highest mark is read only when asked (marks: by the host that
          * makes the cluster); a fleet starting on a cluster not made yet
          * would otherwise read every mark once per host, which a store that
-         * serves one call at a time cannot carry */
+         * serves one call at a time cannot carry.  `creating` is read in
+         * both branches: a host waiting for another's creation reads the
+         * cluster, and whether the creation is still under way, at once */
         json_t *body =
-                json_pack("{s:[o], s:[o, o, o, o, o, o, o], s:[o, o, o, o, o, o, o]}", "compare",
-                          txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0), "success",
-                          txn_range(txn_key(p, "layout", -1), NULL, false),
+                json_pack("{s:[o], s:[o, o, o, o, o, o, o, o], s:[o, o, o, o, o, o, o, o]}",
+                          "compare", txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0),
+                          "success", txn_range(txn_key(p, "layout", -1), NULL, false),
                           txn_range(txn_key(p, "fence", -1), NULL, false),
                           txn_range(txn_key(p, "floor", -1), NULL, false),
                           txn_range(txn_key(p, "workers/", -1), txn_key(p, "workers0", -1), true),
                           txn_range(txn_key(p, "hwm/", -1), txn_key(p, "hwm0", -1), false),
                           txn_range(txn_key(p, "ranges/", -1), txn_key(p, "ranges0", -1), false),
                           txn_range(txn_key(p, "witness/", -1), txn_key(p, "witness0", -1), true),
-                          "failure", txn_range(txn_key(p, "layout", -1), NULL, false),
+                          txn_range(txn_key(p, "creating", -1), NULL, false), "failure",
+                          txn_range(txn_key(p, "layout", -1), NULL, false),
                           txn_range(txn_key(p, "fence", -1), NULL, false),
                           txn_range(txn_key(p, "floor", -1), NULL, false),
                           txn_range(txn_key(p, "workers/", -1), NULL, true),
                           txn_range(txn_key(p, "hwm/", -1), NULL, false),
                           txn_range(txn_key(p, "ranges/", -1), txn_key(p, "ranges0", -1), false),
-                          txn_range(txn_key(p, "witness/", -1), NULL, true));
+                          txn_range(txn_key(p, "witness/", -1), NULL, true),
+                          txn_range(txn_key(p, "creating", -1), NULL, false));
         json_t *ops = json_object_get(body, "success");
         json_t *held = json_object_get(json_array_get(ops, 3), "request_range");
         json_object_set_new(json_object_get(json_array_get(ops, 6), "request_range"), "limit",
@@ -196,7 +208,7 @@ int txn_read_cluster(struct store *s, bool marks, int32_t own_worker, verb_clust
 
 /* ---- making the cluster ---- */
 
-/* [layout, creating]: the failure branch, or the poll */
+/* [layout, creating]: the failure branch */
 static void creating_answer(struct verb *v, const struct store_reply *r)
 {
         const struct store_answer a = store_answer_of(r);
@@ -216,17 +228,11 @@ static void creating_answer(struct verb *v, const struct store_reply *r)
         kv_clear(&ck);
 }
 
-int txn_creating(struct store *s, bool poll, const char *value, int64_t stale_rev,
-                 verb_creating_cb cb, void *userdata, uint64_t tag)
+int txn_creating(struct store *s, const char *value, int64_t stale_rev, verb_creating_cb cb,
+                 void *userdata, uint64_t tag)
 {
         const char *p = store_prefix(s);
         struct verb *v = verb_new(s, V_CREATING, (void (*)(void))cb, userdata);
-        if (poll)
-                return verb_send(v, "/v3/kv/txn",
-                                 json_pack("{s:[o, o]}", "success",
-                                           txn_range(txn_key(p, "layout", -1), NULL, true),
-                                           txn_range(txn_key(p, "creating", -1), NULL, false)),
-                                 tag);
         json_t *body = json_pack(
                 "{s:[o, o], s:[o], s:[o, o]}", "compare",
                 txn_cmp(txn_key(p, "layout", -1), "CREATE", "EQUAL", NULL, 0),

@@ -76,8 +76,8 @@ int txn_raise(struct store *s, const struct cluster_ident *cl, uint32_t worker, 
               uint64_t mark, int64_t modrev, verb_raise_cb cb, void *userdata, uint64_t tag);
 int txn_read_cluster(struct store *s, bool marks, int32_t own_worker, verb_cluster_cb cb,
                      void *userdata, uint64_t tag);
-int txn_creating(struct store *s, bool poll, const char *value, int64_t stale_rev,
-                 verb_creating_cb cb, void *userdata, uint64_t tag);
+int txn_creating(struct store *s, const char *value, int64_t stale_rev, verb_creating_cb cb,
+                 void *userdata, uint64_t tag);
 int txn_init_marks(struct store *s, uint64_t from, uint64_t to, verb_done_cb cb, void *userdata);
 int txn_make_cluster(struct store *s, const snowid_layout *l, const char *fence, uint64_t floor,
                      bool marked, verb_done_cb cb, void *userdata);

@@ -109,8 +109,8 @@ int store_read_cluster(struct store *s, bool marks, int32_t own_worker, verb_clu
                        void *userdata, uint64_t tag);
 
 /* The key `creating`, while there is no layout: taken (value; over a stale
- * one at stale_rev), or only read (poll).  layout: 1 there, 0 absent, -1
- * unreadable; creating likewise, with its value and mod revision. */
+ * one at stale_rev).  Not taken: layout, 1 there, 0 absent, -1 unreadable;
+ * creating likewise, with its value and mod revision. */
 struct store_creating {
         bool ok, succeeded;
         int layout, creating;
@@ -119,8 +119,8 @@ struct store_creating {
 };
 typedef void (*verb_creating_cb)(void *userdata, const struct store_answer *r,
                                  const struct store_creating *c);
-int store_creating(struct store *s, bool poll, const char *value, int64_t stale_rev,
-                   verb_creating_cb cb, void *userdata, uint64_t tag);
+int store_creating(struct store *s, const char *value, int64_t stale_rev, verb_creating_cb cb,
+                   void *userdata, uint64_t tag);
 
 /* A write's answer: ok (answered, 200, JSON) and whether it was applied. */
 typedef void (*verb_done_cb)(void *userdata, const struct store_answer *r, bool ok, bool succeeded);
