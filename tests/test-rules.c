@@ -404,9 +404,21 @@ static void test_choose(void **state)
         assert_true(c.ahead);
         c = choose(n, 0, 7, 4, false, false, true, draw_first); /* its sample, too */
         assert_int_equal(c.worker, 4);
-        marked(&n[4], NOW + 7001); /* further above the lowest: any other */
+        /* further above the lowest, but no further ahead than a live
+         * holder's mark leads the clock (15 s): still its own */
+        marked(&n[4], NOW + 15000);
+        c = choose(n, 0, 7, 4, false, false, false, draw_first);
+        assert_int_equal(c.worker, 4);
+        assert_true(c.ahead);
+        marked(&n[4], NOW + 15001); /* further: any other */
         c = choose(n, 0, 7, 4, false, false, false, draw_first);
         assert_int_equal(c.worker, 7);
+        /* with a number behind the clock free, a mark step is the bound */
+        marked(&n[4], NOW + 5001);
+        marked(&n[2], NOW - 1000);
+        c = choose(n, 0, 7, 4, false, false, false, draw_never);
+        assert_int_equal(c.worker, 2);
+        marked(&n[2], NOW + 2200);
         marked(&n[4], NOW + 2400);
         n[4].held = true; /* taken: any other */
         c = choose(n, 0, 7, 4, false, false, false, draw_first);

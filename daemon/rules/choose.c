@@ -39,9 +39,12 @@ struct choice claim_choose(const struct choose_in *in)
          * restart, or held when a fence came), when a claim of it would
          * start no more than a mark step (step_ms, how far apart live
          * holders' marks lie) above the lowest start any claim could have
-         * now (of a sample, only one whose lowest is as good as any): a
-         * fleet restarted at once takes its own numbers back, and no two
-         * of its claims meet */
+         * now (of a sample, only one whose lowest is as good as any); and
+         * when every free mark is ahead (a fleet restarted at once, whose
+         * marks lie as far apart as its hosts' starts did), no further
+         * ahead than a live holder's mark leads (lead_ms): a fleet
+         * restarted at once takes its own numbers back, and no two of its
+         * claims meet */
         int32_t pref = in->prefer;
         bool in_range = pref >= 0 && (uint64_t)pref >= in->first && (uint64_t)pref <= in->last;
         if (in_range && !choose_free(&in->numbers[pref]) && in->prefer_handing_over)
@@ -53,7 +56,10 @@ struct choice claim_choose(const struct choose_in *in)
                 uint64_t least = in->now > in->claims_above ? in->now : in->claims_above + 1;
                 uint64_t m = mark_of(in, (uint64_t)pref);
                 uint64_t best = lowest > least ? lowest : least;
-                if ((m > least ? m : least) <= best + in->step_ms)
+                uint64_t bound = best + in->step_ms;
+                if (pick < 0 && least + in->lead_ms > bound)
+                        bound = least + in->lead_ms;
+                if ((m > least ? m : least) <= bound)
                         return (struct choice){.kind = CHOOSE_CLAIM,
                                                .worker = (uint32_t)pref,
                                                .mark = m,
