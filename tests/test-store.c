@@ -395,9 +395,9 @@ static void test_waits(void **state)
         assert_int_equal(store_grant(s, 10, on_lease, &n, 1), 0);
         assert_int_equal(f->last_timeout_ms, t);
         store_waited(s, true, t, 1000, false); /* refused at once */
-        assert_int_equal(store_wait_ms(s, true), t);
+        assert_int_equal(store_wait_ms(s, true, false), t);
         store_waited(s, false, t, (uint64_t)t * 1000, false); /* a keepalive's, say */
-        assert_int_equal(store_wait_ms(s, true), t);
+        assert_int_equal(store_wait_ms(s, true, false), t);
         store_waited(s, true, t, (uint64_t)t * 1000, false); /* no answer within its wait */
         assert_int_equal(store_grant(s, 10, on_lease, &n, 2), 0);
         assert_int_equal(f->last_timeout_ms, 2 * t);
@@ -406,8 +406,8 @@ static void test_waits(void **state)
         assert_int_equal(f->last_timeout_ms, t);
         /* an answer, even a slow one, ends the doubling */
         store_waited(s, true, 2 * t, (uint64_t)t * 500, true);
-        assert_int_equal(store_wait_ms(s, true), t * 3 / 2);
-        assert_int_equal(store_wait_ms(s, false), t);
+        assert_int_equal(store_wait_ms(s, true, false), t * 3 / 2);
+        assert_int_equal(store_wait_ms(s, false, false), t);
         /* behind the first connection: a patient call waits the longest, a
          * mark's write still store-timeout */
         fake_connecting_now = true;
@@ -418,7 +418,7 @@ static void test_waits(void **state)
         fake_connecting_now = false;
         f->cb(f->cb_userdata, &(struct store_reply){.answered = true, .http = 200, .tag = 4});
         assert_int_equal(n, 1);
-        assert_int_equal(store_wait_ms(s, true), t * 3 / 2);
+        assert_int_equal(store_wait_ms(s, true, false), t * 3 / 2);
         fake_connecting_now = true;
         assert_int_equal(store_extend(s, &cl, 3, 1, "{}", 100, 0, on_extended, &n, 5), 0);
         assert_int_equal(f->last_timeout_ms, t);

@@ -129,13 +129,18 @@ static void connect_failed(struct pg *p, enum store_err err, const char *why)
 static void setup_send(struct pg *p);
 void pg_flush(struct pg *p);
 
+bool pg_first_connection(const struct pg *p)
+{
+        return p->state != C_READY && !p->said_down;
+}
+
 /* How long an attempt may take to connect.  The first connection waits as
  * long as the calls behind it (patience.h): a server making a fleet's
  * connections at once gets to each in turn, and an attempt given up on is
  * one more for it to make. */
 static unsigned connect_ms(const struct pg *p)
 {
-        return p->cfg->store_timeout_ms * (p->said_down ? 1 : PATIENCE_X);
+        return p->cfg->store_timeout_ms * (pg_first_connection(p) ? PATIENCE_X : 1);
 }
 
 static int on_connect_timeout(sd_event_source *s, uint64_t usec, void *userdata)

@@ -110,6 +110,11 @@ void pg_fail_all(struct pg *p, enum store_err err, const char *why);
 void pg_finish(struct pg *p, struct request *q, struct store_reply *r, const PGresult *res);
 void pg_flush(struct pg *p);
 bool pg_disk_full(const struct pg *p);
+/* The daemon's first connection is being made: none has been up, and no
+ * attempt has failed (said_down is set by the first failure, and cleared
+ * only once a connection is up).  Its attempt, and the patient calls
+ * behind it, wait PATIENCE_X store-timeouts (patience.h). */
+bool pg_first_connection(const struct pg *p);
 /* How long a new connection's setup may take. */
 unsigned pg_setup_ms(const struct pg *p);
 void pg_kick(struct pg *p);

@@ -494,13 +494,9 @@ static unsigned ops_in_flight(const void *b)
         return pg_in_flight(b);
 }
 
-/* The daemon's first connection: none has been up, and no attempt has
- * failed (said_down is set by the first failure, and cleared only once a
- * connection is up). */
 static bool ops_connecting(const void *b)
 {
-        const struct pg *p = b;
-        return p->state != C_READY && !p->said_down;
+        return pg_first_connection(b);
 }
 
 static void ops_history_reset(void *b)

@@ -69,11 +69,11 @@ bool store_connecting(const struct store *s)
         return s->ops->connecting && s->ops->connecting(s->b);
 }
 
-unsigned store_wait_ms(const struct store *s, bool patient)
+unsigned store_wait_ms(const struct store *s, bool patient, bool connecting)
 {
         if (!patient)
                 return s->cfg->store_timeout_ms;
-        return patience_ms(&s->patience, s->cfg->store_timeout_ms, store_connecting(s));
+        return patience_ms(&s->patience, s->cfg->store_timeout_ms, connecting);
 }
 
 void store_waited(struct store *s, bool patient, unsigned waited_ms, uint64_t usec, bool answered)

@@ -153,8 +153,9 @@ int store_call(struct store *s, const char *path, json_t *body, store_cb cb, voi
 
 /* How long a verb's call waits for its answer (patience.h): store-timeout,
  * or for a patient verb (one that writes nothing the fences count on) as
- * long as the store's answers take now. */
-unsigned store_wait_ms(const struct store *s, bool patient);
+ * long as the store's answers take now (connecting: store_connecting(),
+ * as the caller read it). */
+unsigned store_wait_ms(const struct store *s, bool patient, bool connecting);
 /* The backend's first connection is being made (store_ops.connecting). */
 bool store_connecting(const struct store *s);
 /* What a call that waited up to waited_ms said of the store: an answer

@@ -271,14 +271,15 @@ struct verb *verb_new(struct store *s, enum verb_kind kind, void (*cb)(void), vo
         struct verb **head = store_verbs(s), *v = calloc(1, sizeof(*v));
         if (!v)
                 return NULL;
+        bool connecting = store_connecting(s);
         *v = (struct verb){.kind = kind,
                            .store = s,
                            .cb = cb,
                            .userdata = userdata,
                            .next = *head,
                            .sent_us = now_usec(),
-                           .wait_ms = store_wait_ms(s, patient(kind)),
-                           .connecting = store_connecting(s)};
+                           .wait_ms = store_wait_ms(s, patient(kind), connecting),
+                           .connecting = connecting};
         if (*head)
                 (*head)->prev = v;
         *head = v;
