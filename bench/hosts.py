@@ -444,7 +444,9 @@ def write(rows, out, busy=0):
              f"{'as many cores' if busy > 1 else 'one core'} busy (`--busy {busy}`: a loop "
              "that never sleeps), the floor's included."] if busy else []),
           "Ratios are to the floor measured in the same run (one lease grant and one",
-          "claim of a number per host, all at once, through the same client and verbs).",
+          "claim of a number per host, all at once, through the same client and verbs;",
+          "every claim's mark below its start, so none is refused, and a call that got",
+          "no answer sent again, eight times at most, until every host holds a number).",
           "Growth: etcd's database in use over the rest (its history; compacted, what",
           "is left per host is in brackets); PostgreSQL's snowid tables over the rest,",
           "autovacuum on (dead rows not yet reclaimed). Leader CPU: etcd's leader, or",
