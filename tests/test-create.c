@@ -108,8 +108,11 @@ static void test_creator(void **state)
                 step(&(struct create_in){.kind = CREATE_IN_MARKED, .ok = true, .succeeded = true});
                 assert_int_equal(out.n, 0);
         }
-        /* a take's answer that comes late leaves the making as it is */
+        /* a take's answer that comes late, or a read answered meanwhile,
+         * leaves the making as it is */
         locked(false, 0, 1, "fedcba9876543210 1");
+        assert_int_equal(out.n, 0);
+        make_read(1, TOKEN " 1");
         assert_int_equal(out.n, 0);
         step(&(struct create_in){.kind = CREATE_IN_MARKED, .ok = true, .succeeded = true});
         const struct create_action *m = first(CREATE_DO_MAKE);
@@ -197,6 +200,25 @@ static void test_waiting(void **state)
         make_read(-1, NULL);
         assert_int_equal(out.n, 1);
         assert_true(first(CREATE_DO_REREAD)->a >= 250);
+        /* a read whose answer took longer than any call waits was not
+         * this core's (the cluster was there, and is gone again): no wait
+         * of four times that */
+        setup(NULL);
+        step(&(struct create_in){.kind = CREATE_IN_REREAD});
+        v.mono_ms += 3600000;
+        make_read(1, value);
+        assert_true(first(CREATE_DO_REREAD)->a <= 2250);
+        /* a value with no time in it (written by hand): taken over once
+         * it has stayed the same 15 s, on this host's own clock */
+        setup(NULL);
+        make_read(1, "by hand");
+        assert_int_equal(count(CREATE_DO_LOCK), 0);
+        v.mono_ms += 15000;
+        make_read(1, "by hand");
+        assert_int_equal(count(CREATE_DO_LOCK), 0);
+        v.mono_ms += 1;
+        make_read(1, "by hand");
+        assert_int_equal(first(CREATE_DO_LOCK)->a, 33);
         /* a creation left 15 s: taken over at its mod revision, whether a
          * read or a take found it */
         setup(NULL);

@@ -99,31 +99,34 @@ static void decide(struct create *c, const struct create_view *v, const struct c
         bool mine = in->layout == 0 && in->creating == 1 && strlen(value) > tl &&
                     !strncmp(value, c->set.token, tl) && value[tl] == ' ';
         unsigned long long since = 0;
+        bool dated = in->creating == 1 && sscanf(value, "%*16s %llu", &since) == 1;
+        if (in->creating == 1 && in->mod_rev != c->seen_rev) {
+                c->seen_rev = in->mod_rev;
+                c->seen_ms = v->mono_ms;
+        }
+        /* a fleet waiting asks at most a quarter of the time: each host
+         * waits at least 4 times as long as its last answer took, so a
+         * store slowed by the fleet's own questions gets fewer of them */
+        uint64_t least = sent ? 4 * (v->mono_ms - c->sent_ms) : 0;
         if (took || mine) {
                 /* the creator, and only it, reads the marks too: whether the
                  * cluster was used (a mark above 0) before it creates */
                 c->marks = true;
                 reread(out, 0);
-        } else if (in->layout < 0 || in->creating < 0) /* not readable: again, later */
-                reread(out, acq_backoff(&c->backoff_ms, CREATE_WAIT_MAX_MS, core_draw(&c->rng)) +
-                                    CREATE_WAIT_MS);
-        else if (in->layout) /* made meanwhile: read */
+        } else if (in->layout > 0) /* made meanwhile: read */
                 reread(out, 0);
-        else if (!in->creating) /* absent: take it */
+        else if (!in->layout && !in->creating) /* absent: take it */
                 lock(c, v, out, 0);
-        else if (sscanf(value, "%*16s %llu", &since) == 1 &&
-                 (int64_t)v->wall_ms - (int64_t)since > CREATE_STALE_MS)
-                lock(c, v, out, in->mod_rev);
+        else if (!in->layout && in->creating == 1 &&
+                 (dated ? (int64_t)v->wall_ms - (int64_t)since > CREATE_STALE_MS
+                        : v->mono_ms - c->seen_ms > CREATE_STALE_MS))
+                lock(c, v, out, in->mod_rev); /* its host gone: taken over */
         else {
-                /* a fleet waiting asks at most a quarter of the time: each
-                 * host waits at least 4 times as long as its last answer
-                 * took, so a store slowed by the fleet's own questions gets
-                 * fewer of them */
-                uint64_t least = sent ? 4 * (v->mono_ms - c->sent_ms) : 0;
+                /* another host makes it, or what is there cannot be read:
+                 * read again, later */
                 uint64_t wait =
                         acq_backoff(&c->backoff_ms, CREATE_WAIT_MAX_MS, core_draw(&c->rng)) +
                         CREATE_WAIT_MS;
-                c->state = CREATE_WAITING;
                 reread(out, wait > least ? wait : least);
         }
 }
@@ -155,12 +158,16 @@ void create_step(struct create *c, const struct create_view *v, const struct cre
 {
         out->n = 0;
         switch (in->kind) {
-        case CREATE_IN_MAKE:
+        case CREATE_IN_MAKE: {
+                /* a read this core asked for (one older than any call's
+                 * longest wait was answered elsewhere: the cluster was
+                 * there) */
+                bool sent = c->reading && v->mono_ms - c->sent_ms <= CREATE_STALE_MS;
+                c->reading = false;
+                if (c->state == CREATE_MARKING || c->state == CREATE_MAKING)
+                        return; /* a read answered meanwhile: the making goes on */
                 if (!c->marks) {
                         /* the read says whether another host makes it */
-                        bool sent = c->reading;
-                        c->reading = false;
-                        c->state = CREATE_IDLE;
                         decide(c, v,
                                &(struct create_in){.layout = 0,
                                                    .creating = in->creating,
@@ -183,6 +190,7 @@ void create_step(struct create *c, const struct create_view *v, const struct cre
                 } else /* too many numbers: unmarked ones start above the floor */
                         make(c, v, out);
                 return;
+        }
         case CREATE_IN_REREAD:
                 /* a host waiting for another's creation reads the cluster
                  * itself (its read says whether the creation is still under

@@ -20,8 +20,7 @@
 #include <stdint.h>
 
 enum create_state {
-        CREATE_IDLE,    /* nothing under way: a reread reads the cluster */
-        CREATE_WAITING, /* another host creates it: a reread reads the cluster */
+        CREATE_IDLE,    /* this host does not make it (now): a reread reads the cluster */
         CREATE_MARKING, /* this host makes it: the marks' batches in flight */
         CREATE_MAKING,  /* this host makes it: layout, fence and floor in flight */
 };
@@ -87,6 +86,11 @@ struct create {
         bool marks;       /* this host took `creating`: its reads of the cluster read every mark */
         bool reading;     /* a read of the cluster this core asked for is in flight */
         uint64_t sent_ms; /* when the last call this core asked for was sent */
+        /* another host's `creating` as this host first found it (its mod
+         * revision), and when: one whose start cannot be read is stale
+         * once it has stayed the same CREATE_STALE_MS */
+        int64_t seen_rev;
+        uint64_t seen_ms;
         unsigned backoff_ms;
         unsigned pending; /* batches not answered */
         uint64_t next;    /* the first number of the next batch */

@@ -136,12 +136,17 @@ static void create_run(struct holder *h, const struct create_action *t)
 static void create_drive(struct holder *h, const struct create_in *in)
 {
         if (h->create_driving) {
-                if (in->value)
-                        log_error("The store answered within its call; the answer is dropped");
-                else if (h->create_queued < CREATE_QUEUE_MAX)
+                /* an input with a value the store's answer keeps cannot wait
+                 * for its turn: dropped, and the cluster read again later,
+                 * so that no host stops waiting on it */
+                if (!in->value && h->create_queued < CREATE_QUEUE_MAX)
                         h->create_queue[h->create_queued++] = *in;
-                else
-                        log_error("The creation's inputs overflow; one is dropped");
+                else {
+                        log_error("The creation's input came while it stepped another; reading "
+                                  "the cluster again in %u ms",
+                                  KNOWN_REREAD_MS);
+                        reread_in(h, KNOWN_REREAD_MS);
+                }
                 return;
         }
         h->create_driving = true;
@@ -371,10 +376,13 @@ static void known_run(struct holder *h, const struct known_action *t)
         case KNOWN_DO_MAKE:
                 /* a layout the range does not fit is not made */
                 if (region_range_fits(h, h->cfg->layout.worker_bits))
-                        create_drive(h, &(const struct create_in){.kind = CREATE_IN_MAKE,
-                                                                  .creating = t->cr->creating,
-                                                                  .value = t->cr->creating_value,
-                                                                  .mod_rev = t->cr->creating_rev});
+                        create_drive(h,
+                                     &(const struct create_in){
+                                             .kind = CREATE_IN_MAKE,
+                                             .creating = t->cr->creating,
+                                             .value = t->cr->creating == 1 ? t->cr->creating_value
+                                                                           : NULL,
+                                             .mod_rev = t->cr->creating_rev});
                 return;
         case KNOWN_DO_RANGE:
                 if (region_check(h, (int64_t)t->a, t->cr->records, t->cr->n_records,
