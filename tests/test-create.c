@@ -219,6 +219,21 @@ static void test_waiting(void **state)
         v.mono_ms += 1;
         make_read(1, "by hand");
         assert_int_equal(first(CREATE_DO_LOCK)->a, 33);
+        /* a takeover refused (another took it over first): a wait before
+         * any other, even if what is there now looks stale too */
+        locked(false, 0, 1, "by hand");
+        assert_int_equal(count(CREATE_DO_LOCK), 0);
+        assert_int_equal(count(CREATE_DO_REREAD), 1);
+        /* with no revision (a row written by hand on PostgreSQL): nothing
+         * to compare a takeover with, so waited on, never taken */
+        setup(NULL);
+        for (int i = 0; i < 3; i++) {
+                step(&(struct create_in){
+                        .kind = CREATE_IN_MAKE, .creating = 1, .value = "by hand", .mod_rev = 0});
+                assert_int_equal(count(CREATE_DO_LOCK), 0);
+                assert_true(first(CREATE_DO_REREAD)->a >= 250);
+                v.mono_ms += 20000;
+        }
         /* a creation left 15 s: taken over at its mod revision, whether a
          * read or a take found it */
         setup(NULL);

@@ -19,6 +19,10 @@
 #define CREATE_WAIT_MS 250
 #define CREATE_WAIT_MAX_MS 2000
 #define CREATE_STALE_MS 15000
+/* longer than any call waits for its answer (PATIENCE_X times the longest
+ * store-timeout, 60 s); and the longest wait of four times an answer */
+#define CREATE_ANSWER_MAX_MS 300000
+#define CREATE_LEAST_MAX_MS 60000
 
 static struct create_action *act(struct create_ready *out, enum create_do what)
 {
@@ -44,6 +48,7 @@ static void lock(struct create *c, const struct create_view *v, struct create_re
                  int64_t stale_rev)
 {
         c->sent_ms = v->mono_ms;
+        c->lock_rev = stale_rev;
         act(out, CREATE_DO_LOCK)->a = (uint64_t)stale_rev;
 }
 
@@ -90,7 +95,7 @@ static void mark_more(struct create *c, const struct create_view *v, struct crea
  * fleet's worth of the same work when a fleet starts on a cluster that
  * does not exist yet. */
 static void decide(struct create *c, const struct create_view *v, const struct create_in *in,
-                   bool sent, bool took, struct create_ready *out)
+                   bool sent, bool took, bool may_take_over, struct create_ready *out)
 {
         size_t tl = strlen(c->set.token);
         const char *value = in->value ? in->value : "";
@@ -108,6 +113,7 @@ static void decide(struct create *c, const struct create_view *v, const struct c
          * waits at least 4 times as long as its last answer took, so a
          * store slowed by the fleet's own questions gets fewer of them */
         uint64_t least = sent ? 4 * (v->mono_ms - c->sent_ms) : 0;
+        least = least < CREATE_LEAST_MAX_MS ? least : CREATE_LEAST_MAX_MS;
         if (took || mine) {
                 /* the creator, and only it, reads the marks too: whether the
                  * cluster was used (a mark above 0) before it creates */
@@ -117,10 +123,13 @@ static void decide(struct create *c, const struct create_view *v, const struct c
                 reread(out, 0);
         else if (!in->layout && !in->creating) /* absent: take it */
                 lock(c, v, out, 0);
-        else if (!in->layout && in->creating == 1 &&
+        else if (!in->layout && in->creating == 1 && may_take_over && in->mod_rev > 0 &&
                  (dated ? (int64_t)v->wall_ms - (int64_t)since > CREATE_STALE_MS
                         : v->mono_ms - c->seen_ms > CREATE_STALE_MS))
-                lock(c, v, out, in->mod_rev); /* its host gone: taken over */
+                /* its host gone: taken over, comparing its revision (one
+                 * with none, written by hand, cannot be compared: waited
+                 * on; a takeover just refused waits before another) */
+                lock(c, v, out, in->mod_rev);
         else {
                 /* another host makes it, or what is there cannot be read:
                  * read again, later */
@@ -147,10 +156,11 @@ static void on_locked(struct create *c, const struct create_view *v, const struc
                 unsigned max = acq_failure_max_ms(c->set.lease_ttl_s, in->answered, in->status);
                 uint64_t wait = acq_backoff(&c->backoff_ms, max, core_draw(&c->rng)),
                          least = 4 * (v->mono_ms - c->sent_ms);
+                least = least < CREATE_LEAST_MAX_MS ? least : CREATE_LEAST_MAX_MS;
                 reread(out, wait > least ? wait : least);
                 return;
         }
-        decide(c, v, in, true, in->succeeded, out);
+        decide(c, v, in, true, in->succeeded, c->lock_rev == 0, out);
 }
 
 void create_step(struct create *c, const struct create_view *v, const struct create_in *in,
@@ -162,7 +172,7 @@ void create_step(struct create *c, const struct create_view *v, const struct cre
                 /* a read this core asked for (one older than any call's
                  * longest wait was answered elsewhere: the cluster was
                  * there) */
-                bool sent = c->reading && v->mono_ms - c->sent_ms <= CREATE_STALE_MS;
+                bool sent = c->reading && v->mono_ms - c->sent_ms <= CREATE_ANSWER_MAX_MS;
                 c->reading = false;
                 if (c->state == CREATE_MARKING || c->state == CREATE_MAKING)
                         return; /* a read answered meanwhile: the making goes on */
@@ -173,7 +183,7 @@ void create_step(struct create *c, const struct create_view *v, const struct cre
                                                    .creating = in->creating,
                                                    .value = in->value,
                                                    .mod_rev = in->mod_rev},
-                               sent, false, out);
+                               sent, false, true, out);
                 } else if (workers(c) <= INIT_MAX) {
                         /* before the cluster exists: every number's mark, 0,
                          * where it is absent, so that later an absent mark
@@ -225,7 +235,7 @@ void create_step(struct create *c, const struct create_view *v, const struct cre
 
 void create_init(struct create *c, const struct create_settings *set)
 {
-        *c = (struct create){.set = *set, .rng = set->seed ? set->seed : 1};
+        *c = (struct create){.set = *set, .rng = set->seed ? set->seed : 1, .seen_rev = -1};
 }
 
 bool create_marks(const struct create *c)

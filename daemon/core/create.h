@@ -91,6 +91,7 @@ struct create {
          * once it has stayed the same CREATE_STALE_MS */
         int64_t seen_rev;
         uint64_t seen_ms;
+        int64_t lock_rev; /* the revision the last take compared (0: none there) */
         unsigned backoff_ms;
         unsigned pending; /* batches not answered */
         uint64_t next;    /* the first number of the next batch */
