@@ -410,9 +410,27 @@ static void test_choose(void **state)
         c = choose(n, 0, 7, 4, false, false, false, draw_first);
         assert_int_equal(c.worker, 4);
         assert_true(c.ahead);
+        c = choose(n, 0, 7, 4, false, false, true, draw_first); /* its sample, too */
+        assert_int_equal(c.worker, 4);
         marked(&n[4], NOW + 15001); /* further: any other */
         c = choose(n, 0, 7, 4, false, false, false, draw_first);
         assert_int_equal(c.worker, 7);
+        /* after a fence far ahead (claims above NOW + 30 s), counted from
+         * the lowest start a claim can have, the fence's */
+        marked(&n[4], NOW + 45000);
+        struct choose_in ahead = {.numbers = n,
+                                  .first = 0,
+                                  .last = 7,
+                                  .floor = NOW - 50000,
+                                  .now = NOW,
+                                  .claims_above = NOW + 30000,
+                                  .prefer = 4,
+                                  .lead_ms = 15000,
+                                  .step_ms = 5000,
+                                  .draw = draw_first};
+        assert_int_equal(claim_choose(&ahead).worker, 4);
+        marked(&n[4], NOW + 45002);
+        assert_int_equal(claim_choose(&ahead).worker, 7);
         /* with a number behind the clock free, a mark step is the bound */
         marked(&n[4], NOW + 5001);
         marked(&n[2], NOW - 1000);
