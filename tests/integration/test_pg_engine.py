@@ -589,11 +589,45 @@ def test_upgrade_beside_old_verbs(h):
     assert g["id"] > 0 and g["ttl"] == 10, g
 
 
+def test_previous_release_statements(h):
+    """A database of version 6 (the release before the cluster read said
+    who makes the cluster), the statements a daemon of that release
+    prepares on its connection, and this file loaded by a newer daemon
+    meanwhile: on the same connection, the old read of the cluster answers
+    exactly as before (no column added to the function it calls), and the
+    old poll of `creating` still reads the host making it."""
+    old = old_database(h, 6)
+    if old is None:
+        return
+    pg = old[0]
+    with open(SQL) as f:
+        new_sql = f.read()
+    session = pg.session()
+    try:
+        session.query("PREPARE rc AS SELECT * FROM snowid.read_cluster($1::text, $2::boolean, "
+                      "$3::int)")
+        session.query("PREPARE cr AS SELECT * FROM snowid.creating($1::text, $2::boolean, "
+                      "$3::text, $4::bigint)")
+        took = session.query("EXECUTE cr('v', false, 'host-a 1', 0)")
+        assert took.startswith("t|"), took
+        before = session.query("EXECUTE rc('v', false, -1)")
+        pg.psql(new_sql)
+        version = re.search(r"want constant int := (\d+);", new_sql).group(1)
+        assert int(version) > 6, version
+        assert pg.psql("SELECT schema_version FROM snowid.meta").strip() == version
+        after = session.query("EXECUTE rc('v', false, -1)")
+        assert after == before, (before, after)
+        poll = session.query("EXECUTE cr('v', true, '', 0)")
+        assert poll.startswith("f|f|host-a 1|"), poll
+    finally:
+        session.close()
+
+
 if __name__ == "__main__":
     if not available():
         print("PostgreSQL 15 is not installed: skipping")
         sys.exit(77)
     tests = [test_one_number_many_claimers, test_concurrent_claims, test_lease_expiry,
              test_mark_never_down, test_schema_load, test_migration,
-             test_upgrade_beside_old_verbs]
+             test_upgrade_beside_old_verbs, test_previous_release_statements]
     run([t for t in tests if len(sys.argv) < 2 or t.__name__ in sys.argv[1:]], etcd=False)
