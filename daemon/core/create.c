@@ -12,10 +12,11 @@
 
 #define INIT_BATCH 100      /* marks made per transaction (etcd allows 128 ops) */
 #define INIT_MAX (1u << 14) /* more numbers than this: none made; absent means unmarked */
-/* the others read again after a wait that starts at CREATE_WAIT_MS and
- * doubles to CREATE_WAIT_MAX_MS (jittered), so that a fleet waiting does
- * not keep the store from the creation, and take over a creation not
- * finished within CREATE_STALE_MS (its host gone) */
+/* the others read again after CREATE_WAIT_MS and a jittered wait that
+ * doubles up to CREATE_WAIT_MAX_MS (0.3-0.35 s first, 1.25-2.25 s at
+ * most), so that a fleet waiting does not keep the store from the
+ * creation, and take over a creation not finished within CREATE_STALE_MS
+ * (its host gone) */
 #define CREATE_WAIT_MS 250
 #define CREATE_WAIT_MAX_MS 2000
 #define CREATE_STALE_MS 15000

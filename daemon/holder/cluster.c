@@ -137,8 +137,9 @@ static void create_drive(struct holder *h, const struct create_in *in)
 {
         if (h->create_driving) {
                 /* an input with a value the store's answer keeps cannot wait
-                 * for its turn: dropped, and the cluster read again later,
-                 * so that no host stops waiting on it */
+                 * for its turn, nor one past a full queue: dropped, and the
+                 * cluster read again later, so that no host stops waiting
+                 * on it */
                 if (!in->value && h->create_queued < CREATE_QUEUE_MAX)
                         h->create_queue[h->create_queued++] = *in;
                 else {

@@ -36,7 +36,9 @@ struct choose_in {
         const struct store_number *numbers; /* as the scan read them; index: the number */
         uint64_t first, last;               /* the range claimed in */
         uint64_t floor, now, claims_above;
-        int32_t prefer;           /* the number held when a fence came, or -1 */
+        /* the number held when a fence came, or published last before a
+         * restart (the lock file's), or -1 */
+        int32_t prefer;
         bool prefer_handing_over; /* it is still held by this host's old lease */
         bool fresh;               /* a fresh number: only one behind the clock will do */
         bool sampled;             /* the scan read a sample, not every number */
