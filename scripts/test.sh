@@ -131,7 +131,7 @@ fuzz_one() { # fuzz_one TARGET
     # the targets' own stderr is kept only where it is quiet (fuzz-http)
     local mask=3
     [ "$t" = http ] && mask=1
-    if build-fuzz/fuzz/fuzz-"$t" -max_total_time="${FUZZ_SECONDS:-12}" -timeout=10 \
+    if build-fuzz/fuzz/fuzz-"$t" -max_total_time="${FUZZ_SECONDS:-8}" -timeout=10 \
         -close_fd_mask="$mask" -artifact_prefix="$dir/" "${dict[@]}" "$dir/corpus" "fuzz/corpus/$t" \
         >"$dir/log" 2>&1; then
         grep -E "^#[0-9]+[[:space:]]+DONE" "$dir/log" | tail -1
@@ -165,7 +165,7 @@ fi
 # the chaos test's checker, then a short chaos run: 4 hosts in network
 # namespaces, a 3-member etcd, faults from a seed (its own python: numpy)
 one chaos-checker /usr/bin/python3 tests/chaos/test_checker.py
-one chaos /usr/bin/python3 tests/chaos/chaos.py --build build --duration "${CHAOS_SECONDS:-60}"
+one chaos /usr/bin/python3 tests/chaos/chaos.py --build build --duration "${CHAOS_SECONDS:-40}"
 
 # the Debian packages: built, linted, installed in a container, an ID taken
 echo "== tests/package/test-deb.sh"
