@@ -554,13 +554,19 @@ def test_old_data_directory(h):
     after = hwm(pg, "default", n)
     wait_for(lambda: deadline_of(a.instance) > after, 10,
              "A to publish a mark written after the copy")
-    pg.kill()
-    shutil.rmtree(pg.pg.data)
-    subprocess.run(["cp", "-a", copy, pg.pg.data], check=True)
-    pg.start()
-    # the same server: the identifier, which tells another server, is kept
-    assert pg.pg.psql("SELECT system_identifier FROM pg_control_system()").strip() == ident
-    at_copy = hwm(pg, "default", n)
+    # A stopped while the copy is put back and its mark read: A raises a
+    # mark it finds below what it published as soon as it reconnects
+    a.proc.send_signal(signal.SIGSTOP)
+    try:
+        pg.kill()
+        shutil.rmtree(pg.pg.data)
+        subprocess.run(["cp", "-a", copy, pg.pg.data], check=True)
+        pg.start()
+        # the same server: the identifier, which tells another server, is kept
+        assert pg.pg.psql("SELECT system_identifier FROM pg_control_system()").strip() == ident
+        at_copy = hwm(pg, "default", n)
+    finally:
+        a.proc.send_signal(signal.SIGCONT)
     assert at_copy <= after, (at_copy, after)
     wait_for(lambda: state(a.instance) == "store-restored", 20, "A to see the restore")
     assert ("forgot a write it acknowledged" in a.log_text() or
