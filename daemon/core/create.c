@@ -39,6 +39,18 @@ static void reread(struct create_ready *out, uint64_t ms)
         act(out, CREATE_DO_REREAD)->a = ms;
 }
 
+/* A fleet waiting asks at most a quarter of the time: each host waits at
+ * least 4 times as long as the answer to its last call took (at most
+ * CREATE_LEAST_MAX_MS), so that a store slowed by the fleet's own
+ * questions gets fewer of them. */
+static void reread_after(const struct create *c, const struct create_view *v,
+                         struct create_ready *out, uint64_t wait, bool sent)
+{
+        uint64_t least = sent ? 4 * (v->mono_ms - c->sent_ms) : 0;
+        least = least < CREATE_LEAST_MAX_MS ? least : CREATE_LEAST_MAX_MS;
+        reread(out, wait > least ? wait : least);
+}
+
 static uint64_t workers(const struct create *c)
 {
         return UINT64_C(1) << c->set.worker_bits;
@@ -110,11 +122,6 @@ static void decide(struct create *c, const struct create_view *v, const struct c
                 c->seen_rev = in->mod_rev;
                 c->seen_ms = v->mono_ms;
         }
-        /* a fleet waiting asks at most a quarter of the time: each host
-         * waits at least 4 times as long as its last answer took, so a
-         * store slowed by the fleet's own questions gets fewer of them */
-        uint64_t least = sent ? 4 * (v->mono_ms - c->sent_ms) : 0;
-        least = least < CREATE_LEAST_MAX_MS ? least : CREATE_LEAST_MAX_MS;
         if (took || mine) {
                 /* the creator, and only it, reads the marks too: whether the
                  * cluster was used (a mark above 0) before it creates */
@@ -134,10 +141,10 @@ static void decide(struct create *c, const struct create_view *v, const struct c
         else {
                 /* another host makes it, or what is there cannot be read:
                  * read again, later */
-                uint64_t wait =
-                        acq_backoff(&c->backoff_ms, CREATE_WAIT_MAX_MS, core_draw(&c->rng)) +
-                        CREATE_WAIT_MS;
-                reread(out, wait > least ? wait : least);
+                reread_after(c, v, out,
+                             acq_backoff(&c->backoff_ms, CREATE_WAIT_MAX_MS, core_draw(&c->rng)) +
+                                     CREATE_WAIT_MS,
+                             sent);
         }
 }
 
@@ -155,10 +162,7 @@ static void on_locked(struct create *c, const struct create_view *v, const struc
         c->state = CREATE_IDLE;
         if (!in->ok) {
                 unsigned max = acq_failure_max_ms(c->set.lease_ttl_s, in->answered, in->status);
-                uint64_t wait = acq_backoff(&c->backoff_ms, max, core_draw(&c->rng)),
-                         least = 4 * (v->mono_ms - c->sent_ms);
-                least = least < CREATE_LEAST_MAX_MS ? least : CREATE_LEAST_MAX_MS;
-                reread(out, wait > least ? wait : least);
+                reread_after(c, v, out, acq_backoff(&c->backoff_ms, max, core_draw(&c->rng)), true);
                 return;
         }
         decide(c, v, in, true, in->succeeded, c->lock_rev == 0, out);

@@ -132,26 +132,30 @@ static void create_run(struct holder *h, const struct create_action *t)
 }
 
 /* Steps the creation's core with in, and does what it returns; an input
- * made while they are done (a verb not sent) is stepped after them. */
+ * made while they are done (a verb not sent) is stepped after them, with a
+ * copy of its value. */
 static void create_drive(struct holder *h, const struct create_in *in)
 {
         if (h->create_driving) {
-                /* an input with a value the store's answer keeps cannot wait
-                 * for its turn, nor one past a full queue: dropped, and the
-                 * cluster read again later, so that no host stops waiting
-                 * on it */
-                if (!in->value && h->create_queued < CREATE_QUEUE_MAX)
-                        h->create_queue[h->create_queued++] = *in;
-                else {
-                        log_error("The creation's input came while it stepped another; reading "
+                if (h->create_queued == CREATE_QUEUE_MAX) {
+                        /* more than a step can make: a bug of the core,
+                         * and the cluster read again later, so that no host
+                         * stops waiting on it */
+                        log_error("The creation's inputs came faster than it stepped; reading "
                                   "the cluster again in %u ms",
                                   KNOWN_REREAD_MS);
                         reread_in(h, KNOWN_REREAD_MS);
+                        return;
                 }
+                struct create_queued *q = &h->create_queue[h->create_queued++];
+                q->in = *in;
+                if (in->value)
+                        snprintf(q->value, sizeof(q->value), "%s", in->value);
                 return;
         }
         h->create_driving = true;
         struct create_in next = *in;
+        char value[sizeof(h->create_queue[0].value)];
         for (;;) {
                 const struct create_view v = {.mono_ms = holder_mono_ms(),
                                               .wall_ms = (uint64_t)(shm_realtime_ns() / 1000000)};
@@ -161,7 +165,11 @@ static void create_drive(struct holder *h, const struct create_in *in)
                         create_run(h, &out.a[i]);
                 if (!h->create_queued)
                         break;
-                next = h->create_queue[0];
+                next = h->create_queue[0].in;
+                if (next.value) {
+                        memcpy(value, h->create_queue[0].value, sizeof(value));
+                        next.value = value;
+                }
                 memmove(h->create_queue, h->create_queue + 1,
                         --h->create_queued * sizeof(*h->create_queue));
         }

@@ -60,7 +60,10 @@ struct holder {
         struct create create;
         bool create_driving;
         unsigned create_queued;
-        struct create_in create_queue[CREATE_QUEUE_MAX];
+        struct create_queued {
+                struct create_in in;
+                char value[128]; /* in.value's copy: the store's answer does not outlive it */
+        } create_queue[CREATE_QUEUE_MAX];
         /* the layout, the fence, halts and the witness (cluster.c drives it) */
         struct known known;
         bool known_driving;
