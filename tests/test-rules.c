@@ -381,18 +381,27 @@ static void test_choose(void **state)
         marked(&n[3], NOW);
         c = choose(n, 3, 3, -1, false, false, false, draw_first);
         assert_true(c.ahead);
-        /* the preferred number: taken when its claim would start no more
-         * than a mark step (5 s) above the lowest start any claim could
-         * have, here the clock's (numbers behind it); never, more */
+        /* the preferred number: taken when its claim would start no further
+         * ahead of the lowest start any claim could have (here the clock's)
+         * than a live holder's mark leads it (15 s), even with numbers
+         * behind the clock free (in a full space, others' numbers, slower
+         * to restart); never, further */
         for (int i = 0; i < 8; i++)
                 marked(&n[i], NOW - 1000);
-        marked(&n[4], NOW + 5001);
-        c = choose(n, 0, 7, 4, false, false, false, draw_never);
-        assert_int_equal(c.worker, 0);
-        marked(&n[4], NOW + 5000);
-        c = choose(n, 0, 7, 4, false, false, false, draw_never);
+        marked(&n[4], NOW + 15001);
+        c = choose(n, 0, 7, 4, false, false, false, draw_first);
+        assert_int_equal(c.kind, CHOOSE_CLAIM);
+        assert_int_not_equal(c.worker, 4);
+        assert_true(c.mark < NOW); /* one behind the clock */
+        assert_false(c.ahead);
+        marked(&n[4], NOW + 15000);
+        c = choose(n, 0, 7, 4, false, false, false, draw_first);
         assert_int_equal(c.worker, 4);
+        assert_int_equal(c.mark, NOW + 15000);
         assert_false(c.ahead); /* numbers behind the clock are free */
+        marked(&n[4], NOW + 5001);
+        c = choose(n, 0, 7, 4, false, false, false, draw_first);
+        assert_int_equal(c.worker, 4);
         /* every free mark ahead (a fleet restarted at once): within a mark
          * step of the lowest, where the draw would pick another */
         for (int i = 0; i < 8; i++)
@@ -431,11 +440,16 @@ static void test_choose(void **state)
         assert_int_equal(claim_choose(&ahead).worker, 4);
         marked(&n[4], NOW + 45002);
         assert_int_equal(claim_choose(&ahead).worker, 7);
-        /* with a number behind the clock free, a mark step is the bound */
-        marked(&n[4], NOW + 5001);
+        /* with a number behind the clock free, the clock's lead is the
+         * bound, not the fence's (claims_above behind the clock) */
+        marked(&n[4], NOW + 15001);
         marked(&n[2], NOW - 1000);
-        c = choose(n, 0, 7, 4, false, false, false, draw_never);
+        c = choose(n, 0, 7, 4, false, false, false, draw_first);
         assert_int_equal(c.worker, 2);
+        marked(&n[4], NOW + 14000);
+        c = choose(n, 0, 7, 4, false, false, false, draw_first);
+        assert_int_equal(c.worker, 4);
+        marked(&n[4], NOW + 5001);
         marked(&n[2], NOW + 2200);
         marked(&n[4], NOW + 2400);
         n[4].held = true; /* taken: any other */

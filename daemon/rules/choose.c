@@ -37,14 +37,17 @@ struct choice claim_choose(const struct choose_in *in)
                 good = in->claims_above + 1;
         /* the preferred number (the one this daemon published last before a
          * restart, or held when a fence came), when a claim of it would
-         * start no more than a mark step (step_ms, how far apart live
-         * holders' marks lie) above the lowest start any claim could have
-         * now (of a sample, only one whose lowest is as good as any); and
-         * when every free mark is ahead (a fleet restarted at once, whose
-         * marks lie as far apart as its hosts' starts did), no further
-         * ahead than a live holder's mark leads (lead_ms): a fleet
-         * restarted at once takes its own numbers back, and no two of its
-         * claims meet */
+         * start no further ahead than a live holder's mark leads (lead_ms)
+         * the lowest start any claim could have now (the clock, or the
+         * fence's claims_above + 1), or within a mark step (step_ms, how
+         * far apart live holders' marks lie) of the lowest free mark (of a
+         * sample, only one whose lowest is as good as any): a fleet
+         * restarted at once takes its own numbers back, whether or not
+         * some of them fell behind the clock while others were slow to
+         * restart, and no two of its claims meet.  A number behind the
+         * clock would start this host nearer the clock, but in a full
+         * space it is another's, slower to restart, that then has to
+         * search */
         int32_t pref = in->prefer;
         bool in_range = pref >= 0 && (uint64_t)pref >= in->first && (uint64_t)pref <= in->last;
         if (in_range && !choose_free(&in->numbers[pref]) && in->prefer_handing_over)
@@ -57,7 +60,7 @@ struct choice claim_choose(const struct choose_in *in)
                 uint64_t m = mark_of(in, (uint64_t)pref);
                 uint64_t best = lowest > least ? lowest : least;
                 uint64_t bound = best + in->step_ms;
-                if (pick < 0 && least + in->lead_ms > bound)
+                if (least + in->lead_ms > bound)
                         bound = least + in->lead_ms;
                 if ((m > least ? m : least) <= bound)
                         return (struct choice){.kind = CHOOSE_CLAIM,

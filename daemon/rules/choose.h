@@ -48,8 +48,8 @@ struct choose_in {
         uint64_t lead_ms;
         /* how far apart live holders' marks lie (mark-step): the preferred
          * number is taken if its claim starts within this of the lowest
-         * start a claim could have, or, every free mark being ahead,
-         * within lead_ms of the lowest start (now or claims_above + 1) */
+         * free mark, or within lead_ms of the lowest start a claim could
+         * have (now or claims_above + 1) */
         uint64_t step_ms;
         /* a uniform draw in [0, n), n > 0 */
         uint64_t (*draw)(void *state, uint64_t n);
