@@ -28,6 +28,37 @@ static const char checks_sql[] =
         "current_setting('synchronous_standby_names'), "
         "(SELECT count(*) FROM pg_stat_get_wal_senders())";
 
+/* Whether the schema is this release's or newer, and the store's identity
+ * made for this server (postgres.sql's last block gives a copy of the
+ * database restored into another server an identity of its own): then the
+ * file, which would change nothing, is not sent and compiled again on every
+ * connection.  Any error (no schema yet, a privilege missing) sends it, and
+ * the file says what is wrong. */
+static const char current_sql[] =
+        "SELECT m.schema_version, CASE WHEN has_function_privilege('pg_control_system()', "
+        "'EXECUTE') THEN m.system_identifier IS NOT DISTINCT FROM "
+        "(SELECT system_identifier FROM pg_control_system()) ELSE true END FROM snowid.meta m";
+
+/* The schema version postgres.sql makes (its `want`); INT32_MAX if it
+ * cannot be read: the file is then always sent. */
+static long schema_want(void)
+{
+        static const char key[] = "want constant int := ";
+        const char *w = strstr(snowid_postgres_sql, key);
+        char *end;
+        long v = w ? strtol(w + sizeof(key) - 1, &end, 10) : 0;
+        return w && end != w + sizeof(key) - 1 && *end == ';' && v > 0 ? v : INT32_MAX;
+}
+
+static bool schema_current(const PGresult *res)
+{
+        if (PQntuples(res) != 1 || PQnfields(res) != 2 || PQgetisnull(res, 0, 0))
+                return false;
+        char *end;
+        long have = strtol(PQgetvalue(res, 0, 0), &end, 10);
+        return *end == '\0' && have >= schema_want() && !strcmp(PQgetvalue(res, 0, 1), "t");
+}
+
 /* ---- the connection ---- */
 
 static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata);
@@ -340,6 +371,9 @@ static void setup_send(struct pg *p)
         case S_CHECKS:
                 sql = checks_sql;
                 break;
+        case S_CURRENT:
+                sql = current_sql;
+                break;
         case S_SCHEMA:
                 sql = snowid_postgres_sql;
                 break;
@@ -352,6 +386,14 @@ static void setup_send(struct pg *p)
         }
         p->query_pending = true;
         pg_flush(p);
+}
+
+/* A connection failure (not one of the query's): the server went away, is
+ * shutting down, or refuses connections for now. */
+static bool conn_gone(const char *sqlstate)
+{
+        return sqlstate && (!strncmp(sqlstate, "08", 2) || !strcmp(sqlstate, "57P01") ||
+                            !strcmp(sqlstate, "57P02") || !strcmp(sqlstate, "57P03"));
 }
 
 static bool sync_commit_durable(const char *v)
@@ -402,6 +444,13 @@ static bool setup_checks(struct pg *p, const PGresult *res)
 static void setup_result(struct pg *p, PGresult *res)
 {
         ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+        if (p->step == S_CURRENT && res && PQstatus(p->conn) != CONNECTION_BAD &&
+            !conn_gone(PQresultErrorField(res, PG_DIAG_SQLSTATE))) {
+                /* current: the file is skipped; else (an error too) sent */
+                p->step = st == PGRES_TUPLES_OK && schema_current(res) ? S_PREPARE : S_SCHEMA;
+                setup_send(p);
+                return;
+        }
         if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && st != PGRES_EMPTY_QUERY) {
                 const char *sqlstate = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
                 const char *msg = res ? PQresultErrorMessage(res) : PQerrorMessage(p->conn);
@@ -428,14 +477,6 @@ static void setup_result(struct pg *p, PGresult *res)
         p->state = C_READY;
         p->backoff_ms = 0;
         pg_kick(p);
-}
-
-/* A connection failure (not one of the query's): the server went away, is
- * shutting down, or refuses connections for now. */
-static bool conn_gone(const char *sqlstate)
-{
-        return sqlstate && (!strncmp(sqlstate, "08", 2) || !strcmp(sqlstate, "57P01") ||
-                            !strcmp(sqlstate, "57P02") || !strcmp(sqlstate, "57P03"));
 }
 
 static void request_result(struct pg *p, PGresult *res)

@@ -52,7 +52,8 @@ enum conn_state {
 enum setup_step {
         S_SETTINGS, /* the setup's timeouts, isolation and application_name */
         S_CHECKS,   /* a primary, and how durable its commits are */
-        S_SCHEMA,   /* daemon/store/postgres.sql: idempotent */
+        S_CURRENT,  /* whether the schema is this release's, for this server */
+        S_SCHEMA,   /* daemon/store/postgres.sql (unless it is): idempotent */
         S_PREPARE,  /* the verbs' statements, prepared on this connection */
         S_WARM,     /* one harmless read: the server compiles the verbs' functions */
         S_TIMEOUTS, /* then every statement bounded by store-timeout */

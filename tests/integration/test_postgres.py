@@ -348,9 +348,52 @@ def test_schema_made_once(h):
         assert d.stop() == 0
 
 
+def test_schema_sent_only_when_needed(h):
+    """A connection sends postgres.sql only when the database's schema is
+    older than this release's, or its identity was not made for this
+    server (a copy restored into another): else one small read instead of
+    the whole file compiled again by the server."""
+    pg = PgStore(h)
+    pg.pg.psql("ALTER SYSTEM SET log_statement = 'all'; SELECT pg_reload_conf();", single=False)
+    wait_for(lambda: pg.pg.psql("SHOW log_statement").strip() == "all", 10,
+             "the setting to take effect")
+    meta = "SELECT schema_version, system_identifier, cluster_id FROM snowid.meta"
+    version, sid, cid = pg.pg.psql(meta).strip().split("|")
+
+    def loads_during(start):
+        at = os.path.getsize(pg.pg.log)
+        d = start()
+        with open(pg.pg.log, errors="replace") as f:
+            f.seek(at)
+            text = f.read()
+        return d, text.count("DO $install$"), text.count("FROM snowid.meta m")
+
+    d, loads, reads = loads_during(lambda: Daemon(h, pg).start())
+    assert loads == 0 and reads >= 1, f"{loads} loads of the file, {reads} reads of the version"
+    first = take(d.instance, 20)
+    assert d.stop() == 0
+    # the identity not made for this server: the file is sent, and makes it
+    pg.pg.psql("UPDATE snowid.meta SET system_identifier = NULL")
+    d, loads, _ = loads_during(lambda: Daemon(h, pg).start())
+    assert loads >= 1, "the file was not sent over an identity made elsewhere"
+    assert pg.pg.psql(meta).strip().split("|") == [version, sid, cid]
+    second = take(d.instance, 20)
+    assert d.stop() == 0
+    # an older schema: the file is sent, and makes it this release's again
+    pg.pg.psql("UPDATE snowid.meta SET schema_version = schema_version - 1")
+    d, loads, _ = loads_during(lambda: Daemon(h, pg).start())
+    assert loads >= 1, "the file was not sent over an older schema"
+    assert pg.pg.psql(meta).strip().split("|") == [version, sid, cid]
+    check_unique_and_increasing([first, second, take(d.instance, 20)])
+    assert d.stop() == 0
+    log(f"schema version {version}: the file sent only over an identity made elsewhere or an "
+        "older schema")
+
+
 if __name__ == "__main__":
     import sys
     harness.STORE = "postgres"
     tests = [test_settings, test_refused_and_unreachable, test_store_named,
-             test_restart_during_claim, test_server_checks, test_schema_made_once]
+             test_restart_during_claim, test_server_checks, test_schema_made_once,
+             test_schema_sent_only_when_needed]
     run([t for t in tests if len(sys.argv) < 2 or t.__name__ in sys.argv[1:]])
