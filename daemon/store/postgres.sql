@@ -5,9 +5,11 @@
 -- verbs"; docs/postgres.md argues each one).  snowidd calls them as
 -- prepared statements with typed arguments; each answers with one row.
 --
--- The whole file is one simple-protocol query string.  Every daemon sends it
--- when it connects; it is idempotent, and the advisory lock makes daemons
--- that start at once take turns.
+-- The whole file is one simple-protocol query string.  A daemon sends it on
+-- a new connection unless snowid.meta says the schema is this file's or
+-- newer and its identity was made on this server (daemon/store/pg-conn.c);
+-- it is idempotent, and the advisory lock makes daemons that start at once
+-- take turns.
 --
 -- Locks.  A verb locks only the rows it touches: a claim, an extension or a
 -- raise the one number's row (FOR UPDATE) and its cluster's row (FOR SHARE,
