@@ -449,7 +449,6 @@ static void test_choose(void **state)
         marked(&n[4], NOW + 14000);
         c = choose(n, 0, 7, 4, false, false, false, draw_first);
         assert_int_equal(c.worker, 4);
-        marked(&n[4], NOW + 5001);
         marked(&n[2], NOW + 2200);
         marked(&n[4], NOW + 2400);
         n[4].held = true; /* taken: any other */

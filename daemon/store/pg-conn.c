@@ -32,12 +32,15 @@ static const char checks_sql[] =
  * made for this server (postgres.sql's last block gives a copy of the
  * database restored into another server an identity of its own): then the
  * file, which would change nothing, is not sent and compiled again on every
- * connection.  Any error (no schema yet, a privilege missing) sends it, and
- * the file says what is wrong. */
+ * connection.  The server's own identifier is read in a query of its own,
+ * and only by a role that may (a query that names pg_control_system() fails
+ * for one that may not, whatever it would have evaluated); for one that may
+ * not, the file's block does nothing either.  Any error (no schema yet)
+ * sends the file, which says what is wrong. */
 static const char current_sql[] =
-        "SELECT m.schema_version, CASE WHEN has_function_privilege('pg_control_system()', "
-        "'EXECUTE') THEN m.system_identifier IS NOT DISTINCT FROM "
-        "(SELECT system_identifier FROM pg_control_system()) ELSE true END FROM snowid.meta m";
+        "SELECT m.schema_version, m.system_identifier, "
+        "has_function_privilege('pg_control_system()', 'EXECUTE') FROM snowid.meta m";
+static const char ident_sql[] = "SELECT system_identifier FROM pg_control_system()";
 
 /* The schema version postgres.sql makes (its `want`); INT32_MAX if it
  * cannot be read: the file is then always sent. */
@@ -50,13 +53,27 @@ static long schema_want(void)
         return w && end != w + sizeof(key) - 1 && *end == ';' && v > 0 ? v : INT32_MAX;
 }
 
-static bool schema_current(const PGresult *res)
+/* The step after S_CURRENT's or S_IDENT's answer (res NULL: an error). */
+static enum setup_step schema_next(struct pg *p, const PGresult *res)
 {
-        if (PQntuples(res) != 1 || PQnfields(res) != 2 || PQgetisnull(res, 0, 0))
-                return false;
+        if (!res || PQntuples(res) != 1)
+                return S_SCHEMA;
+        if (p->step == S_IDENT)
+                return !PQgetisnull(res, 0, 0) && !strcmp(PQgetvalue(res, 0, 0), p->meta_ident)
+                               ? S_PREPARE
+                               : S_SCHEMA;
+        if (PQnfields(res) != 3 || PQgetisnull(res, 0, 0))
+                return S_SCHEMA;
         char *end;
         long have = strtol(PQgetvalue(res, 0, 0), &end, 10);
-        return *end == '\0' && have >= schema_want() && !strcmp(PQgetvalue(res, 0, 1), "t");
+        if (*end || have < schema_want())
+                return S_SCHEMA;
+        if (strcmp(PQgetvalue(res, 0, 2), "t"))
+                return S_PREPARE; /* the identity cannot be read: the file would not either */
+        if (PQgetisnull(res, 0, 1) || PQgetlength(res, 0, 1) >= (int)sizeof(p->meta_ident))
+                return S_SCHEMA; /* none recorded yet: the file records it */
+        snprintf(p->meta_ident, sizeof(p->meta_ident), "%s", PQgetvalue(res, 0, 1));
+        return S_IDENT;
 }
 
 /* ---- the connection ---- */
@@ -374,6 +391,9 @@ static void setup_send(struct pg *p)
         case S_CURRENT:
                 sql = current_sql;
                 break;
+        case S_IDENT:
+                sql = ident_sql;
+                break;
         case S_SCHEMA:
                 sql = snowid_postgres_sql;
                 break;
@@ -444,10 +464,11 @@ static bool setup_checks(struct pg *p, const PGresult *res)
 static void setup_result(struct pg *p, PGresult *res)
 {
         ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
-        if (p->step == S_CURRENT && res && PQstatus(p->conn) != CONNECTION_BAD &&
+        if ((p->step == S_CURRENT || p->step == S_IDENT) && res &&
+            PQstatus(p->conn) != CONNECTION_BAD &&
             !conn_gone(PQresultErrorField(res, PG_DIAG_SQLSTATE))) {
                 /* current: the file is skipped; else (an error too) sent */
-                p->step = st == PGRES_TUPLES_OK && schema_current(res) ? S_PREPARE : S_SCHEMA;
+                p->step = schema_next(p, st == PGRES_TUPLES_OK ? res : NULL);
                 setup_send(p);
                 return;
         }

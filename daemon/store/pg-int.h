@@ -52,8 +52,9 @@ enum conn_state {
 enum setup_step {
         S_SETTINGS, /* the setup's timeouts, isolation and application_name */
         S_CHECKS,   /* a primary, and how durable its commits are */
-        S_CURRENT,  /* whether the schema is this release's, for this server */
-        S_SCHEMA,   /* daemon/store/postgres.sql (unless it is): idempotent */
+        S_CURRENT,  /* whether the schema is this release's */
+        S_IDENT,    /* and its identity made for this server */
+        S_SCHEMA,   /* daemon/store/postgres.sql (unless both): idempotent */
         S_PREPARE,  /* the verbs' statements, prepared on this connection */
         S_WARM,     /* one harmless read: the server compiles the verbs' functions */
         S_TIMEOUTS, /* then every statement bounded by store-timeout */
@@ -95,6 +96,7 @@ struct pg {
         bool unreplicated;
         /* said once per streak of failed connections */
         bool said_down, said_standby, said_setup;
+        char meta_ident[24]; /* snowid.meta's system identifier, as S_CURRENT read it */
         char endpoint[256];
 };
 

@@ -366,6 +366,7 @@ def test_schema_sent_only_when_needed(h):
         with open(pg.pg.log, errors="replace") as f:
             f.seek(at)
             text = f.read()
+        assert "ERROR" not in text, text[-2000:]
         return d, text.count("DO $install$"), text.count("FROM snowid.meta m")
 
     d, loads, reads = loads_during(lambda: Daemon(h, pg).start())
@@ -384,10 +385,23 @@ def test_schema_sent_only_when_needed(h):
     d, loads, _ = loads_during(lambda: Daemon(h, pg).start())
     assert loads >= 1, "the file was not sent over an older schema"
     assert pg.pg.psql(meta).strip().split("|") == [version, sid, cid]
-    check_unique_and_increasing([first, second, take(d.instance, 20)])
+    third = take(d.instance, 20)
+    assert d.stop() == 0
+    # a role that may not read the server's identifier (nor could the file):
+    # the file not sent, and no query of it that would fail
+    pg.pg.psql("CREATE ROLE limited LOGIN; GRANT USAGE ON SCHEMA snowid TO limited; "
+               "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA snowid TO limited; "
+               "GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA snowid TO limited; "
+               "REVOKE EXECUTE ON FUNCTION pg_control_system() FROM PUBLIC", single=False)
+    assert pg.pg.psql("SELECT has_function_privilege('limited', 'pg_control_system()', "
+                      "'EXECUTE')").strip() == "f"
+    pg.conninfo = pg.pg.conninfo().replace("user=postgres", "user=limited")
+    d, loads, reads = loads_during(lambda: Daemon(h, pg).start())
+    assert loads == 0 and reads >= 1, f"{loads} loads of the file, {reads} reads of the version"
+    check_unique_and_increasing([first, second, third, take(d.instance, 20)])
     assert d.stop() == 0
     log(f"schema version {version}: the file sent only over an identity made elsewhere or an "
-        "older schema")
+        "older schema, and read by a role that may not read the server's identifier")
 
 
 if __name__ == "__main__":
