@@ -294,10 +294,54 @@ def table_phase(store, n, work, row):
     row["table_claim_s"] = n / tps
     row["table_claimed"] = held
     row["table_renew_per_s"] = pgbench(store, work, "renew", TABLE_RENEW, 64, ["-T", "10"])
-    store.pg.psql("DROP SCHEMA design CASCADE")
     log(f"postgres N={n}: the design's table: {held} distinct numbers for {n} clients in "
         f"{row['table_claim_s']:.2f} s after connecting; {row['table_renew_per_s']:.0f} renewals "
         f"per s from 64 clients")
+    # what the server spends at the rate a fleet at rest asks for, from one
+    # connection per host: the table's renewals, and a statement that does
+    # nothing (what any design with a connection per host pays at least)
+    for key, name, script in (("table_rest_cpu", "renew", TABLE_RENEW),
+                              ("empty_rest_cpu", "empty", "SELECT 1;\n")):
+        row[key] = paced_cpu(store, work, name, script, n, TABLE_REST_RATE)
+    store.pg.psql("DROP SCHEMA design CASCADE")
+    log(f"postgres N={n}: at {TABLE_REST_RATE} calls per s per client from {n} connections, "
+        f"server CPU {100 * row['table_rest_cpu']:.1f}% for the table's renewals, "
+        f"{100 * row['empty_rest_cpu']:.1f}% for SELECT 1")
+
+
+# snowid's fleet at rest asks about this many calls per s per host (the
+# rest phase measures it in the same run)
+TABLE_REST_RATE = 0.42
+
+
+def paced_cpu(store, work, name, script, clients, per_client):
+    """The server's CPU, as a share of one core, while pgbench sends script
+    at per_client calls per s from each of clients connections: measured
+    once every connection is made, over 15 s."""
+    path = os.path.join(work, name + "-paced.sql")
+    with open(path, "w") as f:
+        f.write(script)
+    import pgserver
+    cmd = [os.path.join(pgserver.PGBIN, "pgbench"), "-n", "-f", path, "-c", str(clients),
+           "-j", str(min(clients, 8)), "-R", f"{per_client * clients:.1f}", "-T", "30",
+           store.pg.conninfo()]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # connected: as many backends as clients (and the server's own)
+        end = time.monotonic() + 20
+        while len(store.pg._children(store.pg.postmaster_pid())) < clients:
+            if time.monotonic() > end or p.poll() is not None:
+                raise RuntimeError(f"pgbench: {clients} connections not made in 20 s")
+            time.sleep(0.1)
+        time.sleep(2)
+        c0, t0 = store.cpu()[0], time.monotonic()
+        time.sleep(15)
+        c1, t1 = store.cpu()[0], time.monotonic()
+    finally:
+        out, err = p.communicate(timeout=120)
+    if p.returncode != 0:
+        raise RuntimeError(f"pgbench: {err.strip()[-500:]}")
+    return (c1 - c0) / (t1 - t0)
 
 
 def rest_phase(store, n, args, h, row):
@@ -489,12 +533,17 @@ def write(rows, out, busy=0):
                "LOCKED)`, a renewal a guarded `UPDATE`; pgbench), beside snowid's own on "
                "PostgreSQL: N clients arriving at once, and renewals per second from 64 "
                "clients:", "",
-               "| N | the table: N claims at once | distinct numbers | renewals /s | snowid: "
-               "floor | snowid: storm, new cluster |", "|---|---|---|---|---|---|"]
+               "| N | the table: N claims at once | distinct numbers | renewals /s | server "
+               f"CPU at {TABLE_REST_RATE} renewals /s from each of N clients | the same rate of "
+               "`SELECT 1` | snowid: floor | snowid: storm, new cluster | snowid at rest: "
+               "server CPU |", "|---|---|---|---|---|---|---|---|---|"]
         for r in table:
+            def pct(key):
+                return "-" if r.get(key) is None else f"{100 * r[key]:.1f}%"
             md.append(f"| {r['hosts']} | {r['table_claim_s']:.2f} s | {r['table_claimed']} | "
-                      f"{r['table_renew_per_s']:.0f} | {r['floor_s']:.2f} s | "
-                      f"{f(r, 'storm_new_s')} |")
+                      f"{r['table_renew_per_s']:.0f} | {pct('table_rest_cpu')} | "
+                      f"{pct('empty_rest_cpu')} | {r['floor_s']:.2f} s | "
+                      f"{f(r, 'storm_new_s')} | {pct('leader_cpu')} |")
     md += ["", "Where a storm's time goes (each step's store calls: count, median and 99th "
            "percentile, ms), and the store calls per host it took: all of them (the floor "
            "takes 2), and those of the acquisitions alone (the renewals of the hosts "
