@@ -269,13 +269,18 @@ WHERE id = :id AND holder IS NOT NULL AND lease_until > now();
 """
 
 
-def pgbench(store, work, name, script, clients, extra):
+def pgbench_cmd(store, work, name, script, clients, extra):
+    """pgbench running script (written as name.sql) from clients connections"""
     path = os.path.join(work, name + ".sql")
     with open(path, "w") as f:
         f.write(script)
     import pgserver
-    cmd = [os.path.join(pgserver.PGBIN, "pgbench"), "-n", "-f", path, "-c", str(clients),
-           "-j", str(min(clients, 8))] + extra + [store.pg.conninfo()]
+    return [os.path.join(pgserver.PGBIN, "pgbench"), "-n", "-f", path, "-c", str(clients),
+            "-j", str(min(clients, 8))] + extra + [store.pg.conninfo()]
+
+
+def pgbench(store, work, name, script, clients, extra):
+    cmd = pgbench_cmd(store, work, name, script, clients, extra)
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
         raise RuntimeError(f"pgbench: {r.stderr.strip()[-500:]}")
@@ -318,13 +323,8 @@ def paced_cpu(store, work, name, script, clients, per_client):
     """The server's CPU, as a share of one core, while pgbench sends script
     at per_client calls per s from each of clients connections: measured
     once every connection is made, over 15 s."""
-    path = os.path.join(work, name + "-paced.sql")
-    with open(path, "w") as f:
-        f.write(script)
-    import pgserver
-    cmd = [os.path.join(pgserver.PGBIN, "pgbench"), "-n", "-f", path, "-c", str(clients),
-           "-j", str(min(clients, 8)), "-R", f"{per_client * clients:.1f}", "-T", "30",
-           store.pg.conninfo()]
+    cmd = pgbench_cmd(store, work, name + "-paced", script, clients,
+                      ["-R", f"{per_client * clients:.1f}", "-T", "30"])
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         # connected: as many backends as clients (and the server's own)

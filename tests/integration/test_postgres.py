@@ -373,20 +373,21 @@ def test_schema_sent_only_when_needed(h):
     assert loads == 0 and reads >= 1, f"{loads} loads of the file, {reads} reads of the version"
     first = take(d.instance, 20)
     assert d.stop() == 0
-    # the identity not made for this server: the file is sent, and makes it
-    pg.pg.psql("UPDATE snowid.meta SET system_identifier = NULL")
-    d, loads, _ = loads_during(lambda: Daemon(h, pg).start())
-    assert loads >= 1, "the file was not sent over an identity made elsewhere"
-    assert pg.pg.psql(meta).strip().split("|") == [version, sid, cid]
-    second = take(d.instance, 20)
-    assert d.stop() == 0
-    # an older schema: the file is sent, and makes it this release's again
-    pg.pg.psql("UPDATE snowid.meta SET schema_version = schema_version - 1")
-    d, loads, _ = loads_during(lambda: Daemon(h, pg).start())
-    assert loads >= 1, "the file was not sent over an older schema"
-    assert pg.pg.psql(meta).strip().split("|") == [version, sid, cid]
-    third = take(d.instance, 20)
-    assert d.stop() == 0
+    def sent_over(change, what):
+        """change made to snowid.meta: the file is sent, and makes the
+        schema this release's, for this server, again"""
+        pg.pg.psql(change)
+        d, loads, _ = loads_during(lambda: Daemon(h, pg).start())
+        assert loads >= 1, f"the file was not sent over {what}"
+        assert pg.pg.psql(meta).strip().split("|") == [version, sid, cid]
+        ids = take(d.instance, 20)
+        assert d.stop() == 0
+        return ids
+
+    second = sent_over("UPDATE snowid.meta SET system_identifier = NULL",
+                       "an identity made elsewhere")
+    third = sent_over("UPDATE snowid.meta SET schema_version = schema_version - 1",
+                      "an older schema")
     # a role that may not read the server's identifier (nor could the file):
     # the file not sent, and no query of it that would fail
     pg.pg.psql("CREATE ROLE limited LOGIN; GRANT USAGE ON SCHEMA snowid TO limited; "
